@@ -1,0 +1,1 @@
+"""Receiving spans (OTLP gRPC/HTTP, Kafka), decoding, trace assembly, convention adapters, the store."""

@@ -1,0 +1,31 @@
+"""The one-method protocols pipeline components forward to (receiver -> sink -> assembler -> ...).
+
+Behaviour is added by wrapping a ``next`` consumer, never by subclassing a component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from schemas import AgentRun, Decision, ScoreRecord, Span, SpanBatch
+
+
+class SpanConsumer(Protocol):
+    async def consume_spans(self, batch: SpanBatch) -> None:
+        """Take a decoded batch. Returning means the spans are durably stored (or safely handed on)."""
+
+
+class TraceConsumer(Protocol):
+    async def consume_trace(self, spans: Sequence[Span]) -> None:
+        """Take the spans of one assembled trace (a run is ready: root ended and trace quiet)."""
+
+
+class RunConsumer(Protocol):
+    async def consume_runs(self, runs: Sequence[AgentRun]) -> None:
+        """Take the agent runs built from one trace."""
+
+
+class ScoreSink(Protocol):
+    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
+        """Persist score rows and decision rows."""

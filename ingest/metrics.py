@@ -1,0 +1,51 @@
+"""Prometheus metrics of one service instance (its own registry, so tests can run many services)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+PROMETHEUS_CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "tracescore_export_requests", "OTLP export requests received", ["transport", "outcome"], registry=r
+        )
+        self.spans_received = Counter(
+            "tracescore_spans_received", "Spans accepted from receivers", ["transport"], registry=r
+        )
+        self.spans_rejected = Counter(
+            "tracescore_spans_rejected", "Spans rejected at decoding", ["transport"], registry=r
+        )
+        self.spans_stored = Counter("tracescore_spans_stored", "Spans written to otel_traces", registry=r)
+        self.dead_letters = Counter(
+            "tracescore_dead_letters", "Kafka records parked in the dead-letter topic", registry=r
+        )
+        self.traces_assembled = Counter(
+            "tracescore_traces_assembled", "Traces handed to the transform", ["reason"], registry=r
+        )
+        self.spans_dropped = Counter(
+            "tracescore_assembly_spans_dropped", "Spans dropped by the assembler's memory bounds", ["reason"],
+            registry=r,
+        )
+        self.traces_pending = Gauge("tracescore_assembly_traces_pending", "Traces being assembled", registry=r)
+        self.spans_pending = Gauge("tracescore_assembly_spans_pending", "Spans held by the assembler", registry=r)
+        self.runs_built = Counter("tracescore_runs_built", "Agent runs built from traces", registry=r)
+        self.transform_errors = Counter(
+            "tracescore_transform_errors", "Traces whose transform failed", registry=r
+        )
+        self.decisions = Counter(
+            "tracescore_scoring_decisions", "Scoring decisions by scorer and kind", ["scorer", "decision"],
+            registry=r,
+        )
+        self.scores_written = Counter("tracescore_scores_written", "Score rows written", registry=r)
+        self.scoring_dropped = Counter(
+            "tracescore_scoring_runs_dropped", "Runs dropped because the scoring queue was full", registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

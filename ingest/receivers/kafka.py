@@ -1,0 +1,173 @@
+"""Kafka receiver: a consumer-group member reading OTLP export requests into the pipeline.
+
+The OpenTelemetry Collector's kafka exporter writes one ``ExportTraceServiceRequest`` per record
+(``otlp_proto`` by default) to the ``otlp_spans`` topic. Records go through the same decoding
+registry as the OTLP receivers. Offsets are committed only after the batch's spans are stored, so a
+crash replays rather than loses; replays are safe because score ids are deterministic.
+
+A record that cannot be decoded, or whose spans were partly rejected, is parked in a dead-letter
+topic with the reason in its headers, and the stream goes on.
+
+kafka-python is a blocking client, so the consumer loop runs on its own thread and hands each polled
+batch to the event loop, waiting until ``next.consume_spans`` has returned before it commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord
+
+from ingest.consumers import SpanConsumer
+from ingest.decode import DecodeError, decode_traces
+from ingest.metrics import Metrics
+from schemas.config import KafkaConfig
+from schemas.spans import SpanBatch
+
+log = logging.getLogger(__name__)
+
+POLL_TIMEOUT_MS = 500
+MAX_POLL_RECORDS = 500
+RETRY_BACKOFF_INITIAL_S = 0.5
+RETRY_BACKOFF_MAX_S = 30.0
+TRANSPORT = "kafka"
+
+
+class KafkaReceiver:
+    def __init__(self, config: KafkaConfig, next: SpanConsumer, metrics: Metrics) -> None:
+        if not config.enabled:
+            raise ValueError("KafkaReceiver needs kafka.bootstrap and kafka.topic")
+        self._config = config
+        self._next = next
+        self._metrics = metrics
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    async def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._run, name="tracescore-kafka", daemon=True)
+        self._thread.start()
+
+    async def shutdown(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            await asyncio.to_thread(thread.join)
+
+    async def wait_assigned(self, timeout: float = 60.0) -> None:
+        """Wait until the consumer has joined its group and holds partitions (tests, demo)."""
+        assigned = await asyncio.to_thread(self._ready.wait, timeout)
+        if self._error is not None:
+            raise RuntimeError(f"kafka receiver failed: {self._error}") from self._error
+        if not assigned:
+            raise TimeoutError(f"kafka consumer got no partition of {self._config.topic!r} in {timeout}s")
+
+    # -- consumer thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            consumer = KafkaConsumer(
+                self._config.topic,
+                bootstrap_servers=self._config.bootstrap,
+                group_id=self._config.group,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                max_poll_records=MAX_POLL_RECORDS,
+                session_timeout_ms=self._config.session_timeout_ms,
+                heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
+                client_id="tracescore",
+            )
+            producer = KafkaProducer(bootstrap_servers=self._config.bootstrap, acks="all", client_id="tracescore")
+        except Exception as exc:  # a bad bootstrap address must surface, not hang silently
+            self._error = exc
+            self._ready.set()
+            log.error("kafka receiver could not connect to %s: %s", self._config.bootstrap, exc)
+            return
+        try:
+            self._consume(consumer, producer)
+        except Exception as exc:
+            self._error = exc
+            log.exception("kafka receiver stopped on an unexpected error")
+        finally:
+            consumer.close(autocommit=False)
+            producer.close()
+
+    def _consume(self, consumer: KafkaConsumer, producer: KafkaProducer) -> None:
+        backoff = RETRY_BACKOFF_INITIAL_S
+        while not self._stop.is_set():
+            polled = consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
+            if consumer.assignment():
+                self._ready.set()
+            if not polled:
+                continue
+            records = [record for part in polled.values() for record in part]
+            try:
+                self._handle(records, producer)
+            except Exception as exc:
+                # Spans not stored: rewind to the first record of the batch so nothing is lost, then retry.
+                log.warning("kafka batch not stored (%s); retrying in %.1fs", exc, backoff)
+                self._rewind(consumer, polled)
+                self._stop.wait(backoff * random.uniform(0.5, 1.5))
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                continue
+            backoff = RETRY_BACKOFF_INITIAL_S
+            consumer.commit()
+
+    def _handle(self, records: Iterable[ConsumerRecord], producer: KafkaProducer) -> None:
+        merged = SpanBatch()
+        parked: list[Future[Any]] = []
+        for record in records:
+            self._metrics.requests.labels(TRANSPORT, "received").inc()
+            try:
+                batch = decode_traces(self._config.encoding, record.value or b"")
+            except DecodeError as exc:
+                parked.append(self._park(producer, record, str(exc), rejected=None))
+                continue
+            if batch.rejected_spans:
+                self._metrics.spans_rejected.labels(TRANSPORT).inc(batch.rejected_spans)
+                parked.append(self._park(producer, record, batch.error_message, rejected=batch.rejected_spans))
+            merged.spans.extend(batch.spans)
+            merged.rejected_spans += batch.rejected_spans
+            merged.errors.extend(batch.errors)
+        # Dead letters must be durable before their offsets are committed.
+        producer.flush()
+        for future in parked:
+            future.get(timeout=30)
+        if merged.spans:
+            assert self._loop is not None
+            asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
+            self._metrics.spans_received.labels(TRANSPORT).inc(len(merged.spans))
+
+    def _park(self, producer: KafkaProducer, record: ConsumerRecord, reason: str, rejected: int | None) -> Any:
+        log.warning(
+            "kafka record %s[%d]@%d parked in %s: %s",
+            record.topic, record.partition, record.offset, self._config.dlq_topic, reason,
+        )
+        self._metrics.dead_letters.inc()
+        headers = [
+            ("tracescore.error", reason.encode()),
+            ("tracescore.source.topic", record.topic.encode()),
+            ("tracescore.source.partition", str(record.partition).encode()),
+            ("tracescore.source.offset", str(record.offset).encode()),
+        ]
+        if rejected is not None:
+            headers.append(("tracescore.rejected_spans", str(rejected).encode()))
+        return producer.send(self._config.dlq_topic, value=record.value, key=record.key, headers=headers)
+
+    @staticmethod
+    def _rewind(consumer: KafkaConsumer, polled: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        for partition, part_records in polled.items():
+            if part_records:
+                consumer.seek(partition, part_records[0].offset)

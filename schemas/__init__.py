@@ -1,0 +1,23 @@
+"""Typed data of tracescore: spans, agent runs, scores, decisions and configuration. No I/O."""
+
+from schemas.agent_run import AgentRun, Message, Part, RunInput, ToolInvocation, Usage
+from schemas.score import Decision, DecisionKind, Score, ScoreRecord, ScoreSource
+from schemas.spans import Span, SpanBatch, SpanEvent, SpanLink
+
+__all__ = [
+    "AgentRun",
+    "Decision",
+    "DecisionKind",
+    "Message",
+    "Part",
+    "RunInput",
+    "Score",
+    "ScoreRecord",
+    "ScoreSource",
+    "Span",
+    "SpanBatch",
+    "SpanEvent",
+    "SpanLink",
+    "ToolInvocation",
+    "Usage",
+]

@@ -1,0 +1,85 @@
+"""AgentRun: one agent run rebuilt from its spans, the input every scorer receives.
+
+The JSON shape is a stable interface (see ARCHITECTURE.md). Field names are snake_case; camelCase
+names as Mastra writes them (``inputMessages``, ``toolInvocations``...) are accepted on input too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Role = Literal["user", "assistant", "system", "tool"]
+ToolState = Literal["call", "result", "error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class ToolInvocation(_Model):
+    tool_call_id: str = ""
+    tool_name: str
+    args: Any = Field(default_factory=dict)
+    result: Any = None
+    state: ToolState = "call"
+
+
+class Part(_Model):
+    """A message part: ``type`` is text, reasoning, tool_call, tool_result, blob, uri, file, ...
+
+    Type-specific keys (``text``, ``tool_call_id``, ``mime_type``...) are kept as extra fields.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+
+
+class Message(_Model):
+    id: str = ""
+    role: Role
+    content: str = ""
+    parts: list[Part] = Field(default_factory=list)
+    tool_invocations: list[ToolInvocation] = Field(default_factory=list)
+    reasoning: str | None = None
+
+
+class RunInput(_Model):
+    input_messages: list[Message] = Field(default_factory=list)
+    remembered_messages: list[Message] = Field(default_factory=list)
+    system_messages: list[Message] = Field(default_factory=list)
+    tagged_system_messages: dict[str, list[Message]] = Field(default_factory=dict)
+
+
+class Usage(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class AgentRun(_Model):
+    trace_id: str = ""
+    span_id: str = ""
+    agent_name: str | None = None
+    service_name: str | None = None
+    model: str | None = None
+    status: Literal["ok", "error"] = "ok"
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    input: RunInput = Field(default_factory=RunInput)
+    output: list[Message] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    ground_truth: Any = Field(default=None, validation_alias=AliasChoices("ground_truth", "groundTruth"))
+    usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def run_id(self) -> str:
+        """Identity of the run: its trace and root span. Sampling and score ids derive from it."""
+        return f"{self.trace_id}:{self.span_id}"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The AgentRun JSON shape of ARCHITECTURE.md (snake_case, ISO times)."""
+        return self.model_dump(mode="json", by_alias=False)

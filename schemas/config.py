@@ -1,0 +1,168 @@
+"""Service configuration: one pydantic model per component, validated once.
+
+Precedence, highest first: command-line flags, ``TRACESCORE_*`` environment variables, the config
+file (YAML or JSON), then the defaults named below. ``load_config`` is the one place that reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DEFAULT_STORE = "./tracescore-data"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_GRPC_PORT = 4317
+DEFAULT_HTTP_PORT = 4318
+DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # the OpenTelemetry Collector's HTTP default
+DEFAULT_IDLE_SECONDS = 2.0
+DEFAULT_MAX_WAIT_SECONDS = 300.0
+DEFAULT_MAX_TRACES = 10_000
+DEFAULT_MAX_SPANS_PER_TRACE = 2_000
+DEFAULT_KAFKA_GROUP = "tracescore"
+DEFAULT_SAMPLING_SALT = "tracescore"
+DEFAULT_SCORER_CONCURRENCY = 8
+DEFAULT_SCORER_TIMEOUT_SECONDS = 60.0
+DEFAULT_SCORERS = ("content-similarity", "textual-difference")
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReceiverConfig(_Config):
+    host: str = DEFAULT_HOST
+    grpc_port: int = Field(default=DEFAULT_GRPC_PORT, ge=0, le=65535)
+    http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=0, le=65535)
+    max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
+
+
+class KafkaConfig(_Config):
+    bootstrap: str | None = None
+    topic: str | None = None
+    group: str = DEFAULT_KAFKA_GROUP
+    encoding: str = "otlp_proto"
+    dead_letter_topic: str | None = None  # default: "<topic>.dlq"
+    session_timeout_ms: int = Field(default=10_000, gt=0)
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> KafkaConfig:
+        if bool(self.bootstrap) != bool(self.topic):
+            raise ValueError("kafka needs both bootstrap and topic (or neither)")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.bootstrap and self.topic)
+
+    @property
+    def dlq_topic(self) -> str:
+        return self.dead_letter_topic or f"{self.topic}.dlq"
+
+
+class AssemblyConfig(_Config):
+    idle_seconds: float = Field(default=DEFAULT_IDLE_SECONDS, gt=0)
+    max_wait_seconds: float = Field(default=DEFAULT_MAX_WAIT_SECONDS, gt=0)
+    max_traces: int = Field(default=DEFAULT_MAX_TRACES, gt=0)
+    max_spans_per_trace: int = Field(default=DEFAULT_MAX_SPANS_PER_TRACE, gt=0)
+
+    @model_validator(mode="after")
+    def _idle_below_max_wait(self) -> AssemblyConfig:
+        if self.idle_seconds > self.max_wait_seconds:
+            raise ValueError("assembly.idle_seconds must not exceed assembly.max_wait_seconds")
+        return self
+
+
+class RunFilter(_Config):
+    """Which runs a scorer rule applies to; every given field must match."""
+
+    agent_name: list[str] | None = None
+    service_name: list[str] | None = None
+    status: list[str] | None = None
+
+
+class ScorerRule(_Config):
+    scorer: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
+    filter: RunFilter = Field(default_factory=RunFilter)
+    name: str | None = None  # the scorer id written to the store; default: the scorer's own id
+
+
+class ScoringConfig(_Config):
+    rules: list[ScorerRule] = Field(default_factory=lambda: [ScorerRule(scorer=s) for s in DEFAULT_SCORERS])
+    concurrency: int = Field(default=DEFAULT_SCORER_CONCURRENCY, gt=0)
+    timeout_seconds: float = Field(default=DEFAULT_SCORER_TIMEOUT_SECONDS, gt=0)
+    sampling_salt: str = DEFAULT_SAMPLING_SALT
+
+
+class ServiceConfig(_Config):
+    store: str = DEFAULT_STORE
+    receiver: ReceiverConfig = Field(default_factory=ReceiverConfig)
+    kafka: KafkaConfig = Field(default_factory=KafkaConfig)
+    assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+
+    @field_validator("store")
+    @classmethod
+    def _store_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("store must be a path or a DSN")
+        return value
+
+
+# Environment variable -> dotted config key. Flags use the same dotted keys (see ingest.cli).
+ENV_KEYS: dict[str, str] = {
+    "TRACESCORE_STORE": "store",
+    "TRACESCORE_HOST": "receiver.host",
+    "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
+    "TRACESCORE_HTTP_PORT": "receiver.http_port",
+    "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
+    "TRACESCORE_KAFKA_BOOTSTRAP": "kafka.bootstrap",
+    "TRACESCORE_KAFKA_TOPIC": "kafka.topic",
+    "TRACESCORE_KAFKA_GROUP": "kafka.group",
+    "TRACESCORE_KAFKA_DLQ_TOPIC": "kafka.dead_letter_topic",
+    "TRACESCORE_IDLE_SECONDS": "assembly.idle_seconds",
+    "TRACESCORE_MAX_WAIT_SECONDS": "assembly.max_wait_seconds",
+    "TRACESCORE_MAX_TRACES": "assembly.max_traces",
+    "TRACESCORE_SCORER_CONCURRENCY": "scoring.concurrency",
+    "TRACESCORE_SAMPLING_SALT": "scoring.sampling_salt",
+}
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for key in parents:
+        target = target.setdefault(key, {})
+    target[leaf] = value
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> ServiceConfig:
+    """Build the service config from file, environment and flag overrides (dotted keys)."""
+    data: dict[str, Any] = read_config_file(path) if path else {}
+    env = os.environ if environ is None else environ
+    for var, dotted in ENV_KEYS.items():
+        if env.get(var):
+            _set_dotted(data, dotted, env[var])
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(data, dotted, value)
+    return ServiceConfig.model_validate(data)

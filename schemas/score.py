@@ -1,0 +1,88 @@
+"""Scores and scoring decisions: frozen values, validated at construction."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ScoreSource = Literal["live", "backfill", "offline"]
+DecisionKind = Literal["scored", "sampled_out", "filtered", "skipped_empty", "failed"]
+
+# Fixed namespace so a score id is the same on every replica and every replay.
+_SCORE_ID_NAMESPACE = uuid.UUID("6f1c1f3e-3b7a-5c1e-9d2a-7a2b1e0c4d55")
+
+
+def score_id(trace_id: str, span_id: str, scorer_id: str) -> str:
+    """Deterministic id of the (span, scorer) pair: replays overwrite rather than duplicate."""
+    return str(uuid.uuid5(_SCORE_ID_NAMESPACE, f"{trace_id}:{span_id}:{scorer_id}"))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Score(BaseModel):
+    """A scorer's verdict. ``value`` None means not scored; otherwise it lies in [0, scale]."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    value: float | None
+    label: str | None = None
+    reason: str | None = None
+    scale: float = 1.0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _in_range(self) -> Score:
+        if self.value is not None and (not math.isfinite(self.value) or not 0.0 <= self.value <= self.scale):
+            raise ValueError(f"score {self.value!r} of {self.name!r} is outside [0, {self.scale}]")
+        return self
+
+
+class ScoreRecord(BaseModel):
+    """One row of the ``scores`` table."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    span_id: str
+    scorer_id: str
+    score: float
+    label: str = ""
+    reason: str = ""
+    step_results: dict[str, Any] = Field(default_factory=dict)
+    judge_model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    sample_rate: float = 1.0
+    scorer_version: str = ""
+    source: ScoreSource = "live"
+    agent_name: str = ""
+    service_name: str = ""
+    created_at: datetime = Field(default_factory=_now)
+
+    @property
+    def score_id(self) -> str:
+        return score_id(self.trace_id, self.span_id, self.scorer_id)
+
+
+class Decision(BaseModel):
+    """One row of ``score_decisions``: why a (run, scorer) pair was or was not scored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    span_id: str
+    scorer_id: str
+    decision: DecisionKind
+    detail: str = ""
+    sample_rate: float = 1.0
+    source: ScoreSource = "live"
+    created_at: datetime = Field(default_factory=_now)

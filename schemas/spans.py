@@ -1,0 +1,77 @@
+"""Spans as tracescore holds them after decoding: OTLP semantics, plain Python values.
+
+Ids are lowercase hex (32 chars for traces, 16 for spans), times are Unix nanoseconds, attribute
+values are the decoded OTLP AnyValue (str, bool, int, float, bytes, list, dict).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# OTLP Span.SpanKind and Status.StatusCode numbers.
+SPAN_KIND_NAMES = {0: "Unspecified", 1: "Internal", 2: "Server", 3: "Client", 4: "Producer", 5: "Consumer"}
+STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
+STATUS_NAMES = {STATUS_UNSET: "Unset", STATUS_OK: "Ok", STATUS_ERROR: "Error"}
+
+
+class SpanEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    time_unix_nano: int = 0
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class SpanLink(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    span_id: str
+    trace_state: str = ""
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class Span(BaseModel):
+    """One finished span with its resource and scope folded in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str = ""
+    trace_state: str = ""
+    name: str = ""
+    kind: int = 0
+    start_time_unix_nano: int = 0
+    end_time_unix_nano: int = 0
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    events: list[SpanEvent] = Field(default_factory=list)
+    links: list[SpanLink] = Field(default_factory=list)
+    status_code: int = STATUS_UNSET
+    status_message: str = ""
+    resource_attributes: dict[str, Any] = Field(default_factory=dict)
+    scope_name: str = ""
+    scope_version: str = ""
+
+    @property
+    def service_name(self) -> str:
+        value = self.resource_attributes.get("service.name")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_time_unix_nano - self.start_time_unix_nano)
+
+
+class SpanBatch(BaseModel):
+    """The spans one export request carried, and what was rejected from it (OTLP partial success)."""
+
+    spans: list[Span] = Field(default_factory=list)
+    rejected_spans: int = 0
+    errors: list[str] = Field(default_factory=list)
+
+    @property
+    def error_message(self) -> str:
+        return "; ".join(self.errors)

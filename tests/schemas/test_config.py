@@ -1,0 +1,62 @@
+"""Configuration: the example file loads, precedence is flag > environment > file > default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from schemas.config import ServiceConfig, load_config
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "tracescore.example.yaml"
+
+
+def test_example_config_file_loads_as_documented() -> None:
+    config = load_config(EXAMPLE, environ={})
+    assert config.store == "./tracescore-data"
+    assert config.receiver.host == "0.0.0.0"
+    assert (config.receiver.grpc_port, config.receiver.http_port) == (4317, 4318)
+    assert config.kafka.enabled and config.kafka.topic == "otlp_spans"
+    assert config.kafka.dlq_topic == "otlp_spans.dlq"
+    assert config.assembly.idle_seconds == 2 and config.assembly.max_wait_seconds == 300
+    assert [r.scorer for r in config.scoring.rules] == [
+        "content-similarity", "textual-difference", "tool-call-accuracy-code"]
+    assert config.scoring.rules[1].sample_rate == 0.25
+    assert config.scoring.rules[2].options == {"expected_tool": "get_weather"}
+    assert config.scoring.rules[2].filter.agent_name == ["weather_agent"]
+
+
+def test_defaults_without_file_or_environment() -> None:
+    config = load_config(environ={})
+    assert config == ServiceConfig()
+    assert config.store == "./tracescore-data"
+    assert (config.receiver.grpc_port, config.receiver.http_port) == (4317, 4318)
+    assert not config.kafka.enabled
+    assert [r.scorer for r in config.scoring.rules] == ["content-similarity", "textual-difference"]
+
+
+def test_flag_beats_environment_beats_file(tmp_path: Path) -> None:
+    file = tmp_path / "c.yaml"
+    file.write_text("store: from-file\nreceiver: {grpc_port: 1111, http_port: 2222}\n")
+    env = {"TRACESCORE_STORE": "from-env", "TRACESCORE_GRPC_PORT": "3333"}
+    config = load_config(file, overrides={"store": "from-flag"}, environ=env)
+    assert config.store == "from-flag"
+    assert config.receiver.grpc_port == 3333
+    assert config.receiver.http_port == 2222
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("kafka: {bootstrap: 'h:9092'}\n", "both bootstrap and topic"),
+        ("assembly: {idle_seconds: 10, max_wait_seconds: 5}\n", "must not exceed"),
+        ("scoring: {rules: [{scorer: x, sample_rate: 1.5}]}\n", "less than or equal to 1"),
+        ("recievers: {}\n", "Extra inputs are not permitted"),
+    ],
+)
+def test_invalid_config_is_rejected_with_the_reason(tmp_path: Path, data: str, message: str) -> None:
+    file = tmp_path / "bad.yaml"
+    file.write_text(data)
+    with pytest.raises(ValidationError, match=message):
+        load_config(file, environ={})

@@ -1,0 +1,191 @@
+"""End to end: spans in through each transport, score rows out of the embedded store.
+
+Expected scores are the published @mastra/evals 1.10.2 numbers for the same input/output pair, so
+these tests check receivers, store, assembly, transform, routing and scorers together against an
+independent reference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ingest.demo import LlmStep, Scenario, emit_scenario
+from ingest.service import Service
+from schemas.config import ServiceConfig, load_config
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+PARITY = {c["id"]: c["scores"] for c in json.loads((FIXTURES / "mastra_parity" / "reference.json").read_text())}
+CASES = {c["id"]: c for c in json.loads((FIXTURES / "mastra_parity" / "cases.json").read_text())}
+
+
+def _config(tmp_path: Path, **overrides: Any) -> ServiceConfig:
+    return load_config(
+        overrides={
+            "store": str(tmp_path / "store"),
+            "receiver.grpc_port": 0,
+            "receiver.http_port": 0,
+            "assembly.idle_seconds": 0.2,
+            **overrides,
+        },
+        environ={},
+    )
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[Service]:
+    svc = Service(_config(tmp_path))
+    await svc.start()
+    try:
+        yield svc
+    finally:
+        await svc.shutdown()
+
+
+def _scenario(case_id: str) -> Scenario:
+    case = CASES[case_id]
+    return Scenario(agent="support_agent", system="Answer briefly.", user=case["input"],
+                    steps=(LlmStep(text=case["output"], input_tokens=30, output_tokens=12),))
+
+
+async def _wait_scores(service: Service, trace_id: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = await service.store.get_scores(trace_id)
+        if len(rows) >= count:
+            return rows
+        if time.monotonic() > deadline:
+            raise AssertionError(f"expected {count} score rows for {trace_id}, got {rows}")
+        await asyncio.sleep(0.1)
+
+
+def _by_scorer(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["scorer_id"]: r for r in rows}
+
+
+async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
+    provider = TracerProvider(resource=Resource.create({"service.name": "e2e-grpc"}))
+    provider.add_span_processor(SimpleSpanProcessor(
+        OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True)))
+    trace_id = emit_scenario(provider.get_tracer("e2e"), _scenario("c030"), time.time_ns())
+    await asyncio.to_thread(provider.shutdown)
+
+    rows = _by_scorer(await _wait_scores(service, trace_id, 2))
+    assert rows["content-similarity-scorer"]["score"] == PARITY["c030"]["content-similarity"]
+    assert rows["textual-difference-scorer"]["score"] == PARITY["c030"]["textual-difference"]
+    for row in rows.values():
+        assert row["service_name"] == "e2e-grpc"
+        assert row["agent_name"] == "support_agent"
+        assert row["source"] == "live"
+
+    spans = await service.store.query(
+        "SELECT SpanName, ParentSpanId FROM otel_traces WHERE TraceId = {t:String} ORDER BY Timestamp",
+        {"t": trace_id},
+    )
+    assert [s["SpanName"] for s in spans] == ["invoke_agent support_agent", "chat gpt-4o"]
+    root_span_id = (await service.store.query(
+        "SELECT SpanId FROM otel_traces WHERE TraceId = {t:String} AND ParentSpanId = ''", {"t": trace_id}))[0]
+    assert {r["span_id"] for r in rows.values()} == {root_span_id["SpanId"]}
+
+
+async def test_fixture_json_posted_over_http_scores_via_api(service: Service) -> None:
+    body = (FIXTURES / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json").read_bytes()
+    trace_id = json.loads(body)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
+    base = f"http://127.0.0.1:{service.http.port}"
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{base}/v1/traces", data=body, headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 200, await resp.text()
+            assert "partialSuccess" not in await resp.json() or not (await resp.json())["partialSuccess"]
+        deadline = time.monotonic() + 30
+        while True:
+            async with http.get(f"{base}/api/scores", params={"trace_id": trace_id}) as resp:
+                assert resp.status == 200
+                rows = await resp.json()
+            if len(rows) >= 2 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+    scores = _by_scorer(rows)
+    # Reference: @mastra/evals 1.10.2 (shared/tools/mastra_reference.mjs) on input "What's the weather in
+    # Paris?" and output "The weather in Paris is currently rainy with a temperature of 57°F.".
+    assert scores["content-similarity-scorer"]["score"] == 0.46153846153846156
+    assert scores["textual-difference-scorer"]["score"] == 0.4
+    assert {r["span_id"] for r in rows} == {"594f8d102c7c4a19"}  # the invoke_agent root span
+
+
+def _otlp_records(case_ids: list[str]) -> tuple[list[bytes], list[str]]:
+    """Build OTLP protobuf export requests with the real SDK, one per trace, as the collector writes them."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "e2e-kafka"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("e2e")
+    trace_ids = [emit_scenario(tracer, _scenario(c), time.time_ns()) for c in case_ids]
+    provider.shutdown()
+    spans = memory.get_finished_spans()
+    records = []
+    for trace_id in trace_ids:
+        mine = [s for s in spans if format(s.context.trace_id, "032x") == trace_id]
+        records.append(encode_spans(mine).SerializeToString())
+    return records, trace_ids
+
+
+async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_bootstrap: str) -> None:
+    topic = "otlp_spans"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    admin.close()
+    records, trace_ids = _otlp_records(["c000", "c030"])
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    producer.send(topic, records[0])
+    producer.send(topic, b"\x0a\xff\xffnot an otlp request")  # undecodable: goes to the dead-letter topic
+    producer.send(topic, records[1])
+    producer.flush()
+    producer.close()
+
+    svc = Service(_config(tmp_path, **{
+        "kafka.bootstrap": kafka_bootstrap, "kafka.topic": topic, "kafka.group": "e2e",
+        "kafka.session_timeout_ms": 6000,
+    }))
+    await svc.start()
+    try:
+        await svc.kafka.wait_assigned()
+        for case_id, trace_id in zip(["c000", "c030"], trace_ids, strict=True):
+            rows = _by_scorer(await _wait_scores(svc, trace_id, 2))
+            assert rows["content-similarity-scorer"]["score"] == PARITY[case_id]["content-similarity"]
+            assert rows["textual-difference-scorer"]["score"] == PARITY[case_id]["textual-difference"]
+        assert svc.metrics.registry.get_sample_value("tracescore_dead_letters_total") == 1
+    finally:
+        await svc.shutdown()
+
+    def committed_and_dlq() -> tuple[int, list[Any]]:
+        consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id="e2e", enable_auto_commit=False)
+        parts = [TopicPartition(topic, p) for p in (0, 1)]
+        committed = sum(consumer.committed(p) or 0 for p in parts)
+        consumer.close()
+        dlq = KafkaConsumer(f"{topic}.dlq", bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest",
+                            consumer_timeout_ms=5000, group_id="dlq-reader")
+        parked = list(dlq)
+        dlq.close()
+        return committed, parked
+
+    committed, parked = await asyncio.to_thread(committed_and_dlq)
+    assert committed == 3  # every record, the parked one included, is committed after it was handled
+    assert len(parked) == 1
+    headers = dict(parked[0].headers)
+    assert parked[0].value == b"\x0a\xff\xffnot an otlp request"
+    assert headers["tracescore.source.topic"] == topic.encode()
+    assert headers["tracescore.error"]
