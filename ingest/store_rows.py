@@ -1,0 +1,235 @@
+"""Rows for the ClickHouse tables, built the way the OpenTelemetry Collector's clickhouseexporter builds them.
+
+Attribute values become strings as pdata's ``pcommon.Value.AsString()`` renders them, so a span stored by
+tracescore reads the same in Grafana as one stored by the collector: strings as-is, bools ``true/false``,
+ints in decimal, doubles as ES6 numbers (``1``, ``0.5``, ``1e-7``, ``1e+21``), bytes as base64, arrays and
+maps as compact JSON with sorted keys.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from schemas import Decision, ScoreRecord, Span
+from schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES
+
+OTEL_TRACES_COLUMNS = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+    "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
+    "StatusMessage", "Events.Timestamp", "Events.Name", "Events.Attributes", "Links.TraceId",
+    "Links.SpanId", "Links.TraceState", "Links.Attributes",
+)  # fmt: skip
+
+SCORES_COLUMNS = (
+    "ScoreId", "Timestamp", "TraceId", "SpanId", "ScorerId", "ScorerVersion", "Score", "Label", "Reason",
+    "StepResults", "JudgeModel", "InputTokens", "OutputTokens", "CostUsd", "LatencyMs", "SampleRate",
+    "Source", "AgentName", "ServiceName", "Version",
+)  # fmt: skip
+
+DECISIONS_COLUMNS = (
+    "Timestamp", "TraceId", "SpanId", "ScorerId", "Decision", "Detail", "SampleRate", "Source", "Version",
+)  # fmt: skip
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class _NotJson(ValueError):
+    """A value Go's encoding/json refuses (NaN, ±Inf): pdata then renders the whole value as ""."""
+
+
+def go_float_string(value: float) -> str:
+    """A double as pdata renders it: ES6 number formatting, shortest digits that round-trip."""
+    if math.isnan(value):
+        return "json: unsupported value: NaN"
+    if math.isinf(value):
+        return "json: unsupported value: " + ("+Inf" if value > 0 else "-Inf")
+    # repr() gives the shortest round-trip digits (as Go's -1 precision does); Decimal lays them out
+    # in fixed or exponent form without float noise, and its exponent is unpadded like pdata's.
+    digits = Decimal(repr(value))
+    magnitude = abs(value)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        return format(digits, "e")
+    text = format(digits, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _json_string(text: str) -> str:
+    # Go's encoder (HTML escaping off, as recent pdata sets it) keeps non-ASCII as UTF-8 but always escapes
+    # the JavaScript line terminators U+2028 and U+2029.
+    return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _go_json(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson(value)
+        return go_float_string(value)
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _json_string(base64.b64encode(bytes(value)).decode("ascii"))
+    if isinstance(value, Mapping):
+        items = sorted((str(k), v) for k, v in value.items())
+        return "{" + ",".join(f"{_json_string(k)}:{_go_json(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_go_json(v) for v in value) + "]"
+    return _json_string(str(value))
+
+
+def attribute_string(value: Any) -> str:
+    """One attribute value as ``pcommon.Value.AsString()`` renders it."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float_string(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    try:
+        return _go_json(value)
+    except _NotJson:
+        return ""  # json.Marshal failed in the collector too, and AsString ignores the error
+
+
+def attribute_map(attributes: Mapping[str, Any]) -> dict[str, str]:
+    return {key: attribute_string(value) for key, value in attributes.items()}
+
+
+def span_row(span: Span) -> list[Any]:
+    """One ``otel_traces`` row in OTEL_TRACES_COLUMNS order; times stay integer nanoseconds."""
+    return [
+        span.start_time_unix_nano,
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.trace_state,
+        span.name,
+        SPAN_KIND_NAMES.get(span.kind, SPAN_KIND_NAMES[0]),
+        span.service_name,
+        attribute_map(span.resource_attributes),
+        span.scope_name,
+        span.scope_version,
+        attribute_map(span.attributes),
+        span.duration_ns,
+        STATUS_NAMES.get(span.status_code, STATUS_NAMES[0]),
+        span.status_message,
+        [event.time_unix_nano for event in span.events],
+        [event.name for event in span.events],
+        [attribute_map(event.attributes) for event in span.events],
+        [link.trace_id for link in span.links],
+        [link.span_id for link in span.links],
+        [link.trace_state for link in span.links],
+        [attribute_map(link.attributes) for link in span.links],
+    ]
+
+
+def unix_nanos(moment: datetime) -> int:
+    """Nanoseconds since the epoch; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def iso_from_nanos(nanos: int) -> str:
+    return (_EPOCH + timedelta(microseconds=nanos // 1_000)).isoformat()
+
+
+def score_row(record: ScoreRecord) -> list[Any]:
+    created = unix_nanos(record.created_at)
+    return [
+        record.score_id,
+        created,
+        record.trace_id,
+        record.span_id,
+        record.scorer_id,
+        record.scorer_version,
+        record.score,
+        record.label,
+        record.reason,
+        json.dumps(record.step_results, ensure_ascii=False, default=str),
+        record.judge_model,
+        max(0, record.input_tokens),
+        max(0, record.output_tokens),
+        record.cost_usd,
+        record.latency_ms,
+        record.sample_rate,
+        record.source,
+        record.agent_name,
+        record.service_name,
+        created,
+    ]
+
+
+def decision_row(decision: Decision) -> list[Any]:
+    created = unix_nanos(decision.created_at)
+    return [
+        created,
+        decision.trace_id,
+        decision.span_id,
+        decision.scorer_id,
+        decision.decision,
+        decision.detail,
+        decision.sample_rate,
+        decision.source,
+        created,
+    ]
+
+
+def score_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``scores`` row (as selected by the store) in the JSON shape of ``GET /api/scores``."""
+    try:
+        steps = json.loads(row["StepResults"]) if row["StepResults"] else {}
+    except ValueError:
+        steps = {"raw": row["StepResults"]}  # written by something else; keep it visible, not fatal
+    return {
+        "trace_id": row["TraceId"],
+        "span_id": row["SpanId"],
+        "scorer_id": row["ScorerId"],
+        "scorer_version": row["ScorerVersion"],
+        "score": row["Score"],
+        "label": row["Label"],
+        "reason": row["Reason"],
+        "step_results": steps,
+        "judge_model": row["JudgeModel"],
+        "input_tokens": row["InputTokens"],
+        "output_tokens": row["OutputTokens"],
+        "cost_usd": row["CostUsd"],
+        "latency_ms": row["LatencyMs"],
+        "sample_rate": row["SampleRate"],
+        "source": row["Source"],
+        "agent_name": row["AgentName"],
+        "service_name": row["ServiceName"],
+        "created_at": iso_from_nanos(row["CreatedNs"]),
+        "score_id": row["ScoreId"],
+    }
+
+
+def decision_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "trace_id": row["TraceId"],
+        "span_id": row["SpanId"],
+        "scorer_id": row["ScorerId"],
+        "decision": row["Decision"],
+        "detail": row["Detail"],
+        "sample_rate": row["SampleRate"],
+        "source": row["Source"],
+        "created_at": iso_from_nanos(row["CreatedNs"]),
+    }

@@ -1,0 +1,17 @@
+-- Why each (run, scorer) pair was scored, sampled out, filtered, skipped or failed. One current
+-- decision per key: ReplacingMergeTree on Version (created_at in ns), read through FINAL.
+
+CREATE TABLE IF NOT EXISTS {database}.score_decisions (
+    Timestamp DateTime64(9, 'UTC') CODEC(Delta(8), ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    ScorerId LowCardinality(String) CODEC(ZSTD(1)),
+    Decision LowCardinality(String) CODEC(ZSTD(1)),
+    Detail String CODEC(ZSTD(1)),
+    SampleRate Float64 CODEC(ZSTD(1)),
+    Source LowCardinality(String) CODEC(ZSTD(1)),
+    Version UInt64 CODEC(ZSTD(1)),
+    INDEX idx_timestamp Timestamp TYPE minmax GRANULARITY 1
+) ENGINE = ReplacingMergeTree(Version)
+ORDER BY (TraceId, SpanId, ScorerId)
+SETTINGS index_granularity = 8192;
