@@ -142,9 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from ingest.store import StoreError
+
     try:
         return int(args.func(args) or 0)
-    except (ValidationError, ValueError, OSError) as exc:
+    except (ValidationError, ValueError, OSError, StoreError) as exc:
         print(f"tracescore: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,76 @@
+"""OTLP/gRPC receiver: the TraceService/Export method (default port 4317) on a ``grpc.aio`` server.
+
+The method is registered with a generic handler that passes the raw request bytes through, so gRPC
+requests go through the same ``decode_traces("otlp_proto", ...)`` as every other transport. gzip request
+compression is handled by gRPC itself.
+"""
+
+from __future__ import annotations
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from ingest.consumers import SpanConsumer
+from ingest.decode import DecodeError, export_response
+from ingest.metrics import Metrics
+from ingest.receivers import ConsumerUnavailable, export
+from schemas.config import ReceiverConfig
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+METHOD = "Export"
+TRANSPORT = "grpc"
+SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+class GrpcReceiver:
+    def __init__(self, config: ReceiverConfig, next: SpanConsumer, metrics: Metrics) -> None:
+        self._config = config
+        self._next = next
+        self._metrics = metrics
+        self._server: grpc.aio.Server | None = None
+        self._port = 0
+
+    @property
+    def port(self) -> int:
+        """The bound port once started (config port 0 picks a free one); 0 before start."""
+        return self._port
+
+    async def start(self) -> None:
+        if self._server is not None:
+            return
+        limit = self._config.max_request_bytes
+        # gRPC turns SO_REUSEPORT on by default, which would let a second service share a busy port
+        # silently and split the traffic; a clash must fail loudly instead.
+        options = [("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)]
+        server = grpc.aio.server(options=options)
+        handler = grpc.unary_unary_rpc_method_handler(
+            self._export,
+            request_deserializer=None,  # raw bytes: decoding is the registry's job
+            response_serializer=ExportTraceServiceResponse.SerializeToString,
+        )
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {METHOD: handler}),))
+        host = self._config.host
+        address = f"[{host}]:{self._config.grpc_port}" if ":" in host else f"{host}:{self._config.grpc_port}"
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError as exc:  # grpcio raises RuntimeError when the address cannot be bound
+            raise OSError(f"OTLP/gRPC receiver cannot listen on {address}: {exc}") from exc
+        if not port:
+            raise OSError(f"OTLP/gRPC receiver cannot listen on {address}")
+        await server.start()
+        self._server, self._port = server, port
+
+    async def shutdown(self) -> None:
+        """Stop accepting requests and let in-flight exports finish (up to a grace period)."""
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop(SHUTDOWN_GRACE_SECONDS)
+
+    async def _export(self, request: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
+        try:
+            batch = await export("otlp_proto", request, self._next, self._metrics, TRANSPORT)
+        except DecodeError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except ConsumerUnavailable as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        return export_response(batch)

@@ -1,0 +1,216 @@
+"""OTLP/HTTP receiver (default port 4318) and the small HTTP API served beside it, on one aiohttp server.
+
+``POST /v1/traces`` takes protobuf or JSON (by Content-Type), optionally gzip/deflate; answers follow
+the OTLP/HTTP specification: an ExportTraceServiceResponse on success, a ``google.rpc.Status`` on error,
+both in the request's encoding. ``GET /api/scores``, ``GET /healthz`` and ``GET /metrics`` serve scores,
+health and Prometheus metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import zlib
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Protocol
+
+from aiohttp import web
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+
+from ingest.consumers import SpanConsumer
+from ingest.decode import CONTENT_TYPES, DecodeError, encoding_for_content_type, export_response
+from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from ingest.receivers import (
+    OUTCOME_INVALID,
+    OUTCOME_TOO_LARGE,
+    OUTCOME_UNSUPPORTED,
+    ConsumerUnavailable,
+    export,
+)
+from schemas.config import ReceiverConfig
+
+TRANSPORT = "http"
+TRACES_PATH = "/v1/traces"
+RETRY_AFTER_SECONDS = 5
+SHUTDOWN_GRACE_SECONDS = 5.0
+READ_CHUNK_BYTES = 64 * 1024
+DECOMPRESS_IN_THREAD_BYTES = 64 * 1024
+GZIP_MAGIC = b"\x1f\x8b"  # no protobuf or JSON body can start with these bytes
+# Content-Encoding -> zlib wbits: gzip framing, or the zlib framing HTTP calls "deflate".
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_IDENTITY_ENCODINGS = {"", "identity"}
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+_dumps = partial(json.dumps, default=str)  # score rows and health values may hold datetimes
+
+
+class ScoreReader(Protocol):
+    async def get_scores(self, trace_id: str) -> list[dict[str, Any]]:
+        """Score rows of one trace (trace_id, span_id, scorer_id, score, label, reason, ...)."""
+
+
+class _ExportFailed(Exception):
+    """An export request answered with an error status (a google.rpc.Status body)."""
+
+    def __init__(self, status: int, code: int, message: str, outcome: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.outcome = outcome  # None when export() has counted the request already
+
+
+class HttpReceiver:
+    def __init__(
+        self,
+        config: ReceiverConfig,
+        next: SpanConsumer,
+        metrics: Metrics,
+        scores: ScoreReader,
+        health: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self._config = config
+        self._next = next
+        self._metrics = metrics
+        self._scores = scores
+        self._health = health
+        self._runner: web.AppRunner | None = None
+        self._port = 0
+
+    @property
+    def port(self) -> int:
+        """The bound port once started (config port 0 picks a free one); 0 before start."""
+        return self._port
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            return
+        app = web.Application(client_max_size=self._config.max_request_bytes)
+        app.router.add_post(TRACES_PATH, self._post_traces)
+        app.router.add_get("/api/scores", self._get_scores)
+        app.router.add_get("/healthz", self._get_health)
+        app.router.add_get("/metrics", self._get_metrics)
+        # auto_decompress off: the body is decompressed here, under the size cap (gzip bombs).
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            auto_decompress=False,
+            shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
+        )
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._config.host, self._config.http_port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner, self._port = runner, runner.addresses[0][1]
+
+    async def shutdown(self) -> None:
+        """Stop listening and let in-flight requests finish (up to a grace period)."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def _post_traces(self, request: web.Request) -> web.Response:
+        encoding = encoding_for_content_type(request.content_type)
+        try:
+            if encoding is None:
+                raise _ExportFailed(
+                    415,
+                    code_pb2.INVALID_ARGUMENT,
+                    f"unsupported Content-Type {request.content_type!r}; "
+                    f"use {' or '.join(CONTENT_TYPES.values())}",
+                    OUTCOME_UNSUPPORTED,
+                )
+            payload = await self._read_body(request)
+            try:
+                batch = await export(encoding, payload, self._next, self._metrics, TRANSPORT)
+            except DecodeError as exc:
+                raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
+            except ConsumerUnavailable as exc:
+                raise _ExportFailed(503, code_pb2.UNAVAILABLE, str(exc)) from None
+        except _ExportFailed as failed:
+            if failed.outcome:
+                self._metrics.requests.labels(TRANSPORT, failed.outcome).inc()
+            status = status_pb2.Status(code=failed.code, message=failed.message)
+            # The client cannot read a type it did not send; an unsupported one is answered in JSON.
+            headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if failed.status == 503 else None
+            return _message_response(failed.status, status, encoding or "otlp_json", headers)
+        return _message_response(200, export_response(batch), encoding)
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        """The request body, decompressed if need be, never holding more than the size limit."""
+        limit = self._config.max_request_bytes
+        if request.content_length is not None and request.content_length > limit:
+            raise _too_large(f"request body of {request.content_length} bytes is over the limit of {limit}")
+        content_encoding = request.headers.get("Content-Encoding", "").strip().lower()
+        if content_encoding not in _WBITS.keys() | _IDENTITY_ENCODINGS:
+            raise _ExportFailed(
+                415,
+                code_pb2.INVALID_ARGUMENT,
+                f"unsupported Content-Encoding {content_encoding!r}; use gzip, deflate or none",
+                OUTCOME_UNSUPPORTED,
+            )
+        body = bytearray()
+        async for chunk in request.content.iter_chunked(READ_CHUNK_BYTES):
+            body += chunk
+            if len(body) > limit:
+                raise _too_large(f"request body is over the limit of {limit} bytes")
+        if content_encoding not in _WBITS and body.startswith(GZIP_MAGIC):
+            content_encoding = "gzip"
+        if content_encoding not in _WBITS:
+            return bytes(body)
+        if len(body) < DECOMPRESS_IN_THREAD_BYTES:
+            return _decompress(bytes(body), content_encoding, limit)
+        # Inflating up to the limit takes tens of milliseconds: keep the event loop free meanwhile.
+        return await asyncio.to_thread(_decompress, bytes(body), content_encoding, limit)
+
+    async def _get_scores(self, request: web.Request) -> web.Response:
+        trace_id = request.query.get("trace_id", "").strip().lower()
+        if not _TRACE_ID.fullmatch(trace_id):
+            return web.json_response({"error": "trace_id must be 32 hex characters"}, status=400)
+        rows = await self._scores.get_scores(trace_id)
+        return web.json_response(rows, dumps=_dumps)
+
+    async def _get_health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", **(self._health() if self._health else {})}, dumps=_dumps)
+
+    async def _get_metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self._metrics.render(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+
+
+def _too_large(message: str) -> _ExportFailed:
+    return _ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, message, OUTCOME_TOO_LARGE)
+
+
+def _decompress(data: bytes, name: str, limit: int) -> bytes:
+    """Decompress stream by stream (gzip allows several members), stopping once past ``limit`` bytes."""
+    out = bytearray()
+    while data:
+        decompressor = zlib.decompressobj(wbits=_WBITS[name])
+        try:
+            # max_length bounds the memory a gzip bomb can take; it is at least 1 (0 would mean no bound).
+            out += decompressor.decompress(data, limit + 1 - len(out))
+        except zlib.error as exc:
+            message = f"invalid {name} body: {exc}"
+            raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, message, OUTCOME_INVALID) from None
+        if len(out) > limit:
+            raise _too_large(f"decompressed request body is over the limit of {limit} bytes")
+        if not decompressor.eof:
+            raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, f"{name} body is truncated", OUTCOME_INVALID)
+        data = decompressor.unused_data
+    return bytes(out)
+
+
+def _message_response(
+    status: int, message: Message, encoding: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    if encoding == "otlp_json":
+        body = json_format.MessageToJson(message, indent=None).encode()
+    else:
+        body = message.SerializeToString()
+    return web.Response(status=status, body=body, content_type=CONTENT_TYPES[encoding], headers=headers)

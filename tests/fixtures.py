@@ -1,0 +1,68 @@
+"""Test helpers: load the shared convention fixtures (OTLP/JSON export requests) as ``schemas.Span``.
+
+The fixtures live beside the repository in ``shared/fixtures/conventions/otlp``; the environment
+variable ``TRACESCORE_FIXTURES`` points elsewhere when the layout differs. They are decoded with the
+production decoder, so these tests read exactly what the receivers would hand the assembler.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ingest.decode import decode_traces
+from schemas import Span
+
+FIXTURES_DIR = Path(
+    os.environ.get("TRACESCORE_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+)
+OTLP_DIR = FIXTURES_DIR / "conventions" / "otlp"
+
+
+def otlp_fixture_path(name: str) -> Path:
+    """``name`` is the file stem before ``.traces.json``, e.g. ``otel_genai_semconv__main``."""
+    return OTLP_DIR / f"{name}.traces.json"
+
+
+def load_otlp_spans(name: str) -> list[Span]:
+    """Every span of one OTLP/JSON fixture; fails loudly if the decoder rejected any."""
+    batch = decode_traces("otlp_json", otlp_fixture_path(name).read_bytes())
+    if batch.rejected_spans or batch.errors:
+        raise AssertionError(f"fixture {name}: decoder rejected spans: {batch.error_message}")
+    return batch.spans
+
+
+def all_otlp_fixture_names() -> list[str]:
+    return sorted(p.name.removesuffix(".traces.json") for p in OTLP_DIR.glob("*.traces.json"))
+
+
+TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+SERVICE = "test-service"
+
+
+def make_span(
+    span_id: str,
+    parent: str = "",
+    attributes: dict[str, Any] | None = None,
+    *,
+    start: int = 1_000,
+    end: int | None = None,
+    status_code: int = 0,
+    status_message: str = "",
+    trace_id: str = TRACE_ID,
+    name: str = "",
+) -> Span:
+    """A hand-built finished span; times are small nanosecond counts unless given."""
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        start_time_unix_nano=start,
+        end_time_unix_nano=start + 10 if end is None else end,
+        attributes=attributes or {},
+        status_code=status_code,
+        status_message=status_message,
+        resource_attributes={"service.name": SERVICE},
+    )

@@ -1,0 +1,283 @@
+"""The OTLP receivers on real loopback servers, fed by the real OpenTelemetry SDK exporters and clients."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from typing import Any
+
+import aiohttp
+import grpc
+import pytest
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from ingest.receivers.grpc import GrpcReceiver
+from ingest.receivers.http import HttpReceiver
+from tests.fixtures import OTLP_DIR
+from tests.otlp_helpers import (
+    EXPORT_METHOD,
+    LOOPBACK,
+    SPAN_2,
+    Emitted,
+    Failing,
+    Recorder,
+    Running,
+    StaticScores,
+    counter,
+    emit_agent_trace,
+    http_request,
+    json_bytes,
+    json_request,
+    json_span,
+    proto_request,
+    proto_span,
+    receiver_config,
+    requests_counted,
+    running_grpc,
+    running_http,
+)
+
+PROTOBUF = {"Content-Type": "application/x-protobuf"}
+JSON = {"Content-Type": "application/json"}
+UNAVAILABLE = "unavailable"
+SEMCONV_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
+
+
+def assert_sdk_trace_arrived(recorder: Recorder, emitted: Emitted) -> None:
+    spans = {span.name: span for span in recorder.spans}
+    assert set(spans) == {"invoke_agent weather_agent", "chat gpt-4o", "execute_tool get_weather"}
+    for name, span in spans.items():
+        assert span.trace_id == emitted.trace_id
+        assert span.span_id == emitted.span_ids[name]
+        assert span.resource_attributes["service.name"] == "sdk-service"
+        assert (span.scope_name, span.scope_version) == ("tests.sdk", "9.9.9")
+        assert span.end_time_unix_nano >= span.start_time_unix_nano > 0
+    agent_id = emitted.span_ids["invoke_agent weather_agent"]
+    assert spans["invoke_agent weather_agent"].parent_span_id == ""
+    assert spans["chat gpt-4o"].parent_span_id == agent_id
+    assert spans["execute_tool get_weather"].parent_span_id == agent_id
+    chat = spans["chat gpt-4o"]
+    assert chat.kind == 3  # CLIENT
+    assert chat.attributes == {
+        "gen_ai.request.temperature": 0.25,
+        "gen_ai.usage.input_tokens": 47,
+        "gen_ai.response.finish_reasons": ["tool_calls"],
+        "gen_ai.request.stream": False,
+    }
+    assert [(e.name, e.attributes) for e in chat.events] == [("gen_ai.choice", {"index": 0})]
+    assert spans["invoke_agent weather_agent"].attributes == {"gen_ai.agent.name": "weather_agent"}
+    tool = spans["execute_tool get_weather"]
+    assert (tool.status_code, tool.status_message) == (2, "tool failed")
+
+
+# --- the real SDK exporters -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compression", [None, grpc.Compression.Gzip], ids=["plain", "gzip"])
+async def test_sdk_grpc_exporter_to_grpc_receiver(compression: grpc.Compression | None) -> None:
+    async with running_grpc() as running:
+        exporter = GrpcSpanExporter(
+            endpoint=f"{LOOPBACK}:{running.port}", insecure=True, compression=compression, timeout=10
+        )
+        emitted = await asyncio.to_thread(emit_agent_trace, exporter)
+
+        assert_sdk_trace_arrived(running.next, emitted)
+        assert counter(running.metrics, "tracescore_spans_received", transport="grpc") == 3
+        assert requests_counted(running.metrics, "grpc", "ok") >= 1
+
+
+@pytest.mark.parametrize(
+    "compression", [HttpCompression.NoCompression, HttpCompression.Gzip, HttpCompression.Deflate],
+    ids=["plain", "gzip", "deflate"],
+)
+async def test_sdk_http_exporter_to_http_receiver(compression: HttpCompression) -> None:
+    async with running_http() as running:
+        exporter = HttpSpanExporter(endpoint=f"{running.url}/v1/traces", compression=compression, timeout=10)
+        emitted = await asyncio.to_thread(emit_agent_trace, exporter)
+
+        assert_sdk_trace_arrived(running.next, emitted)
+        assert counter(running.metrics, "tracescore_spans_received", transport="http") == 3
+
+
+# --- HTTP: fixtures, responses and the API -------------------------------------------------------------
+
+
+async def test_fixture_posted_as_json() -> None:
+    raw = json.loads(SEMCONV_MAIN.read_bytes())
+    raw_spans = [s for rs in raw["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    async with running_http() as running:
+        reply = await http_request(
+            "POST", f"{running.url}/v1/traces", data=SEMCONV_MAIN.read_bytes(),
+            headers={"Content-Type": "application/json; charset=utf-8"},
+        )
+    assert reply.status == 200
+    assert reply.content_type == "application/json"
+    assert reply.json() == {}
+
+    spans = running.next.spans
+    assert [(s.trace_id, s.span_id, s.parent_span_id) for s in spans] == [
+        (r["traceId"], r["spanId"], r.get("parentSpanId", "")) for r in raw_spans
+    ]
+    chat = next(s for s in spans if s.name == "chat gpt-4o")
+    assert chat.attributes["gen_ai.request.temperature"] == 0.2
+    assert chat.attributes["gen_ai.usage.output_tokens"] == 17
+    assert type(chat.attributes["gen_ai.usage.output_tokens"]) is int
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    assert chat.attributes["gen_ai.response.model"] == "gpt-4o-2024-08-06"
+
+
+async def test_protobuf_response_parses_as_export_response() -> None:
+    body = proto_request(proto_span("a"), proto_span("b", span_id=SPAN_2)).SerializeToString()
+    async with running_http() as running:
+        reply = await http_request("POST", f"{running.url}/v1/traces", data=body, headers=PROTOBUF)
+    assert reply.status == 200
+    assert reply.content_type == "application/x-protobuf"
+    assert not ExportTraceServiceResponse.FromString(reply.body).HasField("partial_success")
+    assert [s.name for s in running.next.spans] == ["a", "b"]
+    assert requests_counted(running.metrics, "http", "ok") == 1
+
+
+async def test_gzip_without_content_encoding_is_detected() -> None:
+    body = gzip.compress(json_bytes(json_request(json_span("zipped"))))
+    async with running_http() as running:
+        reply = await http_request("POST", f"{running.url}/v1/traces", data=body, headers=JSON)
+    assert reply.status == 200
+    assert [s.name for s in running.next.spans] == ["zipped"]
+
+
+async def test_consumer_failure_is_503_with_retry_after() -> None:
+    body = proto_request(proto_span("a")).SerializeToString()
+    async with running_http(next=Failing()) as running:
+        reply = await http_request("POST", f"{running.url}/v1/traces", data=body, headers=PROTOBUF)
+    assert reply.status == 503
+    assert int(reply.headers["Retry-After"]) > 0
+    status = status_pb2.Status.FromString(reply.body)
+    assert status.code == code_pb2.UNAVAILABLE
+    assert "store is down" in status.message
+    assert running.next.calls == 1
+    assert requests_counted(running.metrics, "http", UNAVAILABLE) == 1
+    assert counter(running.metrics, "tracescore_spans_received", transport="http") == 0
+
+
+async def test_scores_api() -> None:
+    trace_id = "5dbdf98695bd5785f3d3e61006ad2dba"
+    row = {"trace_id": trace_id, "span_id": "594f8d102c7c4a19", "scorer_id": "tone", "score": 0.5}
+    scores = StaticScores(rows={trace_id: [row]})
+    async with running_http(scores=scores) as running:
+        url = f"{running.url}/api/scores"
+        found = await http_request("GET", url, params={"trace_id": trace_id.upper()})
+        unknown = await http_request("GET", url, params={"trace_id": "ab" * 16})
+        bad_params: list[dict[str, str]] = [{}, {"trace_id": "abc"}, {"trace_id": "zz" * 16}]
+        bad = [await http_request("GET", url, params=params) for params in bad_params]
+    assert (found.status, found.json()) == (200, [row])
+    assert (unknown.status, unknown.json()) == (200, [])
+    assert [r.status for r in bad] == [400, 400, 400]
+    assert all("trace_id" in r.json()["error"] for r in bad)
+    assert scores.asked == [trace_id, "ab" * 16]
+
+
+async def test_healthz_merges_health() -> None:
+    async with running_http(health=lambda: {"pending_traces": 3}) as running:
+        reply = await http_request("GET", f"{running.url}/healthz")
+    assert (reply.status, reply.json()) == (200, {"status": "ok", "pending_traces": 3})
+
+
+async def test_metrics_endpoint_shows_counts() -> None:
+    body = proto_request(proto_span("a"), proto_span("bad", trace_id=b"\x01")).SerializeToString()
+    async with running_http() as running:
+        posted = await http_request("POST", f"{running.url}/v1/traces", data=body, headers=PROTOBUF)
+        reply = await http_request("GET", f"{running.url}/metrics")
+    assert posted.status == 200
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == PROMETHEUS_CONTENT_TYPE
+    text = reply.body.decode()
+    assert 'tracescore_spans_received_total{transport="http"} 1.0' in text
+    assert 'tracescore_spans_rejected_total{transport="http"} 1.0' in text
+    assert 'tracescore_export_requests_total{outcome="partial",transport="http"} 1.0' in text
+
+
+async def test_wrong_method_and_path() -> None:
+    async with running_http() as running:
+        wrong_method = await http_request("GET", f"{running.url}/v1/traces")
+        wrong_path = await http_request("POST", f"{running.url}/v1/nothing", data=b"{}", headers=JSON)
+    assert (wrong_method.status, wrong_path.status) == (405, 404)
+
+
+# --- gRPC semantics ------------------------------------------------------------------------------------
+
+
+async def export_grpc(running: Running, payload: bytes, **kwargs: Any) -> ExportTraceServiceResponse:
+    async with grpc.aio.insecure_channel(f"{LOOPBACK}:{running.port}") as channel:
+        call = channel.unary_unary(EXPORT_METHOD, response_deserializer=ExportTraceServiceResponse.FromString)
+        response: ExportTraceServiceResponse = await call(payload, timeout=10, **kwargs)
+        return response
+
+
+async def test_grpc_consumer_failure_is_unavailable() -> None:
+    async with running_grpc(next=Failing()) as running:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await export_grpc(running, proto_request(proto_span("a")).SerializeToString())
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "store is down" in (info.value.details() or "")
+    assert requests_counted(running.metrics, "grpc", UNAVAILABLE) == 1
+
+
+async def test_grpc_empty_request_succeeds_without_calling_next() -> None:
+    async with running_grpc() as running:
+        response = await export_grpc(running, b"")
+    assert not response.HasField("partial_success")
+    assert running.next.batches == []
+
+
+# --- lifecycle -----------------------------------------------------------------------------------------
+
+
+async def test_lifecycle_shutdown_is_idempotent_and_safe_before_start() -> None:
+    recorder = Recorder()
+    grpc_receiver = GrpcReceiver(receiver_config(), next=recorder, metrics=Metrics())
+    http_receiver = HttpReceiver(receiver_config(), next=recorder, metrics=Metrics(), scores=StaticScores())
+    await grpc_receiver.shutdown()
+    await http_receiver.shutdown()
+    assert (grpc_receiver.port, http_receiver.port) == (0, 0)
+
+    await grpc_receiver.start()
+    await http_receiver.start()
+    try:
+        assert grpc_receiver.port > 0 and http_receiver.port > 0
+        reply = await http_request("GET", f"http://{LOOPBACK}:{http_receiver.port}/healthz")
+        assert reply.status == 200
+    finally:
+        await grpc_receiver.shutdown()
+        await http_receiver.shutdown()
+    await grpc_receiver.shutdown()
+    await http_receiver.shutdown()
+
+    # Stopped means stopped: nothing listens on the ports any more.
+    with pytest.raises(aiohttp.ClientConnectionError):
+        await http_request("GET", f"http://{LOOPBACK}:{http_receiver.port}/healthz")
+
+
+async def test_two_receivers_get_their_own_free_ports() -> None:
+    async with running_http() as one, running_http() as two, running_grpc() as three, running_grpc() as four:
+        assert len({one.port, two.port, three.port, four.port}) == 4
+
+
+async def test_busy_port_is_an_error() -> None:
+    async with running_http() as http_running, running_grpc() as grpc_running:
+        config = receiver_config().model_copy(update={"http_port": http_running.port})
+        http_clash = HttpReceiver(config, next=Recorder(), metrics=Metrics(), scores=StaticScores())
+        with pytest.raises(OSError):
+            await http_clash.start()
+        await http_clash.shutdown()
+
+        config = receiver_config().model_copy(update={"grpc_port": grpc_running.port})
+        grpc_clash = GrpcReceiver(config, next=Recorder(), metrics=Metrics())
+        with pytest.raises(OSError, match="cannot listen"):
+            await grpc_clash.start()
+        await grpc_clash.shutdown()
