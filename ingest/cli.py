@@ -21,15 +21,21 @@ log = logging.getLogger("tracescore")
 
 def _add_service_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="YAML or JSON config file")
-    parser.add_argument("--store", help="chDB data directory (default ./tracescore-data) or http(s)://clickhouse DSN")
+    parser.add_argument(
+        "--store", help="chDB data directory (default ./tracescore-data) or http(s)://clickhouse DSN"
+    )
     parser.add_argument("--host", help="address the receivers listen on (default 127.0.0.1)")
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317)")
     parser.add_argument("--http-port", type=int, help="OTLP/HTTP and API port (default 4318)")
     parser.add_argument("--kafka-bootstrap", help="Kafka bootstrap servers HOST:PORT[,HOST:PORT]")
-    parser.add_argument("--kafka-topic", help="topic of OTLP export requests (the collector writes otlp_spans)")
+    parser.add_argument(
+        "--kafka-topic", help="topic of OTLP export requests (the collector writes otlp_spans)"
+    )
     parser.add_argument("--kafka-group", help="consumer group (default tracescore)")
     parser.add_argument("--idle", type=float, help="seconds a trace must be quiet before scoring (default 2)")
-    parser.add_argument("--max-wait", type=float, help="seconds after which a trace is scored anyway (default 300)")
+    parser.add_argument(
+        "--max-wait", type=float, help="seconds after which a trace is scored anyway (default 300)"
+    )
 
 
 def _service_config(args: argparse.Namespace) -> ServiceConfig:

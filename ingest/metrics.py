@@ -43,8 +43,11 @@ class Metrics:
             registry=r,
         )
         self.scores_written = Counter("tracescore_scores_written", "Score rows written", registry=r)
-        self.scoring_dropped = Counter(
-            "tracescore_scoring_runs_dropped", "Runs dropped because the scoring queue was full", registry=r
+        self.rows_dropped = Counter(
+            "tracescore_scoring_rows_dropped",
+            "Score and decision rows dropped because the store stayed unavailable past the buffer bound",
+            ["kind"],
+            registry=r,
         )
 
     def render(self) -> bytes:

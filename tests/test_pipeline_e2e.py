@@ -30,7 +30,9 @@ from ingest.service import Service
 from schemas.config import ServiceConfig, load_config
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-PARITY = {c["id"]: c["scores"] for c in json.loads((FIXTURES / "mastra_parity" / "reference.json").read_text())}
+PARITY = {
+    c["id"]: c["scores"] for c in json.loads((FIXTURES / "mastra_parity" / "reference.json").read_text())
+}
 CASES = {c["id"]: c for c in json.loads((FIXTURES / "mastra_parity" / "cases.json").read_text())}
 
 
@@ -59,11 +61,17 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
 
 def _scenario(case_id: str) -> Scenario:
     case = CASES[case_id]
-    return Scenario(agent="support_agent", system="Answer briefly.", user=case["input"],
-                    steps=(LlmStep(text=case["output"], input_tokens=30, output_tokens=12),))
+    return Scenario(
+        agent="support_agent",
+        system="Answer briefly.",
+        user=case["input"],
+        steps=(LlmStep(text=case["output"], input_tokens=30, output_tokens=12),),
+    )
 
 
-async def _wait_scores(service: Service, trace_id: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+async def _wait_scores(
+    service: Service, trace_id: str, count: int, timeout: float = 30.0
+) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     while True:
         rows = await service.store.get_scores(trace_id)
@@ -80,8 +88,9 @@ def _by_scorer(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": "e2e-grpc"}))
-    provider.add_span_processor(SimpleSpanProcessor(
-        OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True)))
+    provider.add_span_processor(
+        SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True))
+    )
     trace_id = emit_scenario(provider.get_tracer("e2e"), _scenario("c030"), time.time_ns())
     await asyncio.to_thread(provider.shutdown)
 
@@ -98,8 +107,11 @@ async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
         {"t": trace_id},
     )
     assert [s["SpanName"] for s in spans] == ["invoke_agent support_agent", "chat gpt-4o"]
-    root_span_id = (await service.store.query(
-        "SELECT SpanId FROM otel_traces WHERE TraceId = {t:String} AND ParentSpanId = ''", {"t": trace_id}))[0]
+    root_span_id = (
+        await service.store.query(
+            "SELECT SpanId FROM otel_traces WHERE TraceId = {t:String} AND ParentSpanId = ''", {"t": trace_id}
+        )
+    )[0]
     assert {r["span_id"] for r in rows.values()} == {root_span_id["SpanId"]}
 
 
@@ -108,7 +120,9 @@ async def test_fixture_json_posted_over_http_scores_via_api(service: Service) ->
     trace_id = json.loads(body)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
     base = f"http://127.0.0.1:{service.http.port}"
     async with aiohttp.ClientSession() as http:
-        async with http.post(f"{base}/v1/traces", data=body, headers={"Content-Type": "application/json"}) as resp:
+        async with http.post(
+            f"{base}/v1/traces", data=body, headers={"Content-Type": "application/json"}
+        ) as resp:
             assert resp.status == 200, await resp.text()
             assert "partialSuccess" not in await resp.json() or not (await resp.json())["partialSuccess"]
         deadline = time.monotonic() + 30
@@ -156,10 +170,17 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
     producer.flush()
     producer.close()
 
-    svc = Service(_config(tmp_path, **{
-        "kafka.bootstrap": kafka_bootstrap, "kafka.topic": topic, "kafka.group": "e2e",
-        "kafka.session_timeout_ms": 6000,
-    }))
+    svc = Service(
+        _config(
+            tmp_path,
+            **{
+                "kafka.bootstrap": kafka_bootstrap,
+                "kafka.topic": topic,
+                "kafka.group": "e2e",
+                "kafka.session_timeout_ms": 6000,
+            },
+        )
+    )
     await svc.start()
     try:
         await svc.kafka.wait_assigned()
@@ -176,8 +197,13 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
         parts = [TopicPartition(topic, p) for p in (0, 1)]
         committed = sum(consumer.committed(p) or 0 for p in parts)
         consumer.close()
-        dlq = KafkaConsumer(f"{topic}.dlq", bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest",
-                            consumer_timeout_ms=5000, group_id="dlq-reader")
+        dlq = KafkaConsumer(
+            f"{topic}.dlq",
+            bootstrap_servers=kafka_bootstrap,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=5000,
+            group_id="dlq-reader",
+        )
         parked = list(dlq)
         dlq.close()
         return committed, parked

@@ -28,6 +28,7 @@ from kafka.consumer.fetcher import ConsumerRecord
 from ingest.consumers import SpanConsumer
 from ingest.decode import DecodeError, decode_traces
 from ingest.metrics import Metrics
+from ingest.receivers import OUTCOME_INVALID, OUTCOME_OK, OUTCOME_PARTIAL
 from schemas.config import KafkaConfig
 from schemas.spans import SpanBatch
 
@@ -89,7 +90,9 @@ class KafkaReceiver:
                 heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
                 client_id="tracescore",
             )
-            producer = KafkaProducer(bootstrap_servers=self._config.bootstrap, acks="all", client_id="tracescore")
+            producer = KafkaProducer(
+                bootstrap_servers=self._config.bootstrap, acks="all", client_id="tracescore"
+            )
         except Exception as exc:  # a bad bootstrap address must surface, not hang silently
             self._error = exc
             self._ready.set()
@@ -129,15 +132,20 @@ class KafkaReceiver:
         merged = SpanBatch()
         parked: list[Future[Any]] = []
         for record in records:
-            self._metrics.requests.labels(TRANSPORT, "received").inc()
             try:
                 batch = decode_traces(self._config.encoding, record.value or b"")
             except DecodeError as exc:
+                self._metrics.requests.labels(TRANSPORT, OUTCOME_INVALID).inc()
                 parked.append(self._park(producer, record, str(exc), rejected=None))
                 continue
             if batch.rejected_spans:
+                self._metrics.requests.labels(TRANSPORT, OUTCOME_PARTIAL).inc()
                 self._metrics.spans_rejected.labels(TRANSPORT).inc(batch.rejected_spans)
-                parked.append(self._park(producer, record, batch.error_message, rejected=batch.rejected_spans))
+                parked.append(
+                    self._park(producer, record, batch.error_message, rejected=batch.rejected_spans)
+                )
+            else:
+                self._metrics.requests.labels(TRANSPORT, OUTCOME_OK).inc()
             merged.spans.extend(batch.spans)
             merged.rejected_spans += batch.rejected_spans
             merged.errors.extend(batch.errors)
@@ -150,10 +158,16 @@ class KafkaReceiver:
             asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
             self._metrics.spans_received.labels(TRANSPORT).inc(len(merged.spans))
 
-    def _park(self, producer: KafkaProducer, record: ConsumerRecord, reason: str, rejected: int | None) -> Any:
+    def _park(
+        self, producer: KafkaProducer, record: ConsumerRecord, reason: str, rejected: int | None
+    ) -> Any:
         log.warning(
             "kafka record %s[%d]@%d parked in %s: %s",
-            record.topic, record.partition, record.offset, self._config.dlq_topic, reason,
+            record.topic,
+            record.partition,
+            record.offset,
+            self._config.dlq_topic,
+            reason,
         )
         self._metrics.dead_letters.inc()
         headers = [

@@ -21,7 +21,10 @@ def test_example_config_file_loads_as_documented() -> None:
     assert config.kafka.dlq_topic == "otlp_spans.dlq"
     assert config.assembly.idle_seconds == 2 and config.assembly.max_wait_seconds == 300
     assert [r.scorer for r in config.scoring.rules] == [
-        "content-similarity", "textual-difference", "tool-call-accuracy-code"]
+        "content-similarity",
+        "textual-difference",
+        "tool-call-accuracy-code",
+    ]
     assert config.scoring.rules[1].sample_rate == 0.25
     assert config.scoring.rules[2].options == {"expected_tool": "get_weather"}
     assert config.scoring.rules[2].filter.agent_name == ["weather_agent"]

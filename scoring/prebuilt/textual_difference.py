@@ -1,0 +1,81 @@
+"""Textual difference: how much of the input survives in the output, as @mastra/evals scores it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rapidfuzz.distance import LCSseq
+
+from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.text import (
+    input_text,
+    js_collapse_whitespace,
+    js_length,
+    js_split_words,
+    output_text,
+    utf16_units,
+)
+
+
+def lcs_ratio(a: str, b: str) -> float:
+    """2 * LCS / (len a + len b) over UTF-16 code units, as Mastra's ``calculateRatio``."""
+    if a == b:
+        return 1.0
+    a, b = utf16_units(a), utf16_units(b)
+    if not a or not b:
+        return 0.0
+    return 2.0 * LCSseq.similarity(a, b) / (len(a) + len(b))
+
+
+def count_changes(a: str, b: str) -> int:
+    """Word-level changes between the texts (Mastra's ``countChanges``, greedy word matching)."""
+    norm_a, norm_b = js_collapse_whitespace(a), js_collapse_whitespace(b)
+    if norm_a == norm_b:
+        if a == b:
+            return 0
+        # Only whitespace differs: the difference in word count, or at least one change.
+        return abs(len(js_split_words(a)) - len(js_split_words(b))) or 1
+    words_a, words_b = js_split_words(norm_a), js_split_words(norm_b)
+    if not words_a or not words_b:
+        return len(words_a) + len(words_b)
+    unused = list(words_b)
+    matches = 0
+    for word in words_a:
+        if word in unused:
+            unused.remove(word)  # first unused occurrence, as Mastra's greedy scan
+            matches += 1
+    return max(len(words_a), len(words_b)) - matches
+
+
+def _preprocess(ctx: StepContext) -> dict[str, Any]:
+    a, b = input_text(ctx.run), output_text(ctx.run)
+    longest = max(js_length(a), js_length(b))
+    length_diff = abs(js_length(a) - js_length(b)) / longest if longest > 0 else 0
+    return {
+        "ratio": lcs_ratio(a, b),
+        "confidence": 1 - length_diff,
+        "changes": count_changes(a, b),
+        "length_diff": length_diff,
+    }
+
+
+def create_textual_difference_scorer() -> Scorer:
+    """Scores 2 * LCS / total length of the input and output texts (1 identical, 0 disjoint).
+
+    Example::
+
+        run = {"input": {"input_messages": [{"role": "user", "content": "ab"}]},
+               "output": [{"role": "assistant", "content": "ba"}]}
+        result = await create_textual_difference_scorer().run(run)
+        result.score  # 0.5: "ab" and "ba" share one character of four
+    """
+    return (
+        create_scorer(
+            id="textual-difference-scorer",
+            name="Textual Difference Scorer",
+            description="Calculate textual difference between input and output using sequence matching "
+            "algorithms.",
+        )
+        .preprocess(_preprocess, heavy=True)
+        .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["ratio"])
+    )

@@ -1,0 +1,77 @@
+"""Scorers by name: what a config rule or the CLI names (``textual-difference``) -> a built ``Scorer``."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError, validate_call
+
+from scoring.prebuilt import (
+    create_content_similarity_scorer,
+    create_textual_difference_scorer,
+    create_tool_call_accuracy_scorer_code,
+)
+from scoring.scorer import Scorer
+
+ScorerFactory = Callable[..., Scorer]
+
+# Short name -> factory. The factory's keyword parameters are the scorer's options.
+SCORERS: dict[str, ScorerFactory] = {
+    "textual-difference": create_textual_difference_scorer,
+    "content-similarity": create_content_similarity_scorer,
+    "tool-call-accuracy-code": create_tool_call_accuracy_scorer_code,
+}
+
+# A scorer's own id (what Mastra and the store call it) -> its short name.
+SCORER_IDS: dict[str, str] = {
+    "textual-difference-scorer": "textual-difference",
+    "content-similarity-scorer": "content-similarity",
+    "code-tool-call-accuracy-scorer": "tool-call-accuracy-code",
+}
+
+_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _snake(option: str) -> str:
+    """``expectedToolOrder`` -> ``expected_tool_order``; snake_case names pass unchanged."""
+    return _CAMEL_HUMP.sub("_", option).lower()
+
+
+def build_scorer(
+    name_or_id: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    registry: Mapping[str, ScorerFactory] | None = None,
+) -> Scorer:
+    """Build a scorer from its short name or id, with options in snake_case or Mastra camelCase.
+
+    ``registry`` replaces ``SCORERS`` (looked up by its keys only), e.g. for an embedding
+    application's own scorers or a test's.
+    """
+    factories = SCORERS if registry is None else registry
+    aliases = SCORER_IDS if registry is None else {}
+    short = name_or_id if name_or_id in factories else aliases.get(name_or_id)
+    if short is None:
+        ids = {name: scorer_id for scorer_id, name in aliases.items()}
+        known = ", ".join(f"{name} ({ids[name]})" if name in ids else name for name in factories)
+        raise ValueError(f"unknown scorer {name_or_id!r}; available: {known}")
+    factory = factories[short]
+    accepted = list(inspect.signature(factory).parameters)
+    kwargs: dict[str, Any] = {}
+    for option, value in (options or {}).items():
+        key = _snake(option)
+        if key not in accepted:
+            choices = ", ".join(accepted) or "none"
+            raise ValueError(f"scorer {short!r} has no option {option!r}; its options: {choices}")
+        if key in kwargs:
+            raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
+        kwargs[key] = value
+    try:
+        return validate_call(factory)(**kwargs)
+    except ValidationError as exc:
+        raise ValueError(f"scorer {short!r}: invalid options: {exc}") from exc
+    except ValueError as exc:  # the factory's own check, e.g. a required option missing
+        raise ValueError(f"scorer {short!r}: {exc}") from exc

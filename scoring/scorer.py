@@ -1,0 +1,248 @@
+"""The scorer pipeline: ``create_scorer`` and its preprocess -> analyze -> score -> reason steps.
+
+A Python mirror of Mastra's ``createScorer``::
+
+    from scoring import create_scorer
+    from scoring.text import output_text
+
+    scorer = (
+        create_scorer(id="answer-length", description="Longer answers score higher")
+        .preprocess(lambda ctx: {"length": len(output_text(ctx.run))})
+        .generate_score(lambda ctx: min(1.0, ctx.results["preprocess_step_result"]["length"] / 500))
+        .generate_reason(lambda ctx: f"score {ctx.score:.2f} from the answer length")
+    )
+    result = await scorer.run(run)  # an AgentRun, or a dict of the same shape
+
+Each step receives a ``StepContext`` with ``run`` and ``results`` (``preprocess_step_result``,
+``analyze_step_result``; for ``generate_reason`` also ``score``). Steps may be sync or async.
+
+Threads: a sync step runs inline on the event loop, so it must be cheap. Declare a CPU-heavy sync
+step with ``heavy=True`` and it runs through ``asyncio.to_thread``, keeping the loop responsive.
+(A thread cannot be cancelled: when the executor's timeout fires, the thread finishes on its own.)
+
+A scorer is an immutable builder: each chained call returns a new scorer and the scorer keeps no
+per-run state, so one instance may score many runs concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import numbers
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import to_jsonable_python
+
+from schemas import AgentRun, Score
+
+StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
+STEP_ORDER: tuple[StepName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")
+
+
+class ScorerError(Exception):
+    """A scorer could not produce a score; names the scorer and the step that failed."""
+
+    def __init__(self, scorer_id: str, step: str | None, message: str) -> None:
+        where = f"scorer {scorer_id!r}" + (f", step {step!r}" if step else "")
+        super().__init__(f"{where}: {message}")
+        self.scorer_id = scorer_id
+        self.step = step
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What a step sees. Readable as attributes (``ctx.run``) or keys (``ctx["run"]``)."""
+
+    run: AgentRun
+    results: Mapping[str, Any]
+    score: float | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in ("run", "results", "score"):
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """A step's value, and the prompt it sent when the step is an LLM prompt."""
+
+    value: Any
+    prompt: str | None = None
+
+
+class Step(Protocol):
+    """One pipeline step. Function steps exist now; prompt-object (LLM judge) steps plug in here."""
+
+    @property
+    def name(self) -> StepName: ...
+
+    async def execute(self, context: StepContext) -> StepOutcome: ...
+
+
+StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionStep:
+    """A step backed by a sync or async function; ``heavy`` sync functions run in a thread."""
+
+    name: StepName
+    fn: StepFn
+    heavy: bool = False
+
+    async def execute(self, context: StepContext) -> StepOutcome:
+        if self.heavy:
+            value = await asyncio.to_thread(self.fn, context)
+        else:
+            value = self.fn(context)
+        if inspect.isawaitable(value):
+            value = await value
+        return StepOutcome(value)
+
+
+class ScorerResult(BaseModel):
+    """The outcome of one scorer run (Mastra's run result, snake_case)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scorer_id: str
+    run_id: str
+    score: float
+    reason: str | None = None
+    preprocess_step_result: Any = None
+    analyze_step_result: Any = None
+    # Filled by prompt-object (LLM judge) steps; None for function steps.
+    preprocess_prompt: str | None = None
+    analyze_prompt: str | None = None
+    generate_score_prompt: str | None = None
+    generate_reason_prompt: str | None = None
+
+    def step_results(self) -> dict[str, Any]:
+        """The step results as JSON-safe data (non-finite floats become null)."""
+        raw = {
+            "preprocess_step_result": self.preprocess_step_result,
+            "analyze_step_result": self.analyze_step_result,
+        }
+        data = to_jsonable_python(raw, inf_nan_mode="null", fallback=repr)
+        return {key: value for key, value in data.items() if value is not None}
+
+    def to_score(self, name: str | None = None, *, scale: float = 1.0) -> Score:
+        """This result as a ``schemas.Score`` (raises if the score lies outside [0, scale])."""
+        return Score(
+            name=name or self.scorer_id,
+            value=self.score,
+            reason=self.reason,
+            scale=scale,
+            metadata=self.step_results(),
+        )
+
+
+def _check_score(scorer_id: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ScorerError(
+            scorer_id, "generate_score", f"returned {value!r} ({type(value).__name__}), not a number"
+        )
+    score = float(value)
+    if not math.isfinite(score):
+        raise ScorerError(scorer_id, "generate_score", f"returned {score!r}, not a finite number")
+    return score
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A configured scorer pipeline. Build it with ``create_scorer``; run it with ``await run(...)``."""
+
+    id: str
+    description: str
+    name: str
+    type: str = "agent"
+    steps: tuple[Step, ...] = field(default=())
+
+    def preprocess(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+        """A new scorer with this preprocess step (replacing any earlier one)."""
+        return self._with_step("preprocess", fn, heavy)
+
+    def analyze(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+        return self._with_step("analyze", fn, heavy)
+
+    def generate_score(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+        return self._with_step("generate_score", fn, heavy)
+
+    def generate_reason(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+        return self._with_step("generate_reason", fn, heavy)
+
+    def _with_step(self, name: StepName, fn: StepFn, heavy: bool) -> Scorer:
+        if not callable(fn):
+            raise TypeError(f"{name} of scorer {self.id!r} must be a function, got {type(fn).__name__}")
+        if heavy and inspect.iscoroutinefunction(fn):
+            raise ValueError(
+                f"{name} of scorer {self.id!r}: heavy=True is for sync functions, not async ones"
+            )
+        kept = [step for step in self.steps if step.name != name]
+        steps = sorted([*kept, FunctionStep(name, fn, heavy)], key=lambda step: STEP_ORDER.index(step.name))
+        return replace(self, steps=tuple(steps))
+
+    async def run(self, run: AgentRun | Mapping[str, Any]) -> ScorerResult:
+        """Score one run. Raises ``ScorerError`` naming the step when a step fails."""
+        agent_run = self._as_run(run)
+        if not any(step.name == "generate_score" for step in self.steps):
+            raise ScorerError(self.id, "generate_score", "the scorer has no generate_score step")
+        results: dict[str, Any] = {}
+        prompts: dict[str, str] = {}
+        score: float | None = None
+        for step in self.steps:
+            visible = dict(results)
+            if step.name == "generate_reason":
+                visible["score"] = score
+            try:
+                outcome = await step.execute(StepContext(run=agent_run, results=visible, score=score))
+            except Exception as exc:  # re-raised with the scorer and the step named
+                raise ScorerError(self.id, step.name, f"{type(exc).__name__}: {exc}") from exc
+            if step.name == "generate_score":
+                score = _check_score(self.id, outcome.value)
+            if (
+                step.name == "generate_reason"
+                and outcome.value is not None
+                and not isinstance(outcome.value, str)
+            ):
+                raise ScorerError(
+                    self.id, step.name, f"returned {type(outcome.value).__name__}, not a string"
+                )
+            results[f"{step.name}_step_result"] = outcome.value
+            if outcome.prompt is not None:
+                prompts[f"{step.name}_prompt"] = outcome.prompt
+        if score is None:  # unreachable: generate_score ran (checked above) or raised
+            raise ScorerError(self.id, "generate_score", "produced no score")
+        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else str(uuid.uuid4())
+        return ScorerResult(
+            scorer_id=self.id,
+            run_id=run_id,
+            score=score,
+            reason=results.get("generate_reason_step_result"),
+            preprocess_step_result=results.get("preprocess_step_result"),
+            analyze_step_result=results.get("analyze_step_result"),
+            **prompts,
+        )
+
+    def _as_run(self, run: AgentRun | Mapping[str, Any]) -> AgentRun:
+        if isinstance(run, AgentRun):
+            return run
+        try:
+            return AgentRun.model_validate(run)
+        except ValidationError as exc:
+            raise ScorerError(self.id, None, f"the run is not a valid AgentRun: {exc}") from exc
+
+
+def create_scorer(*, id: str, description: str, name: str | None = None, type: str = "agent") -> Scorer:
+    """Start a scorer pipeline (Mastra's ``createScorer``); add steps by chaining."""
+    if not id:
+        raise ValueError("a scorer needs an id")
+    if type != "agent":
+        raise ValueError(f"scorer type {type!r} is not supported (only 'agent')")
+    return Scorer(id=id, description=description, name=name or id, type=type)

@@ -1,0 +1,125 @@
+"""Message-text helpers the scorers share, and the JavaScript string semantics parity needs.
+
+The prebuilt heuristic scorers mirror ``@mastra/evals``; to give the same numbers they read a run's
+text the way Mastra's scorer utils do (``getTextContentFromMastraDBMessage``, ``extractToolCalls``)
+and measure strings the way JavaScript does: lengths and substrings in UTF-16 code units, ``\\s`` and
+``trim()`` with ECMAScript's whitespace set (which differs from Python's ``\\s`` and ``str.strip``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from schemas import AgentRun, Message
+
+# ECMAScript WhiteSpace + LineTerminator: what JS `\s` and `String.prototype.trim` match. Python's
+# `\s` also matches U+001C..U+001F and U+0085 and misses U+FEFF, so an explicit class is needed.
+JS_WHITESPACE_CHARS = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+JS_WHITESPACE_RUN = re.compile(f"[{JS_WHITESPACE_CHARS}]+")
+_JS_TRIM = re.compile(f"\\A[{JS_WHITESPACE_CHARS}]+|[{JS_WHITESPACE_CHARS}]+\\Z")
+
+_BMP_MAX = 0xFFFF
+
+
+def js_trim(text: str) -> str:
+    """``text.trim()`` in JavaScript."""
+    return _JS_TRIM.sub("", text)
+
+
+def js_collapse_whitespace(text: str) -> str:
+    """``text.replace(/\\s+/g, ' ').trim()`` in JavaScript."""
+    return js_trim(JS_WHITESPACE_RUN.sub(" ", text))
+
+
+def js_split_words(text: str) -> list[str]:
+    """``text.split(/\\s+/).filter(w => w.length > 0)`` in JavaScript."""
+    return [word for word in JS_WHITESPACE_RUN.split(text) if word]
+
+
+def utf16_units(text: str) -> str:
+    """The string as JavaScript sees it: one character per UTF-16 code unit.
+
+    Characters above U+FFFF become their surrogate pair, so ``len`` and slicing match JS
+    ``length`` and ``substring``. Text without such characters is returned unchanged.
+    """
+    if all(ord(ch) <= _BMP_MAX for ch in text):
+        return text
+    units: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if code <= _BMP_MAX:
+            units.append(ch)
+        else:
+            code -= 0x10000
+            units.append(chr(0xD800 + (code >> 10)))
+            units.append(chr(0xDC00 + (code & 0x3FF)))
+    return "".join(units)
+
+
+def js_length(text: str) -> int:
+    """``text.length`` in JavaScript (UTF-16 code units)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > _BMP_MAX)
+
+
+def message_text(message: Message) -> str:
+    """The text of a message: its ``content``, else the text of its last text part (as Mastra)."""
+    if message.content:
+        return message.content
+    text_parts = [part for part in message.parts if part.type == "text"]
+    if not text_parts:
+        return ""
+    text = (text_parts[-1].model_extra or {}).get("text")
+    return text if isinstance(text, str) else ""
+
+
+def input_text(run: AgentRun) -> str:
+    """Texts of this turn's input messages joined with ``", "`` (Mastra's scorers do the same)."""
+    return ", ".join(message_text(message) for message in run.input.input_messages)
+
+
+def output_text(run: AgentRun) -> str:
+    """Texts of the run's output messages joined with ``", "``, skipping messages without text.
+
+    Deviation from Mastra, on purpose: our runs hold one assistant message per LLM step, and a
+    step that only calls tools has no text. Mastra merges a run's steps into one message, so it
+    never sees those empty messages; joining them would add stray ``", "`` separators and change
+    every text score of tool-using runs. For a single-message output the result is identical.
+    """
+    return ", ".join(text for message in run.output if (text := message_text(message)))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallInfo:
+    """Where one tool call sits in the output (Mastra's ``ToolCallInfo``)."""
+
+    tool_name: str
+    tool_call_id: str
+    message_index: int
+    invocation_index: int
+
+
+def extract_tool_calls(output: Sequence[Message]) -> tuple[list[str], list[ToolCallInfo]]:
+    """Names of the tools the agent called, in order, and where each call sits.
+
+    Like Mastra's ``extractToolCalls``: a call counts whatever its outcome (states ``call``,
+    ``result`` and ``error`` -- Mastra's ``output-error``); invocations without a tool name are
+    skipped; a missing call id becomes ``"<message index>-<invocation index>"``.
+    """
+    names: list[str] = []
+    infos: list[ToolCallInfo] = []
+    for message_index, message in enumerate(output):
+        for invocation_index, invocation in enumerate(message.tool_invocations):
+            if not invocation.tool_name:
+                continue
+            names.append(invocation.tool_name)
+            infos.append(
+                ToolCallInfo(
+                    tool_name=invocation.tool_name,
+                    tool_call_id=invocation.tool_call_id or f"{message_index}-{invocation_index}",
+                    message_index=message_index,
+                    invocation_index=invocation_index,
+                )
+            )
+    return names, infos

@@ -1,0 +1,463 @@
+"""The scoring executor: routing (filter, sampling), bounded execution, failures, flushing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+
+from ingest.metrics import Metrics
+from schemas import AgentRun, Decision, Message, RunInput, ScoreRecord
+from schemas.config import RunFilter, ScorerRule, ScoringConfig
+from scoring import StepContext, create_scorer
+from scoring.executor import ScoringExecutor
+from scoring.prebuilt import create_textual_difference_scorer
+from scoring.registry import build_scorer
+from scoring.scorer import Scorer
+
+SALT = "test-salt"
+
+
+class RecordingSink:
+    """A ScoreSink that keeps every write; fails its first ``fail_first`` writes."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.writes: list[tuple[list[ScoreRecord], list[Decision]]] = []
+        self.fail_first = fail_first
+
+    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
+        if self.fail_first:
+            self.fail_first -= 1
+            raise ConnectionError("store down")
+        self.writes.append((list(records), list(decisions)))
+
+    @property
+    def records(self) -> list[ScoreRecord]:
+        return [record for records, _ in self.writes for record in records]
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return [decision for _, decisions in self.writes for decision in decisions]
+
+    def kinds(self) -> dict[tuple[str, str], str]:
+        """(trace id, scorer id) -> decision kind."""
+        return {(d.trace_id, d.scorer_id): d.decision for d in self.decisions}
+
+
+def make_run(
+    i: int,
+    agent: str = "weather",
+    service: str = "svc-a",
+    status: str = "ok",
+    user: str = "ab",
+    answer: str = "ba",
+) -> AgentRun:
+    return AgentRun(
+        trace_id=f"{i:032x}",
+        span_id=f"{i:016x}",
+        agent_name=agent,
+        service_name=service,
+        status=status,  # type: ignore[arg-type]
+        input=RunInput(input_messages=[Message(role="user", content=user)]),
+        output=[Message(role="assistant", content=answer)],
+    )
+
+
+def config(*rules: ScorerRule, concurrency: int = 4, timeout: float = 5.0) -> ScoringConfig:
+    return ScoringConfig(
+        rules=list(rules), concurrency=concurrency, timeout_seconds=timeout, sampling_salt=SALT
+    )
+
+
+def registry_of(**scorers: Scorer) -> dict[str, Any]:
+    """A registry of ready scorers (factories without options) beside the real prebuilt ones."""
+
+    def factory_for(scorer: Scorer) -> Any:
+        def factory() -> Scorer:
+            return scorer
+
+        return factory
+
+    return {"textual-difference": create_textual_difference_scorer} | {
+        name: factory_for(scorer) for name, scorer in scorers.items()
+    }
+
+
+@contextlib.asynccontextmanager
+async def running(cfg: ScoringConfig, sink: RecordingSink, **kwargs: Any) -> AsyncIterator[ScoringExecutor]:
+    executor = ScoringExecutor(cfg, sink, kwargs.pop("metrics", None) or Metrics(), **kwargs)
+    await executor.start()
+    try:
+        yield executor
+    finally:
+        await executor.shutdown()
+
+
+async def test_filters_route_runs_to_their_scorers() -> None:
+    sink = RecordingSink()
+    cfg = config(
+        ScorerRule(scorer="textual-difference", filter=RunFilter(agent_name=["weather"])),
+        ScorerRule(scorer="content-similarity", name="cs-errors", filter=RunFilter(status=["error"])),
+        ScorerRule(
+            scorer="tool-call-accuracy-code",
+            options={"expectedTool": "search"},
+            filter=RunFilter(service_name=["svc-b"], agent_name=["other"]),
+        ),
+    )
+    runs = [make_run(1), make_run(2, agent="other", service="svc-b", status="error")]
+    async with running(cfg, sink) as executor:
+        await executor.consume_runs(runs)
+        await executor.drain()
+
+    t1, t2 = f"{1:032x}", f"{2:032x}"
+    assert sink.kinds() == {
+        (t1, "textual-difference-scorer"): "scored",
+        (t1, "cs-errors"): "filtered",
+        (t1, "code-tool-call-accuracy-scorer"): "filtered",
+        (t2, "textual-difference-scorer"): "filtered",
+        (t2, "cs-errors"): "scored",
+        (t2, "code-tool-call-accuracy-scorer"): "scored",
+    }
+    scores = {(r.trace_id, r.scorer_id): r.score for r in sink.records}
+    # "ab" vs "ba": textual difference 0.5, content similarity 0 (Mastra reference case c096);
+    # no tool was called, so tool-call accuracy is 0.
+    assert scores == {
+        (t1, "textual-difference-scorer"): 0.5,
+        (t2, "cs-errors"): 0.0,
+        (t2, "code-tool-call-accuracy-scorer"): 0.0,
+    }
+
+
+async def test_rules_sharing_a_scorer_id_split_runs_by_their_disjoint_filters() -> None:
+    sink = RecordingSink()
+    cfg = config(
+        ScorerRule(
+            scorer="tool-call-accuracy-code",
+            options={"expected_tool": "get_weather"},
+            filter=RunFilter(agent_name=["weather"]),
+        ),
+        ScorerRule(
+            scorer="tool-call-accuracy-code",
+            options={"expected_tool": "search_flights"},
+            filter=RunFilter(agent_name=["travel"]),
+        ),
+    )
+    calls = {"weather": "get_weather", "travel": "get_weather", "chat": "get_weather"}
+    runs = [
+        make_run(i, agent=agent).model_copy(
+            update={
+                "output": [Message(role="assistant", content="x", tool_invocations=[{"tool_name": tool}])]
+            }
+        )
+        for i, (agent, tool) in enumerate(calls.items())
+    ]
+    async with running(cfg, sink) as executor:
+        assert executor.scorer_ids == ("code-tool-call-accuracy-scorer",)
+        await executor.consume_runs(runs)
+        await executor.drain()
+    # One decision per (run, scorer id); each run scored with its own agent's options.
+    assert [(int(d.trace_id, 16), d.decision) for d in sorted(sink.decisions, key=lambda d: d.trace_id)] == [
+        (0, "scored"),
+        (1, "scored"),
+        (2, "filtered"),
+    ]
+    assert {int(r.trace_id, 16): r.score for r in sink.records} == {0: 1.0, 1: 0.0}
+
+
+def independent_sample(key: str, rate: float) -> bool:
+    """The sampling rule written out again from the design, not imported."""
+    digest = hashlib.sha256(f"{SALT}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+async def test_sampling_decides_per_run_and_scorer() -> None:
+    sink = RecordingSink()
+    cfg = config(
+        ScorerRule(scorer="textual-difference", sample_rate=0.5),
+        ScorerRule(scorer="content-similarity", sample_rate=0.0),
+    )
+    runs = [make_run(i) for i in range(40)]
+    async with running(cfg, sink) as executor:
+        await executor.consume_runs(runs)
+        await executor.drain()
+
+    kinds = sink.kinds()
+    expected_in = {
+        run.trace_id for run in runs if independent_sample(f"{run.run_id}:textual-difference-scorer", 0.5)
+    }
+    assert 5 < len(expected_in) < 35  # the rate is neither 0 nor 1 on this sample
+    for run in runs:
+        in_sample = run.trace_id in expected_in
+        assert kinds[(run.trace_id, "textual-difference-scorer")] == (
+            "scored" if in_sample else "sampled_out"
+        )
+        assert kinds[(run.trace_id, "content-similarity-scorer")] == "sampled_out"
+    assert {r.trace_id for r in sink.records} == expected_in
+    assert {r.scorer_id for r in sink.records} == {"textual-difference-scorer"}
+    assert all(r.sample_rate == 0.5 for r in sink.records)
+    assert all(d.sample_rate == 0.0 for d in sink.decisions if d.scorer_id == "content-similarity-scorer")
+
+
+async def test_a_failing_scorer_gives_a_failed_decision_and_no_score() -> None:
+    def broken(ctx: StepContext) -> float:
+        raise RuntimeError("model returned garbage")
+
+    sink = RecordingSink()
+    scorers = registry_of(broken=create_scorer(id="broken-scorer", description="d").generate_score(broken))
+    cfg = config(ScorerRule(scorer="broken"), ScorerRule(scorer="textual-difference"))
+    async with running(cfg, sink, registry=scorers) as executor:
+        await executor.consume_runs([make_run(1), make_run(2)])
+        await executor.drain()
+
+    failed = [d for d in sink.decisions if d.scorer_id == "broken-scorer"]
+    assert [d.decision for d in failed] == ["failed", "failed"]
+    assert all("generate_score" in d.detail and "model returned garbage" in d.detail for d in failed)
+    assert {r.scorer_id for r in sink.records} == {"textual-difference-scorer"}  # the other rule still scores
+    assert len(sink.records) == 2
+
+
+async def test_tool_accuracy_on_a_run_without_input_fails_cleanly() -> None:
+    sink = RecordingSink()
+    cfg = config(ScorerRule(scorer="tool-call-accuracy-code", options={"expected_tool": "search"}))
+    run = make_run(1).model_copy(update={"input": RunInput()})
+    async with running(cfg, sink) as executor:
+        await executor.consume_runs([run])
+        await executor.drain()
+    assert sink.records == []
+    [decision] = sink.decisions
+    assert decision.decision == "failed"
+    assert "Input and output messages cannot be null or empty" in decision.detail
+
+
+async def test_a_scorer_over_its_timeout_fails() -> None:
+    async def stuck(ctx: StepContext) -> float:
+        await asyncio.sleep(30)
+        return 1.0
+
+    sink = RecordingSink()
+    scorers = registry_of(stuck=create_scorer(id="stuck", description="d").generate_score(stuck))
+    started = time.monotonic()
+    async with running(config(ScorerRule(scorer="stuck"), timeout=0.1), sink, registry=scorers) as executor:
+        await executor.consume_runs([make_run(1)])
+        await executor.drain()
+    assert time.monotonic() - started < 5
+    assert sink.records == []
+    [decision] = sink.decisions
+    assert (decision.decision, decision.detail) == ("failed", "timed out after 0.1 s")
+
+
+async def test_concurrency_stays_within_the_bound() -> None:
+    active = 0
+    peak = 0
+
+    async def probe(ctx: StepContext) -> float:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.01)
+        active -= 1
+        return 1.0
+
+    sink = RecordingSink()
+    scorers = registry_of(probe=create_scorer(id="probe", description="d").generate_score(probe))
+    async with running(config(ScorerRule(scorer="probe"), concurrency=3), sink, registry=scorers) as executor:
+        await executor.consume_runs([make_run(i) for i in range(40)])
+        await executor.drain()
+    assert peak == 3
+    assert len(sink.records) == 40
+
+
+async def test_a_full_queue_makes_consume_runs_wait_and_drops_nothing() -> None:
+    gate = asyncio.Event()
+    started = 0
+
+    async def gated(ctx: StepContext) -> float:
+        nonlocal started
+        started += 1
+        await gate.wait()
+        return 1.0
+
+    sink = RecordingSink()
+    scorers = registry_of(gated=create_scorer(id="gated", description="d").generate_score(gated))
+    async with running(config(ScorerRule(scorer="gated"), concurrency=1), sink, registry=scorers) as executor:
+        producer = asyncio.create_task(executor.consume_runs([make_run(i) for i in range(20)]))
+        await asyncio.sleep(0.05)
+        assert not producer.done()  # one job running, the queue full: the producer waits
+        assert started == 1
+        gate.set()
+        await asyncio.wait_for(producer, 5)
+        await executor.drain()
+    assert len(sink.records) == 20
+    assert len({r.trace_id for r in sink.records}) == 20
+
+
+async def test_shutdown_finishes_in_flight_work_and_flushes() -> None:
+    async def slow(ctx: StepContext) -> float:
+        await asyncio.sleep(0.05)
+        return 0.25
+
+    sink = RecordingSink()
+    scorers = registry_of(slow=create_scorer(id="slow", description="d").generate_score(slow))
+    executor = ScoringExecutor(
+        config(ScorerRule(scorer="slow")), sink, Metrics(), registry=scorers, flush_interval=3600
+    )
+    await executor.start()
+    await executor.consume_runs([make_run(i) for i in range(6)])
+    await asyncio.sleep(0.15)
+    assert sink.writes == []  # scored but still buffered: the periodic flush is an hour away
+    await executor.consume_runs([make_run(i) for i in range(6, 10)])
+    await executor.shutdown()
+    assert sorted(int(r.trace_id, 16) for r in sink.records) == list(range(10))
+    assert all(r.score == 0.25 for r in sink.records)
+
+    writes = len(sink.writes)
+    await executor.shutdown()  # idempotent
+    assert len(sink.writes) == writes
+    with pytest.raises(RuntimeError):
+        await executor.consume_runs([make_run(99)])
+    with pytest.raises(RuntimeError):
+        await executor.start()
+
+
+async def test_shutdown_before_start_is_safe_and_consume_needs_start() -> None:
+    sink = RecordingSink()
+    executor = ScoringExecutor(config(ScorerRule(scorer="textual-difference")), sink, Metrics())
+    with pytest.raises(RuntimeError, match="start"):
+        await executor.consume_runs([make_run(1)])
+    await executor.shutdown()
+    await executor.shutdown()
+    assert sink.writes == []
+
+
+async def test_the_periodic_flush_retries_after_a_sink_failure(caplog: pytest.LogCaptureFixture) -> None:
+    sink = RecordingSink(fail_first=1)
+    async with running(
+        config(ScorerRule(scorer="textual-difference")), sink, flush_interval=0.02
+    ) as executor:
+        await executor.consume_runs([make_run(i) for i in range(3)])
+        for _ in range(200):
+            if len(sink.records) == 3:
+                break
+            await asyncio.sleep(0.01)
+    assert sorted(int(r.trace_id, 16) for r in sink.records) == [0, 1, 2]  # written once, after a retry
+    assert any("writing scores failed" in message for message in caplog.messages)
+
+
+async def test_drain_reports_a_sink_failure_and_keeps_the_rows() -> None:
+    sink = RecordingSink(fail_first=1)
+    async with running(
+        config(ScorerRule(scorer="textual-difference")), sink, flush_interval=3600
+    ) as executor:
+        await executor.consume_runs([make_run(1), make_run(2)])
+        with pytest.raises(ConnectionError):
+            await executor.drain()
+        await executor.drain()
+    assert sorted(int(r.trace_id, 16) for r in sink.records) == [1, 2]
+    assert len(sink.decisions) == 2
+
+
+async def test_score_rows_carry_the_run_and_rule() -> None:
+    sink = RecordingSink()
+    cfg = config(ScorerRule(scorer="textual-difference-scorer", name="td-live", sample_rate=1.0))
+    async with running(cfg, sink, source="backfill") as executor:
+        await executor.consume_runs([make_run(7, agent="weather", service="svc-a")])
+        await executor.drain()
+    [record] = sink.records
+    assert (record.trace_id, record.span_id) == (f"{7:032x}", f"{7:016x}")
+    assert (record.scorer_id, record.score, record.reason) == ("td-live", 0.5, "")
+    assert (record.agent_name, record.service_name, record.source) == ("weather", "svc-a", "backfill")
+    assert record.latency_ms >= 0
+    # "ab" vs "ba": Mastra's preprocess result (ratio, confidence, changes, lengthDiff).
+    assert record.step_results == {
+        "preprocess_step_result": {"ratio": 0.5, "confidence": 1.0, "changes": 1, "length_diff": 0.0}
+    }
+    json.dumps(record.step_results, allow_nan=False)
+    [decision] = sink.decisions
+    assert (decision.scorer_id, decision.decision, decision.source) == ("td-live", "scored", "backfill")
+
+
+async def test_metrics_count_decisions_and_scores() -> None:
+    metrics = Metrics()
+    sink = RecordingSink()
+    cfg = config(
+        ScorerRule(scorer="textual-difference", filter=RunFilter(agent_name=["weather"])),
+        ScorerRule(scorer="content-similarity", sample_rate=0.0),
+    )
+    async with running(cfg, sink, metrics=metrics) as executor:
+        await executor.consume_runs([make_run(1), make_run(2), make_run(3, agent="other")])
+        await executor.drain()
+
+    def count(name: str, **labels: str) -> float | None:
+        return metrics.registry.get_sample_value(name, labels)
+
+    decisions = "tracescore_scoring_decisions_total"
+    assert count(decisions, scorer="textual-difference-scorer", decision="scored") == 2
+    assert count(decisions, scorer="textual-difference-scorer", decision="filtered") == 1
+    assert count(decisions, scorer="content-similarity-scorer", decision="sampled_out") == 3
+    assert count("tracescore_scores_written_total") == 2
+
+
+def test_a_bad_rule_fails_at_construction() -> None:
+    metrics, sink = Metrics(), RecordingSink()
+    with pytest.raises(
+        ValueError, match=r"scoring rule 1 \('nope'\): unknown scorer 'nope'; available: .*textual"
+    ):
+        ScoringExecutor(
+            config(ScorerRule(scorer="textual-difference"), ScorerRule(scorer="nope")), sink, metrics
+        )
+    with pytest.raises(
+        ValueError, match="no option 'ignoreCas'; its options: ignore_case, ignore_whitespace"
+    ):
+        ScoringExecutor(
+            config(ScorerRule(scorer="content-similarity", options={"ignoreCas": 1})), sink, metrics
+        )
+    with pytest.raises(ValueError, match="Either expectedTool or expectedToolOrder must be provided"):
+        ScoringExecutor(config(ScorerRule(scorer="tool-call-accuracy-code")), sink, metrics)
+    with pytest.raises(ValueError, match="both store scores as 'textual-difference-scorer'"):
+        ScoringExecutor(
+            config(ScorerRule(scorer="textual-difference"), ScorerRule(scorer="textual-difference-scorer")),
+            sink,
+            metrics,
+        )
+    with pytest.raises(
+        ValueError, match="both store scores as 'code-tool-call-accuracy-scorer' for the same runs"
+    ):
+        ScoringExecutor(
+            config(
+                ScorerRule(scorer="tool-call-accuracy-code", options={"expected_tool": "a"}),
+                ScorerRule(
+                    scorer="tool-call-accuracy-code",
+                    options={"expected_tool": "b"},
+                    filter=RunFilter(agent_name=["travel"]),
+                ),
+            ),
+            sink,
+            metrics,
+        )
+    named = ScoringExecutor(
+        config(ScorerRule(scorer="textual-difference"), ScorerRule(scorer="textual-difference", name="td-2")),
+        sink,
+        metrics,
+    )
+    assert named.scorer_ids == ("textual-difference-scorer", "td-2")
+
+
+async def test_registry_accepts_names_ids_and_both_option_spellings() -> None:
+    run = make_run(1)
+    run = run.model_copy(
+        update={"output": [Message(role="assistant", content="x", tool_invocations=[{"tool_name": "b"}])]}
+    )
+    camel = build_scorer("tool-call-accuracy-code", {"expectedTool": "b", "strictMode": True})
+    snake = build_scorer("code-tool-call-accuracy-scorer", {"expected_tool": "b", "strict_mode": True})
+    assert (await camel.run(run)).score == (await snake.run(run)).score == 1.0
+    with pytest.raises(ValueError, match="given twice"):
+        build_scorer("content-similarity", {"ignoreCase": True, "ignore_case": False})
+    with pytest.raises(ValueError, match="invalid options"):
+        build_scorer("tool-call-accuracy-code", {"expectedToolOrder": "a,b"})
+    assert build_scorer("content-similarity-scorer").id == "content-similarity-scorer"
