@@ -82,6 +82,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ingest.demo import run_demo
 
+    if not args.verbose:
+        logging.getLogger().setLevel(logging.WARNING)  # the table is the output
     return asyncio.run(run_demo(args.store, timeout=args.timeout))
 
 

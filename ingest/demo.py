@@ -295,26 +295,28 @@ async def _wait_for_decisions(service: Service, expected: dict[str, int], timeou
 def _print_scores(
     console: Console, rows: list[tuple[Scenario, str, list[dict[str, Any]], list[dict[str, Any]]]]
 ) -> None:
-    table = Table(title="tracescore demo: scores of live agent traces", show_lines=True)
-    for column in ("agent", "trace", "user input", "scorer", "score", "decision"):
-        table.add_column(column, overflow="fold")
+    """One row per agent run, one column per scorer: the score, or why there is none."""
+    scorer_ids = sorted({d["scorer_id"] for _, _, _, decisions in rows for d in decisions})
+    table = Table(title="tracescore demo: scores of live agent runs")
+    table.add_column("agent", no_wrap=True)
+    table.add_column("trace", no_wrap=True)
+    table.add_column("user input", max_width=30, overflow="ellipsis", no_wrap=True)
+    for scorer_id in scorer_ids:
+        words = scorer_id.removeprefix("code-").removesuffix("-scorer").split("-")
+        header = " ".join(words[:-1]) + "\n" + words[-1] if len(words) > 1 else words[0]
+        table.add_column(header, justify="right", no_wrap=True)
     for scenario, trace_id, scores, decisions in rows:
-        by_scorer = {s["scorer_id"]: s for s in scores}
-        for decision in decisions:
-            score = by_scorer.get(decision["scorer_id"])
-            table.add_row(
-                scenario.agent,
-                trace_id[:12],
-                scenario.user,
-                decision["scorer_id"],
-                f"{score['score']:.3f}" if score else "-",
-                decision["decision"] + (f": {decision['detail']}" if decision.get("detail") else ""),
-            )
+        values = {s["scorer_id"]: f"{s['score']:.3f}" for s in scores}
+        reasons = {d["scorer_id"]: d["decision"] for d in decisions}
+        cells = [values.get(sid) or f"[dim]{reasons.get(sid, '-')}[/dim]" for sid in scorer_ids]
+        table.add_row(scenario.agent, trace_id[:8], scenario.user, *cells)
     console.print(table)
 
 
 async def run_demo(store: str | None = None, timeout: float = 60.0) -> int:
     console = Console()
+    if not console.is_terminal:  # piped (make run, CI logs): don't squeeze the table into 80 columns
+        console = Console(width=max(console.width, 110))
     config = demo_config(store)
     service = Service(config)
     await service.start()

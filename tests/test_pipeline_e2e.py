@@ -91,7 +91,8 @@ async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
     provider.add_span_processor(
         SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True))
     )
-    trace_id = emit_scenario(provider.get_tracer("e2e"), _scenario("c030"), time.time_ns())
+    # SimpleSpanProcessor exports inside span.end(): emit off the event loop the service runs on.
+    trace_id = await asyncio.to_thread(emit_scenario, provider.get_tracer("e2e"), _scenario("c030"), time.time_ns())
     await asyncio.to_thread(provider.shutdown)
 
     rows = _by_scorer(await _wait_scores(service, trace_id, 2))
@@ -197,13 +198,10 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
         parts = [TopicPartition(topic, p) for p in (0, 1)]
         committed = sum(consumer.committed(p) or 0 for p in parts)
         consumer.close()
-        dlq = KafkaConsumer(
-            f"{topic}.dlq",
-            bootstrap_servers=kafka_bootstrap,
-            auto_offset_reset="earliest",
-            consumer_timeout_ms=5000,
-            group_id="dlq-reader",
-        )
+        dlq = KafkaConsumer(bootstrap_servers=kafka_bootstrap, consumer_timeout_ms=3000)
+        dlq_parts = [TopicPartition(f"{topic}.dlq", p) for p in dlq.partitions_for_topic(f"{topic}.dlq") or ()]
+        dlq.assign(dlq_parts)
+        dlq.seek_to_beginning()
         parked = list(dlq)
         dlq.close()
         return committed, parked

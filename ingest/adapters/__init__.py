@@ -1,0 +1,34 @@
+"""Convention adapters, in detection order: the first adapter that claims a span reads it.
+
+Traces mix conventions (FIELD-GUIDE, cross-cutting advice 1), so detection is per span. Adapters
+with more specific markers (``openinference.span.kind``, ``mastra.span.type``) must come before
+the generic ``gen_ai.operation.name`` one when they are added.
+"""
+
+from __future__ import annotations
+
+from ingest.adapters.base import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
+from ingest.adapters.genai_semconv import GenAiSemconvAdapter
+from schemas import Span
+
+ADAPTERS: tuple[ConventionAdapter, ...] = (GenAiSemconvAdapter(),)
+
+
+def adapter_for(span: Span, adapters: tuple[ConventionAdapter, ...] = ADAPTERS) -> ConventionAdapter | None:
+    """The first adapter claiming the span, or None when no known convention wrote it."""
+    for adapter in adapters:
+        if adapter.claims(span):
+            return adapter
+    return None
+
+
+__all__ = [
+    "ADAPTERS",
+    "AgentInfo",
+    "ConventionAdapter",
+    "GenAiSemconvAdapter",
+    "LlmCall",
+    "SpanRole",
+    "ToolExecution",
+    "adapter_for",
+]

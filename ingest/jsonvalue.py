@@ -1,0 +1,115 @@
+"""Lenient reading of span attribute values that may hold JSON.
+
+Instrumentations store structured values as JSON strings (SDKs cannot store maps), sometimes
+double-encoded, sometimes truncated by ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``, sometimes as plain
+text (``gen_ai.tool.call.result = "rainy, 57°F"``), and decoders may already hand over lists and
+dicts. Every helper here accepts any value and never raises.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+# A JSON document that itself encodes JSON starts with one of these after the first decode.
+_JSON_STARTS = ("{", "[", '"')
+# Deeper structures than this are kept as text rather than walked (json itself stops near 1000).
+_MAX_DEPTH = 200
+
+
+def _loads(text: str) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(text)
+    # RecursionError: pathologically nested input must not escape either.
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def parse_json_value(value: Any) -> Any:
+    """Decode ``value`` if it is JSON text (once, or twice when double-encoded); else return it as is.
+
+    >>> parse_json_value('{"location": "Paris"}')
+    {'location': 'Paris'}
+    >>> parse_json_value('rainy, 57°F')
+    'rainy, 57°F'
+    >>> parse_json_value('"\\\\"result1\\\\""')
+    'result1'
+    """
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        return value
+    ok, decoded = _loads(value)
+    if not ok:
+        return value
+    if isinstance(decoded, str) and decoded.strip().startswith(_JSON_STARTS):
+        ok, twice = _loads(decoded)
+        if ok:
+            return twice
+    return decoded
+
+
+def plain_json(value: Any, _depth: int = 0) -> Any:
+    """The value with only JSON types left (bytes decoded, tuples as lists, keys as strings).
+
+    Attribute arrays can hold OTLP bytes values; AgentRuns must serialise as JSON whatever came in.
+    """
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if _depth > _MAX_DEPTH:
+        return as_text(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, dict):
+        return {str(k): plain_json(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain_json(v, _depth + 1) for v in value]
+    return str(value)
+
+
+def as_list(value: Any) -> list[Any]:
+    """The value as a list: JSON arrays decoded, a single object wrapped, anything else empty."""
+    parsed = parse_json_value(value)
+    if isinstance(parsed, list):
+        return parsed
+    if isinstance(parsed, tuple):
+        return list(parsed)
+    if isinstance(parsed, dict):
+        return [parsed]
+    return []
+
+
+def as_str(value: Any) -> str | None:
+    """Non-empty strings pass; anything else is None (ids, names, models are strings or absent)."""
+    return value if isinstance(value, str) and value else None
+
+
+def as_int(value: Any) -> int:
+    """Token counts and the like: ints, integral floats and digit strings; anything else is 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else 0
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return 0
+    return 0
+
+
+def as_text(value: Any) -> str:
+    """A human-readable string for any value: strings as is, everything else as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        return str(value)

@@ -1,0 +1,263 @@
+"""Spans of one trace -> AgentRuns, independent of the convention that wrote them.
+
+Adapters (``ingest.adapters``) read single spans into normalized pieces; this module joins them:
+which spans form a run, the run's input (new turn, history, system prompt), its output (one
+assistant message per model call, tool calls joined with their results), usage, model and times.
+``build_runs`` never raises: a run that cannot be built is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ingest.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
+from schemas import AgentRun, Message, RunInput, Span, ToolInvocation, Usage
+from schemas.agent_run import ToolState
+from schemas.spans import STATUS_ERROR
+
+log = logging.getLogger(__name__)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class _Node:
+    span: Span
+    adapter: ConventionAdapter | None
+    role: SpanRole
+
+
+@dataclass
+class _TraceIndex:
+    """Trace-wide lookups: tool calls are joined across runs, since LLM-only runs hold no tools."""
+
+    nodes: dict[str, _Node]
+    calls: dict[str, LlmCall] = field(default_factory=dict)
+    tools: dict[str, ToolExecution] = field(default_factory=dict)
+    # Tool results seen as tool_result parts in some model call's input, by tool call id.
+    replies: dict[str, Any] = field(default_factory=dict)
+
+
+def build_runs(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...] = ADAPTERS) -> list[AgentRun]:
+    """Every agent run in the spans of one trace, ordered by the start of its root span."""
+    try:
+        index = _index(spans, adapters)
+        roots = [n for n in index.nodes.values() if _is_run_root(n, index.nodes)]
+        members: dict[str, list[_Node]] = {r.span.span_id: [] for r in roots}
+        for node in index.nodes.values():
+            owner = _owner(node, index.nodes, members)
+            if owner is not None:
+                members[owner].append(node)
+    except Exception:
+        log.exception("cannot index a trace of %d spans; no runs built", len(spans))
+        return []
+    runs: list[AgentRun] = []
+    for root in sorted(roots, key=_start_order):
+        try:
+            runs.append(_build_run(root, sorted(members[root.span.span_id], key=_start_order), index))
+        except Exception:
+            span = root.span
+            log.exception("cannot build the run of span %s in trace %s", span.span_id, span.trace_id)
+    return runs
+
+
+def _start_order(node: _Node) -> tuple[int, str]:
+    return node.span.start_time_unix_nano, node.span.span_id
+
+
+def _read(what: str, node: _Node) -> Any:
+    """One adapter read; a span the adapter chokes on is skipped rather than losing the run."""
+    try:
+        return getattr(node.adapter, what)(node.span)
+    except Exception:
+        log.warning("adapter %s cannot read span %s", what, node.span.span_id, exc_info=True)
+        return None
+
+
+def _index(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) -> _TraceIndex:
+    nodes: dict[str, _Node] = {}
+    for span in spans:
+        if span.span_id in nodes:  # re-sent span: the first copy wins
+            continue
+        adapter, role = None, SpanRole.OTHER
+        for candidate in adapters:
+            try:
+                if candidate.claims(span):
+                    adapter, role = candidate, candidate.classify(span)
+                    break
+            except Exception:
+                log.warning("adapter %s cannot classify span %s", candidate.name, span.span_id, exc_info=True)
+        nodes[span.span_id] = _Node(span, adapter, role if isinstance(role, SpanRole) else SpanRole.OTHER)
+    index = _TraceIndex(nodes)
+    for node in nodes.values():
+        if node.role is SpanRole.LLM and isinstance(call := _read("llm_call", node), LlmCall):
+            index.calls[node.span.span_id] = call
+            for message in call.input_messages:
+                for part in message.parts:
+                    extra = part.model_extra or {}
+                    if part.type == "tool_result" and extra.get("tool_call_id"):
+                        index.replies.setdefault(str(extra["tool_call_id"]), extra.get("result"))
+        elif node.role is SpanRole.TOOL:
+            tool = _read("tool_execution", node)
+            if isinstance(tool, ToolExecution) and tool.call_id:
+                index.tools.setdefault(tool.call_id, tool)
+    return index
+
+
+def _ancestors(node: _Node, nodes: dict[str, _Node]) -> Iterator[_Node]:
+    """Parents up to the top of the trace; stops at a missing parent or a cycle."""
+    seen = {node.span.span_id}
+    parent_id = node.span.parent_span_id
+    while parent_id and parent_id not in seen:
+        parent = nodes.get(parent_id)
+        if parent is None:
+            return
+        seen.add(parent_id)
+        yield parent
+        parent_id = parent.span.parent_span_id
+
+
+def _is_run_root(node: _Node, nodes: dict[str, _Node]) -> bool:
+    # Every agent span starts a run (a nested agent is its own run); a model call starts one only
+    # when no agent is above it.
+    if node.role is SpanRole.AGENT:
+        return True
+    return node.role is SpanRole.LLM and all(a.role is not SpanRole.AGENT for a in _ancestors(node, nodes))
+
+
+def _owner(node: _Node, nodes: dict[str, _Node], roots: dict[str, list[_Node]]) -> str | None:
+    """The span id of the nearest run root at or above the node."""
+    if node.span.span_id in roots:
+        return node.span.span_id
+    for ancestor in _ancestors(node, nodes):
+        if ancestor.span.span_id in roots:
+            return ancestor.span.span_id
+    return None
+
+
+def _utc(ns: int) -> datetime | None:
+    if ns <= 0:
+        return None
+    try:
+        return _EPOCH + timedelta(microseconds=ns // 1000)
+    except OverflowError:
+        return None
+
+
+def _build_run(root: _Node, members: list[_Node], index: _TraceIndex) -> AgentRun:
+    agent = _read("agent_info", root) if root.role is SpanRole.AGENT else None
+    agent = agent if isinstance(agent, AgentInfo) else None
+    calls = sorted(
+        (index.calls[n.span.span_id] for n in members if n.span.span_id in index.calls),
+        key=lambda c: c.start_ns,
+    )
+    first = calls[0] if calls else None
+    context: list[str] = []
+    for node in members:
+        if node.role is SpanRole.RETRIEVER:
+            texts = _read("retrieved_texts", node)
+            context.extend(t for t in texts or [] if isinstance(t, str))
+    return AgentRun(
+        trace_id=root.span.trace_id,
+        span_id=root.span.span_id,
+        agent_name=agent.name if agent else None,
+        service_name=root.span.service_name or None,
+        model=(agent.model if agent else None) or next((c.model for c in calls if c.model), None),
+        status="error" if root.span.status_code == STATUS_ERROR else "ok",
+        start_time=_utc(root.span.start_time_unix_nano),
+        end_time=_utc(root.span.end_time_unix_nano),
+        input=_run_input(agent, first),
+        output=_run_output(agent, calls, index),
+        context=context,
+        usage=Usage(
+            input_tokens=sum(c.usage.input_tokens for c in calls),
+            output_tokens=sum(c.usage.output_tokens for c in calls),
+        ),
+    )
+
+
+def _new_turn_start(messages: list[Message]) -> int:
+    """Index where the trailing block of user messages (the new turn) begins."""
+    cut = len(messages)
+    while cut > 0 and messages[cut - 1].role == "user":
+        cut -= 1
+    return cut
+
+
+def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
+    system: list[Message] = []
+    seen_system: set[str] = set()
+
+    def add_system(messages: list[Message]) -> None:
+        # The same prompt often sits on the agent span and on the chat span: keep it once.
+        for message in messages:
+            key = message.content.strip()
+            if key and key in seen_system:
+                continue
+            seen_system.add(key)
+            system.append(message)
+
+    agent_input = agent.input_messages if agent else []
+    prompt = first.input_messages if first else []
+    add_system(agent.system_messages if agent else [])
+    add_system(first.system_messages if first else [])
+    add_system([m for m in prompt if m.role == "system"])
+    add_system([m for m in agent_input if m.role == "system"])
+
+    history = [m for m in prompt if m.role != "system"]
+    cut = _new_turn_start(history)
+    # The agent span holds only the new turn (util-genai); if a caller put history there too,
+    # keep just its trailing user block so history never leaks into the new input.
+    agent_turn = [m for m in agent_input if m.role != "system"]
+    agent_turn = agent_turn[_new_turn_start(agent_turn) :] or agent_turn
+    return RunInput(
+        input_messages=agent_turn or history[cut:],
+        remembered_messages=history[:cut],
+        system_messages=system,
+    )
+
+
+def _run_output(agent: AgentInfo | None, calls: list[LlmCall], index: _TraceIndex) -> list[Message]:
+    output: list[Message] = []
+    for call in calls:
+        # Several output messages are alternative choices (n > 1); the agent continued with the first.
+        answers = [m for m in call.output_messages if m.role == "assistant"] or call.output_messages
+        if answers:
+            output.append(_with_tool_invocations(answers[0], index))
+    if agent and agent.output_messages and (not output or not output[-1].content):
+        # No model call captured the final text (content capture off on chat spans, or no chat
+        # spans at all): the agent span's own output is the best record of the answer.
+        output.extend(_with_tool_invocations(m, index) for m in agent.output_messages if m.role != "user")
+    return output
+
+
+def _with_tool_invocations(message: Message, index: _TraceIndex) -> Message:
+    invocations = [
+        _join_tool_call(part.model_extra or {}, index) for part in message.parts if part.type == "tool_call"
+    ]
+    return message.model_copy(update={"role": "assistant", "tool_invocations": invocations})
+
+
+def _join_tool_call(call: dict[str, Any], index: _TraceIndex) -> ToolInvocation:
+    """A tool_call part joined by call id with its tool span, else with a later tool message."""
+    call_id = str(call.get("tool_call_id") or "")
+    tool = index.tools.get(call_id) if call_id else None
+    name = str(call.get("tool_name") or "") or (tool.name if tool and tool.name else "")
+    args = call.get("args")
+    if args in (None, {}, "") and tool is not None and tool.args is not None:
+        args = tool.args
+    args = {} if args is None else args
+    state: ToolState
+    if tool is not None and tool.is_error:
+        state, result = "error", tool.result if tool.result is not None else index.replies.get(call_id)
+    elif tool is not None and tool.result is not None:
+        state, result = "result", tool.result
+    elif call_id in index.replies:
+        state, result = "result", index.replies[call_id]
+    else:
+        state, result = "call", None
+    return ToolInvocation(tool_call_id=call_id, tool_name=name, args=args, result=result, state=state)

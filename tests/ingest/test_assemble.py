@@ -1,0 +1,255 @@
+"""TraceAssembler: readiness, memory bounds, de-duplication, late spans and lifecycle.
+
+Time is a ``ManualClock`` stepped by the tests; ``flush_ready`` is called directly as the tick
+loop would. Two tests run the real tick loop on real time with a short idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+import pytest
+
+from ingest.assemble import ManualClock, TraceAssembler
+from ingest.metrics import Metrics
+from schemas import Span, SpanBatch
+from schemas.config import AssemblyConfig
+from tests.fixtures import make_span
+
+TRACE_A = "a" * 32
+TRACE_B = "b" * 32
+TRACE_C = "c" * 32
+ROOT, CHILD, CHILD2, CHILD3, CHILD4 = (f"{i:016x}" for i in range(1, 6))
+
+
+class RecordingConsumer:
+    """A TraceConsumer that keeps what it receives; can fail on purpose."""
+
+    def __init__(self, fail_times: int = 0) -> None:
+        self.traces: list[list[Span]] = []
+        self.fail_times = fail_times
+        self.calls = 0
+        self._called = asyncio.Event()
+
+    async def wait_for_calls(self, count: int) -> None:
+        while self.calls < count:
+            self._called.clear()
+            await self._called.wait()
+
+    async def consume_trace(self, spans: Sequence[Span]) -> None:
+        self.calls += 1
+        self._called.set()
+        if self.fail_times:
+            self.fail_times -= 1
+            raise RuntimeError("transform exploded")
+        self.traces.append(list(spans))
+
+    def span_ids(self) -> list[list[str]]:
+        return [[s.span_id for s in trace] for trace in self.traces]
+
+
+def span(trace: str, span_id: str, parent: str = "", end: int | None = None) -> Span:
+    return make_span(span_id, parent, trace_id=trace, start=100, end=end)
+
+
+def batch(*spans: Span) -> SpanBatch:
+    return SpanBatch(spans=list(spans))
+
+
+def sample(metrics: Metrics, name: str, **labels: str) -> float:
+    value = metrics.registry.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+def assembled(metrics: Metrics, reason: str) -> float:
+    return sample(metrics, "tracescore_traces_assembled_total", reason=reason)
+
+
+def dropped(metrics: Metrics, reason: str) -> float:
+    return sample(metrics, "tracescore_assembly_spans_dropped_total", reason=reason)
+
+
+def build(
+    idle: float = 2.0, max_wait: float = 300.0, max_traces: int = 100, max_spans: int = 100
+) -> tuple[TraceAssembler, RecordingConsumer, Metrics, ManualClock]:
+    config = AssemblyConfig(
+        idle_seconds=idle, max_wait_seconds=max_wait, max_traces=max_traces, max_spans_per_trace=max_spans
+    )
+    consumer, metrics, clock = RecordingConsumer(), Metrics(), ManualClock(1000.0)
+    return TraceAssembler(config, next=consumer, metrics=metrics, clock=clock), consumer, metrics, clock
+
+
+async def test_ready_after_idle_once_root_has_ended() -> None:
+    assembler, consumer, metrics, clock = build(idle=2.0)
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), span(TRACE_A, ROOT)))
+    assert sample(metrics, "tracescore_assembly_traces_pending") == 1
+    assert sample(metrics, "tracescore_assembly_spans_pending") == 2
+
+    clock.advance(1.9)
+    await assembler.flush_ready()
+    assert consumer.traces == []
+
+    clock.advance(0.1)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[CHILD, ROOT]]
+    assert assembled(metrics, "idle") == 1
+    assert sample(metrics, "tracescore_assembly_traces_pending") == 0
+    assert sample(metrics, "tracescore_assembly_spans_pending") == 0
+
+
+async def test_each_new_span_restarts_the_idle_wait() -> None:
+    assembler, consumer, _, clock = build(idle=2.0)
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT)))
+    clock.advance(1.5)
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT)))
+    clock.advance(1.5)  # 3 s after the root, 1.5 s after the last span
+    await assembler.flush_ready()
+    assert consumer.traces == []
+    clock.advance(0.5)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT, CHILD]]
+
+
+async def test_not_ready_while_the_root_is_open_or_missing() -> None:
+    assembler, consumer, metrics, clock = build(idle=2.0)
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), span(TRACE_B, ROOT, end=0)))
+    clock.advance(60)
+    await assembler.flush_ready()
+    assert consumer.traces == []
+
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT)))
+    clock.advance(2.0)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[CHILD, ROOT]]
+    assert assembled(metrics, "idle") == 1
+
+
+async def test_max_wait_flushes_a_trace_without_root() -> None:
+    assembler, consumer, metrics, clock = build(idle=1.0, max_wait=10.0)
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT)))
+    clock.advance(9.9)
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT)))  # still busy: idle never reached
+    await assembler.flush_ready()
+    assert consumer.traces == []
+
+    clock.advance(0.1)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[CHILD, CHILD2]]
+    assert assembled(metrics, "max_wait") == 1
+    assert assembled(metrics, "idle") == 0
+
+
+async def test_max_traces_emits_the_oldest_trace_early() -> None:
+    assembler, consumer, metrics, clock = build(max_traces=2)
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT)))
+    clock.advance(1)
+    await assembler.consume_spans(batch(span(TRACE_B, CHILD, ROOT)))
+    clock.advance(1)
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT)))  # known trace: no eviction
+    assert consumer.traces == []
+
+    await assembler.consume_spans(batch(span(TRACE_C, CHILD, ROOT)))
+    assert [t[0].trace_id for t in consumer.traces] == [TRACE_A]
+    assert consumer.span_ids() == [[CHILD, CHILD2]]
+    assert assembled(metrics, "evicted") == 1
+    assert sample(metrics, "tracescore_assembly_traces_pending") == 2
+    assert sample(metrics, "tracescore_assembly_spans_pending") == 2
+
+
+async def test_spans_beyond_the_per_trace_cap_are_dropped_counted_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assembler, consumer, metrics, clock = build(max_spans=3)
+    with caplog.at_level(logging.WARNING, logger="ingest.assemble"):
+        await assembler.consume_spans(
+            batch(*(span(TRACE_A, s, ROOT) for s in (CHILD, CHILD2, CHILD3, CHILD4)), span(TRACE_A, ROOT))
+        )
+    assert dropped(metrics, "trace_too_large") == 2
+    assert sample(metrics, "tracescore_assembly_spans_pending") == 3
+    assert any(TRACE_A in r.getMessage() and "3 spans" in r.getMessage() for r in caplog.records)
+
+    await assembler.flush_all()
+    assert consumer.span_ids() == [[CHILD, CHILD2, CHILD3]]
+
+
+async def test_duplicate_spans_are_held_once() -> None:
+    assembler, consumer, metrics, clock = build()
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT)))
+    assert dropped(metrics, "duplicate") == 1
+    assert sample(metrics, "tracescore_assembly_spans_pending") == 2
+    clock.advance(2)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT, CHILD]]
+
+
+async def test_late_spans_form_a_new_round_ready_after_idle_without_a_root() -> None:
+    assembler, consumer, metrics, clock = build(idle=2.0)
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
+    clock.advance(2)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT, CHILD]]
+
+    # A span that arrives after its trace went out, and a re-sent copy of an emitted one.
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT), span(TRACE_A, CHILD, ROOT)))
+    clock.advance(1.9)
+    await assembler.flush_ready()
+    assert len(consumer.traces) == 1
+    clock.advance(0.1)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT, CHILD], [CHILD2, CHILD]]
+    assert assembled(metrics, "late") == 1
+    assert assembled(metrics, "idle") == 1
+
+
+async def test_shutdown_flushes_pending_is_idempotent_and_safe_before_start() -> None:
+    assembler, consumer, metrics, _ = build()
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), span(TRACE_B, ROOT)))
+    await assembler.shutdown()  # never started
+    assert sorted(t[0].trace_id for t in consumer.traces) == [TRACE_A, TRACE_B]
+    assert assembled(metrics, "shutdown") == 2
+    await assembler.shutdown()
+    assert len(consumer.traces) == 2
+
+    # Nothing ticks after shutdown, so spans go straight on instead of waiting forever.
+    await assembler.consume_spans(batch(span(TRACE_C, ROOT)))
+    assert [t[0].trace_id for t in consumer.traces][-1] == TRACE_C
+    await assembler.start()  # a closed assembler stays closed
+    await assembler.shutdown()
+
+
+async def test_tick_loop_emits_ready_traces_and_survives_a_failing_consumer() -> None:
+    config = AssemblyConfig(idle_seconds=0.05, max_wait_seconds=5.0)
+    consumer, metrics = RecordingConsumer(fail_times=1), Metrics()
+    assembler = TraceAssembler(config, next=consumer, metrics=metrics)
+    assert assembler.tick_seconds == pytest.approx(0.0125)
+    await assembler.start()
+    await assembler.start()  # starting twice keeps one loop
+    try:
+        await assembler.consume_spans(batch(span(TRACE_A, ROOT)))
+        async with asyncio.timeout(3):
+            await consumer.wait_for_calls(1)
+        assert consumer.traces == []
+        assert sample(metrics, "tracescore_transform_errors_total") == 1
+        await assembler.consume_spans(batch(span(TRACE_B, ROOT)))
+        async with asyncio.timeout(3):
+            await consumer.wait_for_calls(2)
+        assert consumer.traces[0][0].trace_id == TRACE_B
+        assert assembled(metrics, "idle") == 2
+    finally:
+        await assembler.shutdown()
+
+
+async def test_shutdown_of_a_running_assembler_flushes_and_stops_the_loop() -> None:
+    config = AssemblyConfig(idle_seconds=30.0, max_wait_seconds=60.0)
+    consumer, metrics = RecordingConsumer(), Metrics()
+    assembler = TraceAssembler(config, next=consumer, metrics=metrics)
+    assert assembler.tick_seconds == 0.5
+    await assembler.start()
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT)))
+    async with asyncio.timeout(2):
+        await assembler.shutdown()
+    assert consumer.span_ids() == [[ROOT]]
+    assert assembled(metrics, "shutdown") == 1

@@ -1,0 +1,389 @@
+"""The transform (GenAI semconv v1.37+ spans -> AgentRun) on the real fixture and hand-built span trees.
+
+Expected values are written by hand from the spans, never computed by the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ingest.jsonvalue import as_int, as_list, as_text, parse_json_value
+from ingest.transform import build_runs
+from schemas import AgentRun, Message
+from schemas.spans import STATUS_ERROR
+from tests.fixtures import SERVICE, TRACE_ID, load_otlp_spans, make_span
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"
+WEATHER_PROMPT = "You are a helpful weather assistant. Use the get_weather tool."
+CALL_ID = "call_VSPygqKTWdrhaFErNvMV18Yl"
+
+
+# --- helpers to write GenAI semconv attributes by hand ---------------------------------------------
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"type": "text", "content": content}
+
+
+def msg(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+def messages(*items: dict[str, Any]) -> str:
+    return json.dumps(list(items))
+
+
+def agent(name: str = "helper", **attrs: Any) -> dict[str, Any]:
+    return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **attrs}
+
+
+def chat(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], **attrs: Any) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.input.messages": messages(*inputs),
+        "gen_ai.output.messages": messages(*outputs),
+        **attrs,
+    }
+
+
+def tool(call_id: str, name: str, **attrs: Any) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": call_id,
+        **attrs,
+    }
+
+
+def texts(items: list[Message]) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in items]
+
+
+def only_run(runs: list[AgentRun]) -> AgentRun:
+    assert len(runs) == 1, [r.span_id for r in runs]
+    return runs[0]
+
+
+# --- the real fixture ------------------------------------------------------------------------------
+
+
+def test_fixture_main_trace_gives_one_run_with_hand_checked_fields() -> None:
+    run = only_run(build_runs(load_otlp_spans("otel_genai_semconv__main")))
+
+    assert run.trace_id == "5dbdf98695bd5785f3d3e61006ad2dba"
+    assert run.span_id == "594f8d102c7c4a19"
+    assert run.agent_name == "weather_agent"
+    assert run.service_name == "weather-agent-demo"
+    assert run.model == "gpt-4o"
+    assert run.status == "ok"
+    assert run.start_time == datetime(2026, 11, 22, 9, 41, 52, 811241, tzinfo=UTC)
+    assert run.end_time == datetime(2026, 11, 22, 9, 41, 52, 873666, tzinfo=UTC)
+    assert texts(run.input.input_messages) == [("user", "What's the weather in Paris?")]
+    assert texts(run.input.remembered_messages) == [
+        ("user", "Hi, I am planning a trip to France."),
+        ("assistant", "Great! How can I help with your trip?"),
+    ]
+    assert texts(run.input.system_messages) == [("system", WEATHER_PROMPT)]
+
+    assert len(run.output) == 2
+    first, final = run.output
+    assert first.role == "assistant" and first.content == ""
+    assert [i.model_dump() for i in first.tool_invocations] == [
+        {
+            "tool_call_id": CALL_ID,
+            "tool_name": "get_weather",
+            "args": {"location": "Paris"},
+            "result": "rainy, 57°F",
+            "state": "result",
+        }
+    ]
+    assert final.content == "The weather in Paris is currently rainy with a temperature of 57°F."
+    assert final.tool_invocations == []
+    # chat 1: 47 in / 17 out; chat 2: 97 in / 52 out.
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (144, 69)
+    assert run.context == []
+
+
+def test_fixture_main_trace_matches_golden_file() -> None:
+    golden = GOLDEN_DIR / "otel_genai_semconv__main.json"
+    actual = [r.to_json_dict() for r in build_runs(load_otlp_spans("otel_genai_semconv__main"))]
+    if UPDATE_GOLDEN:
+        golden.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert actual == json.loads(golden.read_text(encoding="utf-8"))
+
+
+# --- hand-built span trees -------------------------------------------------------------------------
+
+
+def test_llm_span_without_agent_is_its_own_run() -> None:
+    spans = [
+        make_span("a000000000000001", attributes={"http.route": "/ask"}, start=100, end=900),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat(
+                [msg("system", text("Be brief.")), msg("user", text("2+2?"))],
+                [msg("assistant", text("4"))],
+                **{"gen_ai.usage.input_tokens": 12, "gen_ai.usage.output_tokens": 1},
+            ),
+            start=200,
+        ),
+    ]
+    run = only_run(build_runs(spans))
+    assert run.span_id == "c000000000000001"
+    assert run.agent_name is None
+    assert run.model == "gpt-4o-mini"
+    assert run.service_name == SERVICE
+    assert texts(run.input.system_messages) == [("system", "Be brief.")]
+    assert texts(run.input.input_messages) == [("user", "2+2?")]
+    assert run.input.remembered_messages == []
+    assert texts(run.output) == [("assistant", "4")]
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (12, 1)
+
+
+def test_two_agents_in_one_trace_are_two_runs_and_the_nested_one_is_not_part_of_its_parent() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent("planner"), start=100, end=1000),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat([msg("user", text("plan a trip"))], [msg("assistant", text("asking the booker"))],
+                 **{"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 3}),
+            start=200,
+        ),
+        make_span("a000000000000002", "a000000000000001", agent("booker"), start=300, end=800),
+        make_span(
+            "c000000000000002",
+            "a000000000000002",
+            chat([msg("user", text("book a hotel"))], [msg("assistant", text("booked"))],
+                 **{"gen_ai.usage.input_tokens": 20, "gen_ai.usage.output_tokens": 5}),
+            start=400,
+        ),
+    ]
+    runs = build_runs(spans)
+    assert [(r.span_id, r.agent_name) for r in runs] == [
+        ("a000000000000001", "planner"),
+        ("a000000000000002", "booker"),
+    ]
+    planner, booker = runs
+    assert texts(planner.output) == [("assistant", "asking the booker")]
+    assert (planner.usage.input_tokens, planner.usage.output_tokens) == (10, 3)
+    assert texts(booker.input.input_messages) == [("user", "book a hotel")]
+    assert texts(booker.output) == [("assistant", "booked")]
+    assert (booker.usage.input_tokens, booker.usage.output_tokens) == (20, 5)
+
+
+def test_reasoning_part_goes_to_reasoning_not_content() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent()),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat(
+                [msg("user", text("Is 91 prime?"))],
+                [msg("assistant", {"type": "reasoning", "content": "91 = 7 * 13"}, text("No."))],
+            ),
+        ),
+    ]
+    (answer,) = only_run(build_runs(spans)).output
+    assert answer.content == "No."
+    assert answer.reasoning == "91 = 7 * 13"
+    assert [p.model_dump() for p in answer.parts] == [
+        {"type": "reasoning", "text": "91 = 7 * 13"},
+        {"type": "text", "text": "No."},
+    ]
+
+
+def test_tool_result_joined_from_a_later_chat_inputs_tool_message() -> None:
+    call = {"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": '{"q": "x"}'}
+    spans = [
+        make_span("a000000000000001", attributes=agent(), start=100, end=900),
+        make_span("c000000000000001", "a000000000000001",
+                  chat([msg("user", text("find x"))], [msg("assistant", call)]), start=200),
+        make_span(
+            "c000000000000002",
+            "a000000000000001",
+            chat(
+                [
+                    msg("user", text("find x")),
+                    msg("assistant", call),
+                    # "result" is the registry example's / pydantic-ai's key for the tool's answer.
+                    msg("tool", {"type": "tool_call_response", "id": "call_1", "result": {"found": 3}}),
+                ],
+                [msg("assistant", text("found 3"))],
+            ),
+            start=500,
+        ),
+    ]
+    run = only_run(build_runs(spans))
+    assert [i.model_dump() for i in run.output[0].tool_invocations] == [
+        {"tool_call_id": "call_1", "tool_name": "lookup", "args": {"q": "x"}, "result": {"found": 3},
+         "state": "result"}
+    ]
+    # The history of the second call never shows up as input or memory.
+    assert texts(run.input.input_messages) == [("user", "find x")]
+    assert run.input.remembered_messages == []
+
+
+def test_tool_span_with_error_status_gives_state_error() -> None:
+    call = {"type": "tool_call", "id": "call_9", "name": "divide", "arguments": {"a": 1, "b": 0}}
+    spans = [
+        make_span("a000000000000001", attributes=agent()),
+        make_span("c000000000000001", "a000000000000001",
+                  chat([msg("user", text("1/0"))], [msg("assistant", call)])),
+        make_span(
+            "b000000000000001", "a000000000000001", tool("call_9", "divide"),
+            status_code=STATUS_ERROR, status_message="ZeroDivisionError: division by zero",
+        ),
+    ]
+    (invocation,) = only_run(build_runs(spans)).output[0].tool_invocations
+    assert invocation.state == "error"
+    assert invocation.result == "ZeroDivisionError: division by zero"
+    assert invocation.args == {"a": 1, "b": 0}
+
+
+def test_tool_call_without_any_result_stays_in_state_call() -> None:
+    call = {"type": "tool_call", "id": "call_5", "name": "search", "arguments": {}}
+    spans = [
+        make_span("a000000000000001", attributes=agent()),
+        make_span("c000000000000001", "a000000000000001",
+                  chat([msg("user", text("hi"))], [msg("assistant", call)])),
+    ]
+    (invocation,) = only_run(build_runs(spans)).output[0].tool_invocations
+    assert (invocation.tool_name, invocation.state, invocation.result) == ("search", "call", None)
+
+
+def test_invalid_json_in_input_messages_is_kept_as_text() -> None:
+    broken = '[{"role":"user","parts":[{"type":"text","content":"trunc'
+    spans = [
+        make_span("a000000000000001", attributes=agent()),
+        make_span("c000000000000001", "a000000000000001", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": broken,
+            "gen_ai.output.messages": "not json either",
+        }),
+    ]
+    run = only_run(build_runs(spans))
+    assert texts(run.input.input_messages) == [("user", broken)]
+    assert texts(run.output) == [("assistant", "not json either")]
+
+
+def test_system_instructions_and_agent_input_and_history() -> None:
+    instructions = json.dumps([text("Answer in French.")])
+    spans = [
+        make_span("a000000000000001", attributes=agent(
+            "translator",
+            **{"gen_ai.system_instructions": instructions,
+               "gen_ai.input.messages": messages(msg("user", text("Translate 'cat'")))},
+        )),
+        make_span("c000000000000001", "a000000000000001", chat(
+            [msg("user", text("Translate 'dog'")), msg("assistant", text("chien")),
+             msg("user", text("Translate 'cat'"))],
+            [msg("assistant", text("chat"))],
+            # The same instructions repeated on the chat span must not appear twice.
+            **{"gen_ai.system_instructions": instructions},
+        )),
+    ]
+    run = only_run(build_runs(spans))
+    assert texts(run.input.system_messages) == [("system", "Answer in French.")]
+    assert texts(run.input.input_messages) == [("user", "Translate 'cat'")]
+    assert texts(run.input.remembered_messages) == [("user", "Translate 'dog'"), ("assistant", "chien")]
+    assert run.input.input_messages[0].id == "a000000000000001-in-0"
+    assert run.input.remembered_messages[1].id == "c000000000000001-in-1"
+
+
+def test_agent_output_is_the_fallback_when_no_llm_span_has_the_final_text() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent(
+            **{"gen_ai.output.messages": messages(msg("assistant", text("Done: 42")))},
+            **{"gen_ai.usage.input_tokens": 999, "gen_ai.usage.output_tokens": 999},
+        ), status_code=STATUS_ERROR),
+    ]
+    run = only_run(build_runs(spans))
+    assert texts(run.output) == [("assistant", "Done: 42")]
+    assert run.status == "error"
+    # Usage counts model calls only; the agent span's own numbers would double count.
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (0, 0)
+
+
+def test_retrieval_documents_with_text_become_context_and_id_only_documents_do_not() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent()),
+        make_span("d000000000000001", "a000000000000001", {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.retrieval.documents": json.dumps([
+                {"id": "doc_1", "content": "Paris is in France."}, {"id": "doc_2", "text": "It rains."}
+            ]),
+        }, start=100),
+        make_span("d000000000000002", "a000000000000001", {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.retrieval.documents": json.dumps([{"id": "doc_123", "score": 0.95}]),
+        }, start=200),
+    ]
+    assert only_run(build_runs(spans)).context == ["Paris is in France.", "It rains."]
+
+
+def test_unknown_parts_are_kept_and_double_encoded_messages_are_read() -> None:
+    blob = {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBORw0K"}
+    double = json.dumps(messages(msg("user", text("look"), blob)))
+    spans = [make_span("c000000000000001", attributes={
+        "gen_ai.operation.name": "chat",
+        "gen_ai.response.model": "gpt-4o-2024-08-06",
+        "gen_ai.input.messages": double,
+        "gen_ai.output.messages": messages(msg("assistant", text("a cat"))),
+    })]
+    run = only_run(build_runs(spans))
+    (user,) = run.input.input_messages
+    assert user.content == "look"
+    assert [p.model_dump() for p in user.parts] == [
+        {"type": "text", "text": "look"},
+        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBORw0K"},
+    ]
+    assert run.model == "gpt-4o-2024-08-06"
+
+
+def test_parent_cycle_does_not_hang_and_every_span_is_read_once() -> None:
+    spans = [
+        make_span("a000000000000001", "a000000000000002", agent("x")),
+        make_span("a000000000000002", "a000000000000001", agent("y"), start=2_000),
+        make_span("c000000000000001", "c000000000000001",
+                  chat([msg("user", text("q"))], [msg("assistant", text("r"))]), start=3_000),
+        # The same span re-sent: read once.
+        make_span("c000000000000001", "c000000000000001",
+                  chat([msg("user", text("q"))], [msg("assistant", text("r"))]), start=3_000),
+    ]
+    runs = build_runs(spans)
+    assert [(r.span_id, r.agent_name) for r in runs] == [
+        ("a000000000000001", "x"), ("a000000000000002", "y"), ("c000000000000001", None)
+    ]
+    assert texts(runs[2].output) == [("assistant", "r")]
+    assert all(r.trace_id == TRACE_ID for r in runs)
+
+
+def test_spans_of_no_known_convention_give_no_runs() -> None:
+    assert build_runs([make_span("a000000000000001", attributes={"http.method": "GET"})]) == []
+    assert build_runs([]) == []
+
+
+# --- lenient JSON ----------------------------------------------------------------------------------
+
+
+def test_parse_json_value_is_lenient() -> None:
+    assert parse_json_value('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert parse_json_value('"{\\"a\\": 1}"') == {"a": 1}  # double-encoded
+    assert parse_json_value('"result1"') == "result1"
+    assert parse_json_value("rainy, 57°F") == "rainy, 57°F"
+    assert parse_json_value('[{"role": "us') == '[{"role": "us'
+    assert parse_json_value(b'{"b": true}') == {"b": True}
+    assert parse_json_value([1, "x"]) == [1, "x"]
+    assert parse_json_value("[" * 100_000) == "[" * 100_000
+    assert as_list('{"k": 1}') == [{"k": 1}]
+    assert as_list("plain") == []
+    assert as_int("47") == 47 and as_int(True) == 0 and as_int("x") == 0 and as_int(float("nan")) == 0
+    assert as_text({"a": "é"}) == '{"a": "é"}' and as_text(None) == ""
