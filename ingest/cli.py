@@ -84,7 +84,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if not args.verbose:
         logging.getLogger().setLevel(logging.WARNING)  # the table is the output
-    return asyncio.run(run_demo(args.store, timeout=args.timeout))
+    return asyncio.run(run_demo(args.store, limit_s=args.timeout))
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

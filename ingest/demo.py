@@ -278,8 +278,8 @@ def emit_scenario(tracer: Tracer, scenario: Scenario, start_ns: int) -> str:
     return format(agent.get_span_context().trace_id, "032x")
 
 
-async def _wait_for_decisions(service: Service, expected: dict[str, int], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+async def _wait_for_decisions(service: Service, expected: dict[str, int], limit_s: float) -> None:
+    deadline = time.monotonic() + limit_s
     pending = dict(expected)
     while pending:
         for trace_id, count in list(pending.items()):
@@ -288,7 +288,7 @@ async def _wait_for_decisions(service: Service, expected: dict[str, int], timeou
         if not pending:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(pending)} demo trace(s) not scored within {timeout:.0f}s")
+            raise TimeoutError(f"{len(pending)} demo trace(s) not scored within {limit_s:.0f}s")
         await asyncio.sleep(0.2)
 
 
@@ -313,7 +313,7 @@ def _print_scores(
     console.print(table)
 
 
-async def run_demo(store: str | None = None, timeout: float = 60.0) -> int:
+async def run_demo(store: str | None = None, limit_s: float = 60.0) -> int:
     console = Console()
     if not console.is_terminal:  # piped (make run, CI logs): don't squeeze the table into 80 columns
         console = Console(width=max(console.width, 110))
@@ -329,7 +329,7 @@ async def run_demo(store: str | None = None, timeout: float = 60.0) -> int:
         trace_ids = [emit_scenario(tracer, s, start + i * 5_000 * MS) for i, s in enumerate(SCENARIOS)]
         console.print(f"sent {len(trace_ids)} agent traces over OTLP/gRPC to 127.0.0.1:{service.grpc.port}")
         await asyncio.to_thread(provider.shutdown)  # flushes the exporter
-        await _wait_for_decisions(service, {t: len(service.executor.scorer_ids) for t in trace_ids}, timeout)
+        await _wait_for_decisions(service, {t: len(service.executor.scorer_ids) for t in trace_ids}, limit_s)
         rows = [
             (s, t, await service.store.get_scores(t), await service.store.get_decisions(t))
             for s, t in zip(SCENARIOS, trace_ids, strict=True)

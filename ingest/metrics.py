@@ -13,7 +13,10 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "tracescore_export_requests", "OTLP export requests received", ["transport", "outcome"], registry=r
+            "tracescore_export_requests",
+            "OTLP export requests received",
+            ["transport", "outcome"],
+            registry=r,
         )
         self.spans_received = Counter(
             "tracescore_spans_received", "Spans accepted from receivers", ["transport"], registry=r
@@ -29,17 +32,25 @@ class Metrics:
             "tracescore_traces_assembled", "Traces handed to the transform", ["reason"], registry=r
         )
         self.spans_dropped = Counter(
-            "tracescore_assembly_spans_dropped", "Spans dropped by the assembler's memory bounds", ["reason"],
+            "tracescore_assembly_spans_dropped",
+            "Spans dropped by the assembler's memory bounds",
+            ["reason"],
             registry=r,
         )
-        self.traces_pending = Gauge("tracescore_assembly_traces_pending", "Traces being assembled", registry=r)
-        self.spans_pending = Gauge("tracescore_assembly_spans_pending", "Spans held by the assembler", registry=r)
+        self.traces_pending = Gauge(
+            "tracescore_assembly_traces_pending", "Traces being assembled", registry=r
+        )
+        self.spans_pending = Gauge(
+            "tracescore_assembly_spans_pending", "Spans held by the assembler", registry=r
+        )
         self.runs_built = Counter("tracescore_runs_built", "Agent runs built from traces", registry=r)
         self.transform_errors = Counter(
             "tracescore_transform_errors", "Traces whose transform failed", registry=r
         )
         self.decisions = Counter(
-            "tracescore_scoring_decisions", "Scoring decisions by scorer and kind", ["scorer", "decision"],
+            "tracescore_scoring_decisions",
+            "Scoring decisions by scorer and kind",
+            ["scorer", "decision"],
             registry=r,
         )
         self.scores_written = Counter("tracescore_scores_written", "Score rows written", registry=r)

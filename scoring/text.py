@@ -44,7 +44,7 @@ def utf16_units(text: str) -> str:
     Characters above U+FFFF become their surrogate pair, so ``len`` and slicing match JS
     ``length`` and ``substring``. Text without such characters is returned unchanged.
     """
-    if all(ord(ch) <= _BMP_MAX for ch in text):
+    if not text or ord(max(text)) <= _BMP_MAX:  # max() runs in C: the common, all-BMP case is cheap
         return text
     units: list[str] = []
     for ch in text:

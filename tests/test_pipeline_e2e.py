@@ -70,9 +70,9 @@ def _scenario(case_id: str) -> Scenario:
 
 
 async def _wait_scores(
-    service: Service, trace_id: str, count: int, timeout: float = 30.0
+    service: Service, trace_id: str, count: int, limit_s: float = 30.0
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limit_s
     while True:
         rows = await service.store.get_scores(trace_id)
         if len(rows) >= count:
@@ -92,7 +92,9 @@ async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
         SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True))
     )
     # SimpleSpanProcessor exports inside span.end(): emit off the event loop the service runs on.
-    trace_id = await asyncio.to_thread(emit_scenario, provider.get_tracer("e2e"), _scenario("c030"), time.time_ns())
+    trace_id = await asyncio.to_thread(
+        emit_scenario, provider.get_tracer("e2e"), _scenario("c030"), time.time_ns()
+    )
     await asyncio.to_thread(provider.shutdown)
 
     rows = _by_scorer(await _wait_scores(service, trace_id, 2))
@@ -199,7 +201,9 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
         committed = sum(consumer.committed(p) or 0 for p in parts)
         consumer.close()
         dlq = KafkaConsumer(bootstrap_servers=kafka_bootstrap, consumer_timeout_ms=3000)
-        dlq_parts = [TopicPartition(f"{topic}.dlq", p) for p in dlq.partitions_for_topic(f"{topic}.dlq") or ()]
+        dlq_parts = [
+            TopicPartition(f"{topic}.dlq", p) for p in dlq.partitions_for_topic(f"{topic}.dlq") or ()
+        ]
         dlq.assign(dlq_parts)
         dlq.seek_to_beginning()
         parked = list(dlq)

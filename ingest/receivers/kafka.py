@@ -67,13 +67,13 @@ class KafkaReceiver:
         if thread is not None:
             await asyncio.to_thread(thread.join)
 
-    async def wait_assigned(self, timeout: float = 60.0) -> None:
+    async def wait_assigned(self, limit_s: float = 60.0) -> None:
         """Wait until the consumer has joined its group and holds partitions (tests, demo)."""
-        assigned = await asyncio.to_thread(self._ready.wait, timeout)
+        assigned = await asyncio.to_thread(self._ready.wait, limit_s)
         if self._error is not None:
             raise RuntimeError(f"kafka receiver failed: {self._error}") from self._error
         if not assigned:
-            raise TimeoutError(f"kafka consumer got no partition of {self._config.topic!r} in {timeout}s")
+            raise TimeoutError(f"kafka consumer got no partition of {self._config.topic!r} in {limit_s}s")
 
     # -- consumer thread ---------------------------------------------------------------------------
 

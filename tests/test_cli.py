@@ -1,0 +1,205 @@
+"""The ``tracescore`` command as users run it: separate processes, real ports, the embedded store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+GENAI_MAIN = FIXTURES / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json"
+PARITY = {
+    c["id"]: c["scores"] for c in json.loads((FIXTURES / "mastra_parity" / "reference.json").read_text())
+}
+CASES = {c["id"]: c for c in json.loads((FIXTURES / "mastra_parity" / "cases.json").read_text())}
+
+
+def tracescore(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "COLUMNS": "200"},
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_inspect_prints_the_agent_runs_of_an_otlp_json_file() -> None:
+    done = tracescore("inspect", str(GENAI_MAIN))
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout)
+    assert len(runs) == 1
+    run = runs[0]
+    assert (run["trace_id"], run["span_id"]) == ("5dbdf98695bd5785f3d3e61006ad2dba", "594f8d102c7c4a19")
+    assert run["agent_name"] == "weather_agent"
+    assert [m["content"] for m in run["input"]["input_messages"]] == ["What's the weather in Paris?"]
+    assert [m["content"] for m in run["input"]["remembered_messages"]] == [
+        "Hi, I am planning a trip to France.",
+        "Great! How can I help with your trip?",
+    ]
+    invocations = [t for m in run["output"] for t in m["tool_invocations"]]
+    assert [(t["tool_name"], t["args"], t["result"], t["state"]) for t in invocations] == [
+        ("get_weather", {"location": "Paris"}, "rainy, 57°F", "result")
+    ]
+    assert (
+        run["output"][-1]["content"] == "The weather in Paris is currently rainy with a temperature of 57°F."
+    )
+
+
+def test_score_one_run_file_matches_the_mastra_reference(tmp_path: Path) -> None:
+    case = CASES["c030"]
+    run = {
+        "input": {"input_messages": [{"role": "user", "content": case["input"]}]},
+        "output": [{"role": "assistant", "content": case["output"]}],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    done = tracescore("score", "textual-difference", "--run", str(tmp_path / "run.json"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["score"] == PARITY["c030"]["textual-difference"]
+
+    exact = tracescore(
+        "score",
+        "content-similarity-scorer",
+        "--run",
+        str(tmp_path / "run.json"),
+        "--options",
+        '{"ignoreCase": false, "ignoreWhitespace": false}',
+    )
+    assert exact.returncode == 0, exact.stderr
+    assert json.loads(exact.stdout)["score"] == PARITY["c030"]["content-similarity-exact"]
+
+
+def test_score_with_an_unknown_scorer_fails_with_the_list_of_scorers(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text("{}")
+    done = tracescore("score", "no-such-scorer", "--run", str(tmp_path / "run.json"))
+    assert done.returncode == 2
+    assert "no-such-scorer" in done.stderr and "textual-difference" in done.stderr
+
+
+def test_demo_prints_the_scores_of_its_agent_runs(tmp_path: Path) -> None:
+    done = tracescore("demo", "--store", str(tmp_path / "data"))
+    assert done.returncode == 0, done.stderr
+    rows = {
+        line.split("│")[1].strip() + "|" + line.split("│")[3].strip(): line
+        for line in done.stdout.splitlines()
+        if line.startswith("│")
+    }
+    paris = next(v for k, v in rows.items() if "weather in Paris" in k)
+    # @mastra/evals 1.10.2 on "What's the weather in Paris?" -> "The weather in Paris is currently
+    # rainy with a temperature of 57°F.": content similarity 0.46153846153846156, textual difference 0.4.
+    assert "0.462" in paris and "0.400" in paris
+    assert sum("support_agent" in k for k in rows) == 1
+    assert "filtered" in next(v for k, v in rows.items() if "support_agent" in k)
+    assert len(rows) == 4
+
+
+def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    grpc_port, http_port = _free_port(), _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ingest.cli",
+            "serve",
+            "--store",
+            str(tmp_path / "data"),
+            "--grpc-port",
+            str(grpc_port),
+            "--http-port",
+            str(http_port),
+            "--idle",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    base = f"http://127.0.0.1:{http_port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=1) as resp:
+                    assert json.loads(resp.read())["status"] == "ok"
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline, "serve did not come up"
+                time.sleep(0.1)
+        request = urllib.request.Request(
+            f"{base}/v1/traces", data=GENAI_MAIN.read_bytes(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            assert resp.status == 200
+        rows: list[dict[str, object]] = []
+        while len(rows) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            with urllib.request.urlopen(
+                f"{base}/api/scores?trace_id=5dbdf98695bd5785f3d3e61006ad2dba"
+            ) as resp:
+                rows = json.loads(resp.read())
+        assert sorted(r["scorer_id"] for r in rows) == [
+            "content-similarity-scorer",
+            "textual-difference-scorer",
+        ]
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as resp:
+            metrics = resp.read().decode()
+        assert 'tracescore_spans_received_total{transport="http"} 4.0' in metrics
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_second_process_on_the_same_store_gets_a_clear_error(tmp_path: Path) -> None:
+    grpc_port, http_port = _free_port(), _free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ingest.cli",
+            "serve",
+            "--store",
+            str(tmp_path / "data"),
+            "--grpc-port",
+            str(grpc_port),
+            "--http-port",
+            str(http_port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert first.stdout is not None
+        assert "tracescore: OTLP/gRPC" in first.stdout.readline()  # serving: the store is open
+        second = tracescore("demo", "--store", str(tmp_path / "data"))
+        assert second.returncode == 2
+        assert "in use" in second.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=30)
+        if first.stdout:
+            first.stdout.close()
