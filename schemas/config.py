@@ -157,8 +157,9 @@ def load_config(
     environ: dict[str, str] | None = None,
 ) -> ServiceConfig:
     """Build the service config from file, environment and flag overrides (dotted keys)."""
-    data: dict[str, Any] = read_config_file(path) if path else {}
     env = os.environ if environ is None else environ
+    path = path or env.get("TRACESCORE_CONFIG") or None
+    data: dict[str, Any] = read_config_file(path) if path else {}
     for var, dotted in ENV_KEYS.items():
         if env.get(var):
             _set_dotted(data, dotted, env[var])

@@ -37,6 +37,41 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def start_serve(store: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
+    """``tracescore serve`` in its own process on free ports; returns it and its HTTP port."""
+    http_port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ingest.cli",
+            "serve",
+            "--store",
+            str(store),
+            "--grpc-port",
+            str(_free_port()),
+            "--http-port",
+            str(http_port),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    return proc, http_port
+
+
+def stop(proc: subprocess.Popen[str]) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=30)
+    finally:
+        if proc.stdout:
+            proc.stdout.close()
+
+
 def test_inspect_prints_the_agent_runs_of_an_otlp_json_file() -> None:
     done = tracescore("inspect", str(GENAI_MAIN))
     assert done.returncode == 0, done.stderr
@@ -107,27 +142,7 @@ def test_demo_prints_the_scores_of_its_agent_runs(tmp_path: Path) -> None:
 
 
 def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
-    grpc_port, http_port = _free_port(), _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ingest.cli",
-            "serve",
-            "--store",
-            str(tmp_path / "data"),
-            "--grpc-port",
-            str(grpc_port),
-            "--http-port",
-            str(http_port),
-            "--idle",
-            "0.2",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    )
+    proc, http_port = start_serve(tmp_path / "data", "--idle", "0.2")
     base = f"http://127.0.0.1:{http_port}"
     try:
         deadline = time.monotonic() + 60
@@ -137,7 +152,7 @@ def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> N
                     assert json.loads(resp.read())["status"] == "ok"
                 break
             except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert proc.poll() is None, "serve exited early"
                 assert time.monotonic() < deadline, "serve did not come up"
                 time.sleep(0.1)
         request = urllib.request.Request(
@@ -159,39 +174,15 @@ def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> N
         with urllib.request.urlopen(f"{base}/metrics", timeout=5) as resp:
             metrics = resp.read().decode()
         assert 'tracescore_spans_received_total{transport="http"} 4.0' in metrics
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        assert stop(proc) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
+            stop(proc)
 
 
 def test_second_process_on_the_same_store_gets_a_clear_error(tmp_path: Path) -> None:
-    grpc_port, http_port = _free_port(), _free_port()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    first = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ingest.cli",
-            "serve",
-            "--store",
-            str(tmp_path / "data"),
-            "--grpc-port",
-            str(grpc_port),
-            "--http-port",
-            str(http_port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+    first, _ = start_serve(tmp_path / "data")
     try:
         assert first.stdout is not None
         assert "tracescore: OTLP/gRPC" in first.stdout.readline()  # serving: the store is open
@@ -199,7 +190,4 @@ def test_second_process_on_the_same_store_gets_a_clear_error(tmp_path: Path) -> 
         assert second.returncode == 2
         assert "in use" in second.stderr
     finally:
-        first.send_signal(signal.SIGTERM)
-        first.wait(timeout=30)
-        if first.stdout:
-            first.stdout.close()
+        assert stop(first) == 0

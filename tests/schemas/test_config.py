@@ -63,3 +63,9 @@ def test_invalid_config_is_rejected_with_the_reason(tmp_path: Path, data: str, m
     file.write_text(data)
     with pytest.raises(ValidationError, match=message):
         load_config(file, environ={})
+
+
+def test_config_file_named_by_the_environment(tmp_path: Path) -> None:
+    file = tmp_path / "c.yaml"
+    file.write_text("store: named-by-env\n")
+    assert load_config(environ={"TRACESCORE_CONFIG": str(file)}).store == "named-by-env"
