@@ -3,8 +3,10 @@
 A trace is ready when its root span (empty parent) has arrived and nothing came for
 ``idle_seconds``, or, root or not, when ``max_wait_seconds`` have passed since its first span.
 Memory is bounded (pending traces and spans per trace); every span dropped and every trace emitted
-early is counted. Spans arriving after their trace was emitted form a new assembly round (the
-downstream score ids are deterministic, so scoring a run again overwrites rather than duplicates).
+early is counted. Spans arriving after their trace was emitted form a new assembly round. The spans
+of recently emitted traces are kept (up to ``late_cache_spans``), so that round starts from the
+whole trace and rebuilds the complete run; its scores then overwrite the earlier ones, because
+score ids are deterministic. A late round that brings nothing new is not emitted again.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class _PendingTrace:
     first_seen: float
     last_seen: float
     late: bool = False  # a new round for a trace already emitted
+    new_spans: int = 0  # spans this round added (a late round of re-sent spans only is not emitted)
     root_ended: bool = False
     overflowed: bool = False
     spans: dict[str, Span] = field(default_factory=dict)  # by span id, in arrival order
@@ -67,8 +70,10 @@ class TraceAssembler:
         # Ordered by first span: the first entry is the oldest, the one evicted when full.
         self._pending: OrderedDict[str, _PendingTrace] = OrderedDict()
         self._pending_spans = 0
-        # Recently emitted trace ids (bounded LRU), to recognise late spans.
-        self._emitted: OrderedDict[str, None] = OrderedDict()
+        # Recently emitted traces (bounded LRU) to recognise late spans, with their spans while the
+        # late cache has room for them.
+        self._emitted: OrderedDict[str, list[Span]] = OrderedDict()
+        self._cached_spans = 0
         self._tick_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._closed = False
@@ -128,7 +133,7 @@ class TraceAssembler:
     def _ready_reason(self, trace: _PendingTrace, now: float) -> str | None:
         quiet = now - trace.last_seen >= self._config.idle_seconds
         if trace.late and quiet:
-            # The root of this trace went out with an earlier round and will not come again.
+            # The root went out with an earlier round (and is back only if the late cache held it).
             return "late"
         if trace.root_ended and quiet:
             return "idle"
@@ -146,6 +151,8 @@ class TraceAssembler:
             late = span.trace_id in self._emitted
             trace = _PendingTrace(span.trace_id, first_seen=now, last_seen=now, late=late)
             self._pending[span.trace_id] = trace
+            if late:
+                self._resume(trace)
         if span.span_id in trace.spans:
             self._metrics.spans_dropped.labels("duplicate").inc()
             return evicted
@@ -160,21 +167,51 @@ class TraceAssembler:
                 )
             return evicted
         trace.spans[span.span_id] = span
+        trace.new_spans += 1
         self._pending_spans += 1
         if not span.parent_span_id and span.end_time_unix_nano > 0:
             trace.root_ended = True
         return evicted
 
+    def _resume(self, trace: _PendingTrace) -> None:
+        """Start a late round from the spans the trace was emitted with, if they are still cached."""
+        cached = self._emitted.pop(trace.trace_id, [])
+        self._cached_spans -= len(cached)
+        for old in cached:
+            trace.spans[old.span_id] = old
+            if not old.parent_span_id and old.end_time_unix_nano > 0:
+                trace.root_ended = True
+        self._pending_spans += len(cached)
+
     def _take(self, trace_id: str) -> _PendingTrace:
         trace = self._pending.pop(trace_id)
         self._pending_spans -= len(trace.spans)
-        self._emitted[trace_id] = None
-        self._emitted.move_to_end(trace_id)
-        while len(self._emitted) > self._config.max_traces:
-            self._emitted.popitem(last=False)
+        self._remember(trace)
         return trace
 
+    def _remember(self, trace: _PendingTrace) -> None:
+        """Note the trace as emitted; keep its spans while the late cache has room."""
+        limit = self._config.late_cache_spans
+        spans = list(trace.spans.values()) if len(trace.spans) <= limit else []
+        previous = self._emitted.pop(trace.trace_id, None)
+        if previous:
+            self._cached_spans -= len(previous)
+        self._emitted[trace.trace_id] = spans
+        self._cached_spans += len(spans)
+        # Over the span budget: forget the oldest traces' spans first, but keep their ids.
+        for trace_id, cached in self._emitted.items():
+            if self._cached_spans <= limit:
+                break
+            if cached:
+                self._cached_spans -= len(cached)
+                self._emitted[trace_id] = []
+        while len(self._emitted) > self._config.max_traces:
+            _, dropped = self._emitted.popitem(last=False)
+            self._cached_spans -= len(dropped)
+
     async def _emit(self, trace: _PendingTrace, reason: str) -> None:
+        if trace.late and trace.new_spans == 0:
+            return  # only re-sent copies of spans already scored: nothing new to score
         self._metrics.traces_assembled.labels(reason).inc()
         try:
             await self._next.consume_trace(list(trace.spans.values()))

@@ -23,6 +23,7 @@ DEFAULT_IDLE_SECONDS = 2.0
 DEFAULT_MAX_WAIT_SECONDS = 300.0
 DEFAULT_MAX_TRACES = 10_000
 DEFAULT_MAX_SPANS_PER_TRACE = 2_000
+DEFAULT_LATE_CACHE_SPANS = 5_000
 DEFAULT_KAFKA_GROUP = "tracescore"
 DEFAULT_SAMPLING_SALT = "tracescore"
 DEFAULT_SCORER_CONCURRENCY = 8
@@ -69,6 +70,8 @@ class AssemblyConfig(_Config):
     max_wait_seconds: float = Field(default=DEFAULT_MAX_WAIT_SECONDS, gt=0)
     max_traces: int = Field(default=DEFAULT_MAX_TRACES, gt=0)
     max_spans_per_trace: int = Field(default=DEFAULT_MAX_SPANS_PER_TRACE, gt=0)
+    # Spans of recently emitted traces kept so a late span rebuilds its whole run (0 turns this off).
+    late_cache_spans: int = Field(default=DEFAULT_LATE_CACHE_SPANS, ge=0)
 
     @model_validator(mode="after")
     def _idle_below_max_wait(self) -> AssemblyConfig:

@@ -217,3 +217,49 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
     assert parked[0].value == b"\x0a\xff\xffnot an otlp request"
     assert headers["tracescore.source.topic"] == topic.encode()
     assert headers["tracescore.error"]
+
+
+async def test_late_span_rescores_the_run_without_double_counting(service: Service) -> None:
+    """The final answer's span arrives after the run was scored: one row per scorer, now on the whole run."""
+    document = json.loads(
+        (FIXTURES / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json").read_text()
+    )
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    trace_id = spans[0]["traceId"]
+    final_chat = spans[-1]
+    assert final_chat["name"] == "chat gpt-4o" and final_chat["spanId"] == "4bcdd5c433ba8408"
+    early = json.loads(json.dumps(document))
+    early["resourceSpans"][0]["scopeSpans"][0]["spans"] = spans[:-1]
+    late = json.loads(json.dumps(document))
+    late["resourceSpans"][0]["scopeSpans"][0]["spans"] = [final_chat]
+
+    base = f"http://127.0.0.1:{service.http.port}"
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{base}/v1/traces", data=json.dumps(early), headers=headers) as resp:
+            assert resp.status == 200
+        first = _by_scorer(await _wait_scores(service, trace_id, 2))
+        async with http.post(f"{base}/v1/traces", data=json.dumps(late), headers=headers) as resp:
+            assert resp.status == 200
+    deadline = time.monotonic() + 30
+    while True:
+        rows = await service.store.get_scores(trace_id)
+        rescored = all(r["created_at"] > first[r["scorer_id"]]["created_at"] for r in rows)
+        if rescored or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    assert rescored, "the late span did not rescore the run"
+    assert (
+        service.metrics.registry.get_sample_value("tracescore_traces_assembled_total", {"reason": "late"})
+        == 1
+    )
+    assert service.metrics.registry.get_sample_value("tracescore_runs_built_total") == 2
+    # The rebuilt run is the same run (same root span), so its rows replace the first ones.
+    assert len(rows) == 2
+    assert {r["span_id"] for r in rows} == {"594f8d102c7c4a19"}
+    assert set(_by_scorer(rows)) == set(first)
+    assert _by_scorer(rows)["textual-difference-scorer"]["score"] == 0.4
+    counted = await service.store.query(
+        "SELECT count() AS n FROM scores FINAL WHERE TraceId = {t:String}", {"t": trace_id}
+    )
+    assert counted == [{"n": 2}]

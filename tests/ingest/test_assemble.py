@@ -72,10 +72,18 @@ def dropped(metrics: Metrics, reason: str) -> float:
 
 
 def build(
-    idle: float = 2.0, max_wait: float = 300.0, max_traces: int = 100, max_spans: int = 100
+    idle: float = 2.0,
+    max_wait: float = 300.0,
+    max_traces: int = 100,
+    max_spans: int = 100,
+    late_cache_spans: int = 1000,
 ) -> tuple[TraceAssembler, RecordingConsumer, Metrics, ManualClock]:
     config = AssemblyConfig(
-        idle_seconds=idle, max_wait_seconds=max_wait, max_traces=max_traces, max_spans_per_trace=max_spans
+        idle_seconds=idle,
+        max_wait_seconds=max_wait,
+        max_traces=max_traces,
+        max_spans_per_trace=max_spans,
+        late_cache_spans=late_cache_spans,
     )
     consumer, metrics, clock = RecordingConsumer(), Metrics(), ManualClock(1000.0)
     return TraceAssembler(config, next=consumer, metrics=metrics, clock=clock), consumer, metrics, clock
@@ -185,7 +193,7 @@ async def test_duplicate_spans_are_held_once() -> None:
     assert consumer.span_ids() == [[ROOT, CHILD]]
 
 
-async def test_late_spans_form_a_new_round_ready_after_idle_without_a_root() -> None:
+async def test_late_span_rebuilds_the_whole_trace_in_a_new_round() -> None:
     assembler, consumer, metrics, clock = build(idle=2.0)
     await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
     clock.advance(2)
@@ -199,9 +207,44 @@ async def test_late_spans_form_a_new_round_ready_after_idle_without_a_root() -> 
     assert len(consumer.traces) == 1
     clock.advance(0.1)
     await assembler.flush_ready()
-    assert consumer.span_ids() == [[ROOT, CHILD], [CHILD2, CHILD]]
+    # The new round starts from the cached spans, so the run is rebuilt whole (same root span).
+    assert consumer.span_ids() == [[ROOT, CHILD], [ROOT, CHILD, CHILD2]]
     assert assembled(metrics, "late") == 1
     assert assembled(metrics, "idle") == 1
+    assert dropped(metrics, "duplicate") == 1
+
+
+async def test_late_round_of_resent_spans_only_is_not_emitted_again() -> None:
+    assembler, consumer, metrics, clock = build(idle=2.0)
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
+    clock.advance(2)
+    await assembler.flush_ready()
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), span(TRACE_A, ROOT)))
+    clock.advance(2)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT, CHILD]]
+    assert dropped(metrics, "duplicate") == 2
+    # Still cached: a genuinely new span later rebuilds the whole trace.
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT)))
+    clock.advance(2)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT, CHILD], [ROOT, CHILD, CHILD2]]
+
+
+async def test_late_span_beyond_the_cache_forms_a_round_of_its_own() -> None:
+    assembler, consumer, metrics, clock = build(idle=2.0, late_cache_spans=2)
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
+    clock.advance(2)
+    await assembler.flush_ready()
+    # TRACE_B's two spans push TRACE_A's out of the two-span cache; its id is still remembered.
+    await assembler.consume_spans(batch(span(TRACE_B, ROOT), span(TRACE_B, CHILD, ROOT)))
+    clock.advance(2)
+    await assembler.flush_ready()
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT)))
+    clock.advance(2)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT, CHILD], [ROOT, CHILD], [CHILD2]]
+    assert assembled(metrics, "late") == 1
 
 
 async def test_shutdown_flushes_pending_is_idempotent_and_safe_before_start() -> None:
