@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from schemas import AgentRun, Decision, ScoreRecord, Span, SpanBatch
+from schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch
 
 
 class SpanConsumer(Protocol):
@@ -17,8 +17,9 @@ class SpanConsumer(Protocol):
 
 
 class TraceConsumer(Protocol):
-    async def consume_trace(self, spans: Sequence[Span]) -> None:
-        """Take the spans of one assembled trace (a run is ready: root ended and trace quiet)."""
+    async def consume_trace(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
+        """Take the spans of one assembled trace (a run is ready: root ended and trace quiet), with
+        the log records correlated with them."""
 
 
 class RunConsumer(Protocol):

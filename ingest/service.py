@@ -24,7 +24,7 @@ from ingest.receivers.kafka import KafkaReceiver
 from ingest.store import Store
 from ingest.transform import build_runs
 from schemas.config import ServiceConfig
-from schemas.spans import Span, SpanBatch
+from schemas.spans import LogRecord, Span, SpanBatch
 from scoring.executor import ScoringExecutor
 
 log = logging.getLogger(__name__)
@@ -39,10 +39,14 @@ class SpanSink:
         self._metrics = metrics
 
     async def consume_spans(self, batch: SpanBatch) -> None:
-        if not batch.spans:
+        if not batch.spans and not batch.logs:
             return
-        await self._store.insert_spans(batch.spans)
-        self._metrics.spans_stored.inc(len(batch.spans))
+        if batch.spans:
+            await self._store.insert_spans(batch.spans)
+            self._metrics.spans_stored.inc(len(batch.spans))
+        if batch.logs:
+            await self._store.insert_logs(batch.logs)
+            self._metrics.logs_stored.inc(len(batch.logs))
         await self._next.consume_spans(batch)
 
 
@@ -53,8 +57,8 @@ class RunBuilder:
         self._next = next
         self._metrics = metrics
 
-    async def consume_trace(self, spans: Sequence[Span]) -> None:
-        runs = await asyncio.to_thread(build_runs, list(spans))
+    async def consume_trace(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
+        runs = await asyncio.to_thread(build_runs, list(spans), list(logs))
         self._metrics.runs_built.inc(len(runs))
         if runs:
             await self._next.consume_runs(runs)

@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ingest.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
-from schemas import AgentRun, Message, RunInput, Span, ToolInvocation, Usage
+from ingest.correlate import attach_logs
+from schemas import AgentRun, LogRecord, Message, RunInput, Span, ToolInvocation, Usage
 from schemas.agent_run import ToolState
 from schemas.spans import STATUS_ERROR
 
@@ -42,23 +43,33 @@ class _TraceIndex:
     replies: dict[str, Any] = field(default_factory=dict)
 
 
-def build_runs(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...] = ADAPTERS) -> list[AgentRun]:
-    """Every agent run in the spans of one trace, ordered by the start of its root span."""
+def build_runs(
+    spans: Sequence[Span],
+    logs: Sequence[LogRecord] = (),
+    adapters: tuple[ConventionAdapter, ...] = ADAPTERS,
+) -> list[AgentRun]:
+    """Every agent run in the spans of one trace, ordered by the start of its root span.
+
+    ``logs`` are the trace's correlated log records; each is read as an event of its span.
+    """
     try:
-        index = _index(spans, adapters)
+        index = _index(attach_logs(spans, logs), adapters)
         roots = [n for n in index.nodes.values() if _is_run_root(n, index.nodes)]
         members: dict[str, list[_Node]] = {r.span.span_id: [] for r in roots}
         for node in index.nodes.values():
             owner = _owner(node, index.nodes, members)
             if owner is not None:
                 members[owner].append(node)
+        inner = _merge_wrapper_agents(roots, members, index.nodes)
+        roots = [r for r in roots if r.span.span_id in members]
     except Exception:
         log.exception("cannot index a trace of %d spans; no runs built", len(spans))
         return []
     runs: list[AgentRun] = []
     for root in sorted(roots, key=_start_order):
         try:
-            runs.append(_build_run(root, sorted(members[root.span.span_id], key=_start_order), index))
+            root_members = sorted(members[root.span.span_id], key=_start_order)
+            runs.append(_build_run(root, root_members, index, inner.get(root.span.span_id)))
         except Exception:
             span = root.span
             log.exception("cannot build the run of span %s in trace %s", span.span_id, span.trace_id)
@@ -96,7 +107,8 @@ def _index(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) -> _T
     for node in nodes.values():
         if node.role is SpanRole.LLM and isinstance(call := _read("llm_call", node), LlmCall):
             index.calls[node.span.span_id] = call
-            for message in call.input_messages:
+            # Tool results come back in a later prompt, or (server-executed tools) in the same answer.
+            for message in [*call.input_messages, *call.output_messages]:
                 for part in message.parts:
                     extra = part.model_extra or {}
                     if part.type == "tool_result" and extra.get("tool_call_id"):
@@ -139,6 +151,52 @@ def _owner(node: _Node, nodes: dict[str, _Node], roots: dict[str, list[_Node]]) 
     return None
 
 
+def _merge_wrapper_agents(
+    roots: list[_Node], members: dict[str, list[_Node]], nodes: dict[str, _Node]
+) -> dict[str, _Node]:
+    """Fold an agent span that only wraps one inner agent span into one run.
+
+    Frameworks layer agent spans (Mastra 0.x ``agent.stream`` around the AI SDK's ``ai.streamText``;
+    an SDK's agent span around a provider's): when the outer agent has no model call or tool of its
+    own and exactly one agent run directly inside it, both spans describe the same run. The outer
+    span stays the run's root (its id is the run id); the inner span's reading is kept in the
+    returned map so the run can use what the outer lacks. Changes ``members`` in place.
+    """
+    inner: dict[str, _Node] = {}
+    by_id = {r.span.span_id: r for r in roots}
+    for root in sorted(roots, key=_start_order, reverse=True):  # innermost first, so chains collapse
+        root_id = root.span.span_id
+        if root.role is not SpanRole.AGENT or root_id not in members:
+            continue
+        own = [n for n in members[root_id] if n is not root]
+        if any(n.role in (SpanRole.LLM, SpanRole.TOOL) for n in own):
+            continue
+        children = [
+            r
+            for r in by_id.values()
+            if r is not root
+            and r.span.span_id in members
+            and r.role is SpanRole.AGENT
+            and _owner_above(r, nodes, members) == root_id
+        ]
+        if len(children) != 1:
+            continue
+        child_id = children[0].span.span_id
+        if _owner_above(root, nodes, members) == child_id:
+            continue  # a parent cycle, not a wrapper
+        members[root_id].extend(members.pop(child_id))
+        inner[root_id] = inner.pop(child_id, children[0])
+    return inner
+
+
+def _owner_above(node: _Node, nodes: dict[str, _Node], roots: dict[str, list[_Node]]) -> str | None:
+    """The nearest run root strictly above the node."""
+    for ancestor in _ancestors(node, nodes):
+        if ancestor.span.span_id in roots:
+            return ancestor.span.span_id
+    return None
+
+
 def _utc(ns: int) -> datetime | None:
     if ns <= 0:
         return None
@@ -148,19 +206,50 @@ def _utc(ns: int) -> datetime | None:
         return None
 
 
-def _build_run(root: _Node, members: list[_Node], index: _TraceIndex) -> AgentRun:
-    agent = _read("agent_info", root) if root.role is SpanRole.AGENT else None
-    agent = agent if isinstance(agent, AgentInfo) else None
-    calls = sorted(
-        (index.calls[n.span.span_id] for n in members if n.span.span_id in index.calls),
-        key=lambda c: c.start_ns,
+def _agent_info(root: _Node, inner: _Node | None) -> AgentInfo | None:
+    """The run's agent reading: the root's, completed from a wrapped inner agent span."""
+    outer = _read("agent_info", root) if root.role is SpanRole.AGENT else None
+    outer = outer if isinstance(outer, AgentInfo) else None
+    wrapped = _read("agent_info", inner) if inner is not None else None
+    wrapped = wrapped if isinstance(wrapped, AgentInfo) else None
+    if outer is None or wrapped is None:
+        return outer or wrapped
+    return AgentInfo(
+        name=outer.name or wrapped.name,
+        input_messages=outer.input_messages or wrapped.input_messages,
+        output_messages=outer.output_messages or wrapped.output_messages,
+        system_messages=outer.system_messages or wrapped.system_messages,
+        model=outer.model or wrapped.model,
+        remembered_messages=(
+            outer.remembered_messages
+            if outer.remembered_messages is not None
+            else wrapped.remembered_messages
+        ),
+        context=outer.context or wrapped.context,
     )
+
+
+def _build_run(root: _Node, members: list[_Node], index: _TraceIndex, inner: _Node | None = None) -> AgentRun:
+    agent = _agent_info(root, inner)
+    timed_calls = sorted(
+        (
+            (n.span.start_time_unix_nano, index.calls[n.span.span_id])
+            for n in members
+            if n.span.span_id in index.calls
+        ),
+        key=lambda item: (item[1].start_ns or item[0], item[0]),
+    )
+    calls = [call for _, call in timed_calls]
     first = calls[0] if calls else None
-    context: list[str] = []
+    context: list[str] = list(agent.context) if agent else []
     for node in members:
         if node.role is SpanRole.RETRIEVER:
             texts = _read("retrieved_texts", node)
             context.extend(t for t in texts or [] if isinstance(t, str))
+    tools = [n for n in members if n.role is SpanRole.TOOL]
+    run_input = _run_input(agent, first)
+    output = _run_output(agent, timed_calls, tools, index)
+    texts = [m.content for m in (*run_input.input_messages, *run_input.remembered_messages, *output)]
     return AgentRun(
         trace_id=root.span.trace_id,
         span_id=root.span.span_id,
@@ -170,13 +259,14 @@ def _build_run(root: _Node, members: list[_Node], index: _TraceIndex) -> AgentRu
         status="error" if root.span.status_code == STATUS_ERROR else "ok",
         start_time=_utc(root.span.start_time_unix_nano),
         end_time=_utc(root.span.end_time_unix_nano),
-        input=_run_input(agent, first),
-        output=_run_output(agent, calls, index),
+        input=run_input,
+        output=output,
         context=context,
         usage=Usage(
             input_tokens=sum(c.usage.input_tokens for c in calls),
             output_tokens=sum(c.usage.output_tokens for c in calls),
         ),
+        content_missing=not any(t.strip() for t in texts),
     )
 
 
@@ -208,12 +298,20 @@ def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
     add_system([m for m in prompt if m.role == "system"])
     add_system([m for m in agent_input if m.role == "system"])
 
-    history = [m for m in prompt if m.role != "system"]
-    cut = _new_turn_start(history)
     # The agent span holds only the new turn (util-genai); if a caller put history there too,
     # keep just its trailing user block so history never leaks into the new input.
     agent_turn = [m for m in agent_input if m.role != "system"]
     agent_turn = agent_turn[_new_turn_start(agent_turn) :] or agent_turn
+    if agent and agent.remembered_messages is not None:
+        # The convention says where the history ends.
+        add_system([m for m in agent.remembered_messages if m.role == "system"])
+        return RunInput(
+            input_messages=agent_turn,
+            remembered_messages=[m for m in agent.remembered_messages if m.role != "system"],
+            system_messages=system,
+        )
+    history = [m for m in prompt if m.role != "system"]
+    cut = _new_turn_start(history)
     return RunInput(
         input_messages=agent_turn or history[cut:],
         remembered_messages=history[:cut],
@@ -221,17 +319,62 @@ def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
     )
 
 
-def _run_output(agent: AgentInfo | None, calls: list[LlmCall], index: _TraceIndex) -> list[Message]:
+def _run_output(
+    agent: AgentInfo | None,
+    timed_calls: list[tuple[int, LlmCall]],
+    tools: list[_Node],
+    index: _TraceIndex,
+) -> list[Message]:
     output: list[Message] = []
-    for call in calls:
+    starts: list[int] = []  # start of the model call behind each output message
+    for span_start, call in timed_calls:
         # Several output messages are alternative choices (n > 1); the agent continued with the first.
         answers = [m for m in call.output_messages if m.role == "assistant"] or call.output_messages
         if answers:
             output.append(_with_tool_invocations(answers[0], index))
+            starts.append(call.start_ns or span_start)
     if agent and agent.output_messages and (not output or not output[-1].content):
         # No model call captured the final text (content capture off on chat spans, or no chat
         # spans at all): the agent span's own output is the best record of the answer.
-        output.extend(_with_tool_invocations(m, index) for m in agent.output_messages if m.role != "user")
+        for message in agent.output_messages:
+            if message.role != "user":
+                output.append(_with_tool_invocations(message, index))
+                starts.append(starts[-1] if starts else 0)
+    return _add_unjoined_tools(output, starts, tools)
+
+
+def _add_unjoined_tools(output: list[Message], starts: list[int], tools: list[_Node]) -> list[Message]:
+    """Tool spans no model output names (ids not recorded, content capture off) still are calls
+    the agent made: each joins the assistant message of the last model call before it, or a
+    message of its own when the run has none."""
+    joined = {t.tool_call_id for m in output for t in m.tool_invocations if t.tool_call_id}
+    joined_names = [t.tool_name for m in output for t in m.tool_invocations if not t.tool_call_id]
+    for node in sorted(tools, key=_start_order):
+        tool = _read("tool_execution", node)
+        if not isinstance(tool, ToolExecution):
+            continue
+        if tool.call_id and tool.call_id in joined:
+            continue
+        if not tool.call_id and tool.name in joined_names:
+            joined_names.remove(tool.name)  # an id-less call in the output already stands for it
+            continue
+        invocation = ToolInvocation(
+            tool_call_id=tool.call_id or "",
+            tool_name=tool.name or "",
+            args=tool.args if tool.args is not None else {},
+            result=tool.result,
+            state="error" if tool.is_error else ("result" if tool.result is not None else "call"),
+        )
+        at = max(
+            (i for i, start in enumerate(starts) if start <= node.span.start_time_unix_nano), default=None
+        )
+        if at is None:
+            message = Message(id=f"{node.span.span_id}-call", role="assistant")
+            output.insert(0, message)
+            starts.insert(0, node.span.start_time_unix_nano)
+            at = 0
+        target = output[at]
+        output[at] = target.model_copy(update={"tool_invocations": [*target.tool_invocations, invocation]})
     return output
 
 

@@ -2,12 +2,13 @@
 
 from schemas.agent_run import AgentRun, Message, Part, RunInput, ToolInvocation, Usage
 from schemas.score import Decision, DecisionKind, Score, ScoreRecord, ScoreSource
-from schemas.spans import Span, SpanBatch, SpanEvent, SpanLink
+from schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
 
 __all__ = [
     "AgentRun",
     "Decision",
     "DecisionKind",
+    "LogRecord",
     "Message",
     "Part",
     "RunInput",

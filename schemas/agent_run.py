@@ -74,6 +74,9 @@ class AgentRun(_Model):
     context: list[str] = Field(default_factory=list)
     ground_truth: Any = Field(default=None, validation_alias=AliasChoices("ground_truth", "groundTruth"))
     usage: Usage = Field(default_factory=Usage)
+    # True when the spans carried no message content at all (capture turned off, redacted):
+    # scorers that need text record ``skipped_empty`` instead of scoring empty strings.
+    content_missing: bool = False
 
     @property
     def run_id(self) -> str:

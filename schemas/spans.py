@@ -65,10 +65,49 @@ class Span(BaseModel):
         return max(0, self.end_time_unix_nano - self.start_time_unix_nano)
 
 
+class LogRecord(BaseModel):
+    """One OTLP log record with its resource and scope folded in.
+
+    GenAI instrumentations of semantic conventions v1.28-v1.36 write message content as log records
+    (``event.name`` such as ``gen_ai.user.message``, content in ``body``) correlated with their span
+    only by trace and span id.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str = ""
+    span_id: str = ""
+    time_unix_nano: int = 0
+    observed_time_unix_nano: int = 0
+    severity_number: int = 0
+    severity_text: str = ""
+    event_name: str = ""  # LogRecord.event_name, else the event.name attribute
+    body: Any = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    resource_attributes: dict[str, Any] = Field(default_factory=dict)
+    scope_name: str = ""
+    scope_version: str = ""
+    flags: int = 0
+    # Kept for the otel_logs columns of the same names (the collector's clickhouseexporter stores them).
+    resource_schema_url: str = ""
+    scope_schema_url: str = ""
+    scope_attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def service_name(self) -> str:
+        value = self.resource_attributes.get("service.name")
+        return value if isinstance(value, str) else ""
+
+
 class SpanBatch(BaseModel):
-    """The spans one export request carried, and what was rejected from it (OTLP partial success)."""
+    """What one export request carried (spans or log records), and what was rejected from it.
+
+    ``rejected_spans`` counts rejected items of either signal (OTLP partial success reports
+    ``rejected_spans`` for traces and ``rejected_log_records`` for logs).
+    """
 
     spans: list[Span] = Field(default_factory=list)
+    logs: list[LogRecord] = Field(default_factory=list)
     rejected_spans: int = 0
     errors: list[str] = Field(default_factory=list)
 

@@ -1,7 +1,8 @@
 """Route and execute: which scorers score each agent run, and running them under bounds.
 
 For every run and every configured rule: the rule's filter (no match -> ``filtered``), then
-deterministic sampling (out -> ``sampled_out``), then the scorer runs in a bounded async pool
+deterministic sampling (out -> ``sampled_out``), then the content the scorer needs (absent ->
+``skipped_empty``), then the scorer runs in a bounded async pool
 under a timeout (``scored`` with a score row, or ``failed`` with the error -- never a made-up
 score). Several rules may store under one scorer id (one scorer with other options per agent)
 when their filters are disjoint; a run then gets the decision of the rule that matches it. Rows
@@ -163,6 +164,11 @@ class ScoringExecutor:
                         f"{run.run_id}:{rule.scorer_id}", rule.sample_rate, self._config.sampling_salt
                     ):
                         self._add(None, self._decision(run, rule, "sampled_out"))
+                    elif missing := rule.scorer.missing_needs(run):
+                        detail = f"run has no {' or '.join(missing)} text" + (
+                            " (content capture off or redacted)" if run.content_missing else ""
+                        )
+                        self._add(None, self._decision(run, rule, "skipped_empty", detail))
                     else:
                         await self._queue.put(_Job(run, rule))
         finally:

@@ -41,6 +41,9 @@ from pydantic_core import to_jsonable_python
 from schemas import AgentRun, Score
 
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
+Need = Literal["input", "output", "context"]
+# What a scorer reads unless it says otherwise: the user's input text and the agent's output text.
+DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
 STEP_ORDER: tuple[StepName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")
 
 
@@ -163,6 +166,18 @@ class Scorer:
     name: str
     type: str = "agent"
     steps: tuple[Step, ...] = field(default=())
+    # The run content the scorer reads. A run that lacks one (capture off, redacted) is not scored:
+    # the executor records ``skipped_empty`` instead of scoring empty strings.
+    needs: frozenset[Need] = DEFAULT_NEEDS
+
+    def missing_needs(self, run: AgentRun) -> list[Need]:
+        """The needed pieces of content this run does not have."""
+        present = {
+            "input": any(m.content.strip() for m in run.input.input_messages),
+            "output": any(m.content.strip() for m in run.output),
+            "context": any(c.strip() for c in run.context),
+        }
+        return sorted(need for need in self.needs if not present[need])
 
     def preprocess(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
         """A new scorer with this preprocess step (replacing any earlier one)."""
@@ -239,10 +254,24 @@ class Scorer:
             raise ScorerError(self.id, None, f"the run is not a valid AgentRun: {exc}") from exc
 
 
-def create_scorer(*, id: str, description: str, name: str | None = None, type: str = "agent") -> Scorer:
-    """Start a scorer pipeline (Mastra's ``createScorer``); add steps by chaining."""
+def create_scorer(
+    *,
+    id: str,
+    description: str,
+    name: str | None = None,
+    type: str = "agent",
+    needs: frozenset[Need] | set[Need] | tuple[Need, ...] = DEFAULT_NEEDS,
+) -> Scorer:
+    """Start a scorer pipeline (Mastra's ``createScorer``); add steps by chaining.
+
+    ``needs`` names the run content the scorer reads (``input``, ``output``, ``context``); runs
+    without it are skipped (decision ``skipped_empty``) rather than scored on empty text.
+    """
     if not id:
         raise ValueError("a scorer needs an id")
     if type != "agent":
         raise ValueError(f"scorer type {type!r} is not supported (only 'agent')")
-    return Scorer(id=id, description=description, name=name or id, type=type)
+    unknown = set(needs) - {"input", "output", "context"}
+    if unknown:
+        raise ValueError(f"unknown needs {sorted(unknown)}; use input, output, context")
+    return Scorer(id=id, description=description, name=name or id, type=type, needs=frozenset(needs))

@@ -7,7 +7,9 @@ implementing ``ConventionAdapter``. An adapter only reads single spans; joining 
 Messages come out as ``schemas.Message`` with our part representation:
 ``{"type": "text", "text"}``, ``{"type": "reasoning", "text"}``,
 ``{"type": "tool_call", "tool_call_id", "tool_name", "args"}``,
-``{"type": "tool_result", "tool_call_id", "result"}``; other part types are kept as they came.
+``{"type": "tool_result", "tool_call_id", "result"}``; a server-executed tool call is a
+``tool_call`` (and its response a ``tool_result``) with ``"server": true``; other part types
+(blob, uri, file, ...) are kept as they came.
 """
 
 from __future__ import annotations
@@ -58,13 +60,22 @@ class ToolExecution:
 
 @dataclass(frozen=True)
 class AgentInfo:
-    """What an agent span says about its run; the messages are often absent."""
+    """What an agent span says about its run; the messages are often absent.
+
+    ``input_messages`` is the new turn (or the whole conversation when the convention does not
+    split it; the transform then keeps only the trailing user turn). ``remembered_messages`` is the
+    history when the convention says where it ends (pydantic-ai's ``new_message_index``); None
+    means unknown, and the history is taken from the first model call's prompt.
+    """
 
     name: str | None = None
     input_messages: list[Message] = field(default_factory=list)
     output_messages: list[Message] = field(default_factory=list)
     system_messages: list[Message] = field(default_factory=list)
     model: str | None = None
+    remembered_messages: list[Message] | None = None
+    # Retrieved documents the agent span itself carries (some frameworks record context there).
+    context: list[str] = field(default_factory=list)
 
 
 class ConventionAdapter(Protocol):

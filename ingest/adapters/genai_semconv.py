@@ -54,21 +54,29 @@ def convert_part(raw: Any) -> Part:
         return make_part({"type": "text", "text": as_text(raw.get("content"))})
     if part_type in _REASONING_TYPES:
         return make_part({"type": "reasoning", "text": as_text(raw.get("content"))})
-    if part_type == "tool_call":
-        args = parse_json_value(raw.get("arguments"))
+    if part_type in ("tool_call", "server_tool_call"):
+        args = parse_json_value(raw.get("arguments", raw.get(part_type)))
         return make_part(
             {
                 "type": "tool_call",
                 "tool_call_id": as_text(raw.get("id")),
                 "tool_name": as_text(raw.get("name")),
                 "args": {} if args is None else args,
+                **({"server": True} if part_type == "server_tool_call" else {}),
             }
         )
-    if part_type == "tool_call_response":
+    if part_type in ("tool_call_response", "server_tool_call_response"):
         # The JSON schema says "response"; the registry example and pydantic-ai say "result".
-        result = raw.get("response") if "response" in raw else raw.get("result")
+        result = next((raw[k] for k in ("response", "result", part_type) if k in raw), None)
         call_id = as_text(raw.get("id"))
-        return make_part({"type": "tool_result", "tool_call_id": call_id, "result": parse_json_value(result)})
+        return make_part(
+            {
+                "type": "tool_result",
+                "tool_call_id": call_id,
+                "result": parse_json_value(result),
+                **({"server": True} if part_type == "server_tool_call_response" else {}),
+            }
+        )
     return make_part(dict(raw))
 
 

@@ -87,7 +87,10 @@ def create_tool_call_accuracy_scorer_code(
 
     return (
         create_scorer(
-            id="code-tool-call-accuracy-scorer", name="Tool Call Accuracy Scorer", description=description
+            id="code-tool-call-accuracy-scorer",
+            name="Tool Call Accuracy Scorer",
+            description=description,
+            needs={"input"},  # tool names survive content capture being off; the user's turn must not
         )
         .preprocess(preprocess)
         .generate_score(generate_score)

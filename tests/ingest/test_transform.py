@@ -153,16 +153,22 @@ def test_two_agents_in_one_trace_are_two_runs_and_the_nested_one_is_not_part_of_
         make_span(
             "c000000000000001",
             "a000000000000001",
-            chat([msg("user", text("plan a trip"))], [msg("assistant", text("asking the booker"))],
-                 **{"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 3}),
+            chat(
+                [msg("user", text("plan a trip"))],
+                [msg("assistant", text("asking the booker"))],
+                **{"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 3},
+            ),
             start=200,
         ),
         make_span("a000000000000002", "a000000000000001", agent("booker"), start=300, end=800),
         make_span(
             "c000000000000002",
             "a000000000000002",
-            chat([msg("user", text("book a hotel"))], [msg("assistant", text("booked"))],
-                 **{"gen_ai.usage.input_tokens": 20, "gen_ai.usage.output_tokens": 5}),
+            chat(
+                [msg("user", text("book a hotel"))],
+                [msg("assistant", text("booked"))],
+                **{"gen_ai.usage.input_tokens": 20, "gen_ai.usage.output_tokens": 5},
+            ),
             start=400,
         ),
     ]
@@ -204,8 +210,12 @@ def test_tool_result_joined_from_a_later_chat_inputs_tool_message() -> None:
     call = {"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": '{"q": "x"}'}
     spans = [
         make_span("a000000000000001", attributes=agent(), start=100, end=900),
-        make_span("c000000000000001", "a000000000000001",
-                  chat([msg("user", text("find x"))], [msg("assistant", call)]), start=200),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat([msg("user", text("find x"))], [msg("assistant", call)]),
+            start=200,
+        ),
         make_span(
             "c000000000000002",
             "a000000000000001",
@@ -223,8 +233,13 @@ def test_tool_result_joined_from_a_later_chat_inputs_tool_message() -> None:
     ]
     run = only_run(build_runs(spans))
     assert [i.model_dump() for i in run.output[0].tool_invocations] == [
-        {"tool_call_id": "call_1", "tool_name": "lookup", "args": {"q": "x"}, "result": {"found": 3},
-         "state": "result"}
+        {
+            "tool_call_id": "call_1",
+            "tool_name": "lookup",
+            "args": {"q": "x"},
+            "result": {"found": 3},
+            "state": "result",
+        }
     ]
     # The history of the second call never shows up as input or memory.
     assert texts(run.input.input_messages) == [("user", "find x")]
@@ -235,11 +250,15 @@ def test_tool_span_with_error_status_gives_state_error() -> None:
     call = {"type": "tool_call", "id": "call_9", "name": "divide", "arguments": {"a": 1, "b": 0}}
     spans = [
         make_span("a000000000000001", attributes=agent()),
-        make_span("c000000000000001", "a000000000000001",
-                  chat([msg("user", text("1/0"))], [msg("assistant", call)])),
         make_span(
-            "b000000000000001", "a000000000000001", tool("call_9", "divide"),
-            status_code=STATUS_ERROR, status_message="ZeroDivisionError: division by zero",
+            "c000000000000001", "a000000000000001", chat([msg("user", text("1/0"))], [msg("assistant", call)])
+        ),
+        make_span(
+            "b000000000000001",
+            "a000000000000001",
+            tool("call_9", "divide"),
+            status_code=STATUS_ERROR,
+            status_message="ZeroDivisionError: division by zero",
         ),
     ]
     (invocation,) = only_run(build_runs(spans)).output[0].tool_invocations
@@ -252,8 +271,9 @@ def test_tool_call_without_any_result_stays_in_state_call() -> None:
     call = {"type": "tool_call", "id": "call_5", "name": "search", "arguments": {}}
     spans = [
         make_span("a000000000000001", attributes=agent()),
-        make_span("c000000000000001", "a000000000000001",
-                  chat([msg("user", text("hi"))], [msg("assistant", call)])),
+        make_span(
+            "c000000000000001", "a000000000000001", chat([msg("user", text("hi"))], [msg("assistant", call)])
+        ),
     ]
     (invocation,) = only_run(build_runs(spans)).output[0].tool_invocations
     assert (invocation.tool_name, invocation.state, invocation.result) == ("search", "call", None)
@@ -263,11 +283,15 @@ def test_invalid_json_in_input_messages_is_kept_as_text() -> None:
     broken = '[{"role":"user","parts":[{"type":"text","content":"trunc'
     spans = [
         make_span("a000000000000001", attributes=agent()),
-        make_span("c000000000000001", "a000000000000001", {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.input.messages": broken,
-            "gen_ai.output.messages": "not json either",
-        }),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": broken,
+                "gen_ai.output.messages": "not json either",
+            },
+        ),
     ]
     run = only_run(build_runs(spans))
     assert texts(run.input.input_messages) == [("user", broken)]
@@ -277,18 +301,30 @@ def test_invalid_json_in_input_messages_is_kept_as_text() -> None:
 def test_system_instructions_and_agent_input_and_history() -> None:
     instructions = json.dumps([text("Answer in French.")])
     spans = [
-        make_span("a000000000000001", attributes=agent(
-            "translator",
-            **{"gen_ai.system_instructions": instructions,
-               "gen_ai.input.messages": messages(msg("user", text("Translate 'cat'")))},
-        )),
-        make_span("c000000000000001", "a000000000000001", chat(
-            [msg("user", text("Translate 'dog'")), msg("assistant", text("chien")),
-             msg("user", text("Translate 'cat'"))],
-            [msg("assistant", text("chat"))],
-            # The same instructions repeated on the chat span must not appear twice.
-            **{"gen_ai.system_instructions": instructions},
-        )),
+        make_span(
+            "a000000000000001",
+            attributes=agent(
+                "translator",
+                **{
+                    "gen_ai.system_instructions": instructions,
+                    "gen_ai.input.messages": messages(msg("user", text("Translate 'cat'"))),
+                },
+            ),
+        ),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat(
+                [
+                    msg("user", text("Translate 'dog'")),
+                    msg("assistant", text("chien")),
+                    msg("user", text("Translate 'cat'")),
+                ],
+                [msg("assistant", text("chat"))],
+                # The same instructions repeated on the chat span must not appear twice.
+                **{"gen_ai.system_instructions": instructions},
+            ),
+        ),
     ]
     run = only_run(build_runs(spans))
     assert texts(run.input.system_messages) == [("system", "Answer in French.")]
@@ -300,10 +336,14 @@ def test_system_instructions_and_agent_input_and_history() -> None:
 
 def test_agent_output_is_the_fallback_when_no_llm_span_has_the_final_text() -> None:
     spans = [
-        make_span("a000000000000001", attributes=agent(
-            **{"gen_ai.output.messages": messages(msg("assistant", text("Done: 42")))},
-            **{"gen_ai.usage.input_tokens": 999, "gen_ai.usage.output_tokens": 999},
-        ), status_code=STATUS_ERROR),
+        make_span(
+            "a000000000000001",
+            attributes=agent(
+                **{"gen_ai.output.messages": messages(msg("assistant", text("Done: 42")))},
+                **{"gen_ai.usage.input_tokens": 999, "gen_ai.usage.output_tokens": 999},
+            ),
+            status_code=STATUS_ERROR,
+        ),
     ]
     run = only_run(build_runs(spans))
     assert texts(run.output) == [("assistant", "Done: 42")]
@@ -315,16 +355,26 @@ def test_agent_output_is_the_fallback_when_no_llm_span_has_the_final_text() -> N
 def test_retrieval_documents_with_text_become_context_and_id_only_documents_do_not() -> None:
     spans = [
         make_span("a000000000000001", attributes=agent()),
-        make_span("d000000000000001", "a000000000000001", {
-            "gen_ai.operation.name": "retrieval",
-            "gen_ai.retrieval.documents": json.dumps([
-                {"id": "doc_1", "content": "Paris is in France."}, {"id": "doc_2", "text": "It rains."}
-            ]),
-        }, start=100),
-        make_span("d000000000000002", "a000000000000001", {
-            "gen_ai.operation.name": "retrieval",
-            "gen_ai.retrieval.documents": json.dumps([{"id": "doc_123", "score": 0.95}]),
-        }, start=200),
+        make_span(
+            "d000000000000001",
+            "a000000000000001",
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.documents": json.dumps(
+                    [{"id": "doc_1", "content": "Paris is in France."}, {"id": "doc_2", "text": "It rains."}]
+                ),
+            },
+            start=100,
+        ),
+        make_span(
+            "d000000000000002",
+            "a000000000000001",
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.documents": json.dumps([{"id": "doc_123", "score": 0.95}]),
+            },
+            start=200,
+        ),
     ]
     assert only_run(build_runs(spans)).context == ["Paris is in France.", "It rains."]
 
@@ -332,12 +382,17 @@ def test_retrieval_documents_with_text_become_context_and_id_only_documents_do_n
 def test_unknown_parts_are_kept_and_double_encoded_messages_are_read() -> None:
     blob = {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBORw0K"}
     double = json.dumps(messages(msg("user", text("look"), blob)))
-    spans = [make_span("c000000000000001", attributes={
-        "gen_ai.operation.name": "chat",
-        "gen_ai.response.model": "gpt-4o-2024-08-06",
-        "gen_ai.input.messages": double,
-        "gen_ai.output.messages": messages(msg("assistant", text("a cat"))),
-    })]
+    spans = [
+        make_span(
+            "c000000000000001",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.response.model": "gpt-4o-2024-08-06",
+                "gen_ai.input.messages": double,
+                "gen_ai.output.messages": messages(msg("assistant", text("a cat"))),
+            },
+        )
+    ]
     run = only_run(build_runs(spans))
     (user,) = run.input.input_messages
     assert user.content == "look"
@@ -352,15 +407,25 @@ def test_parent_cycle_does_not_hang_and_every_span_is_read_once() -> None:
     spans = [
         make_span("a000000000000001", "a000000000000002", agent("x")),
         make_span("a000000000000002", "a000000000000001", agent("y"), start=2_000),
-        make_span("c000000000000001", "c000000000000001",
-                  chat([msg("user", text("q"))], [msg("assistant", text("r"))]), start=3_000),
+        make_span(
+            "c000000000000001",
+            "c000000000000001",
+            chat([msg("user", text("q"))], [msg("assistant", text("r"))]),
+            start=3_000,
+        ),
         # The same span re-sent: read once.
-        make_span("c000000000000001", "c000000000000001",
-                  chat([msg("user", text("q"))], [msg("assistant", text("r"))]), start=3_000),
+        make_span(
+            "c000000000000001",
+            "c000000000000001",
+            chat([msg("user", text("q"))], [msg("assistant", text("r"))]),
+            start=3_000,
+        ),
     ]
     runs = build_runs(spans)
     assert [(r.span_id, r.agent_name) for r in runs] == [
-        ("a000000000000001", "x"), ("a000000000000002", "y"), ("c000000000000001", None)
+        ("a000000000000001", "x"),
+        ("a000000000000002", "y"),
+        ("c000000000000001", None),
     ]
     assert texts(runs[2].output) == [("assistant", "r")]
     assert all(r.trace_id == TRACE_ID for r in runs)
@@ -387,3 +452,117 @@ def test_parse_json_value_is_lenient() -> None:
     assert as_list("plain") == []
     assert as_int("47") == 47 and as_int(True) == 0 and as_int("x") == 0 and as_int(float("nan")) == 0
     assert as_text({"a": "é"}) == '{"a": "é"}' and as_text(None) == ""
+
+
+# --- joining rules shared by every convention ------------------------------------------------------
+
+
+def test_tool_span_no_model_output_names_joins_the_step_before_it() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent("weather"), start=100, end=2_000),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat([msg("user", text("weather in Oslo?"))], [msg("assistant", text(""))]),
+            start=200,
+        ),
+        # Content capture off on the chat span: the tool call is only visible as a tool span.
+        make_span(
+            "b000000000000001",
+            "a000000000000001",
+            tool("call_1", "get_weather", **{"gen_ai.tool.call.result": "snow"}),
+            start=300,
+        ),
+        make_span(
+            "c000000000000002",
+            "a000000000000001",
+            chat([msg("user", text("weather in Oslo?"))], [msg("assistant", text("Snowing."))]),
+            start=400,
+        ),
+        make_span("b000000000000002", "a000000000000001", tool("", "log_answer"), start=500),
+    ]
+    run = only_run(build_runs(spans))
+    assert [
+        [(t.tool_name, t.tool_call_id, t.result, t.state) for t in m.tool_invocations] for m in run.output
+    ] == [
+        [("get_weather", "call_1", "snow", "result")],
+        [("log_answer", "", None, "call")],
+    ]
+
+
+def test_tool_span_before_any_model_call_gets_a_message_of_its_own() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent("fetcher"), start=100, end=2_000),
+        make_span("b000000000000001", "a000000000000001", tool("call_9", "fetch"), start=150),
+    ]
+    run = only_run(build_runs(spans))
+    assert [(m.id, m.role, m.content) for m in run.output] == [("b000000000000001-call", "assistant", "")]
+    assert [t.tool_name for t in run.output[0].tool_invocations] == ["fetch"]
+
+
+def test_agent_span_that_only_wraps_one_inner_agent_is_one_run() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent("outer"), start=100, end=2_000),
+        make_span(
+            "a000000000000002",
+            "a000000000000001",
+            agent("", **{"gen_ai.input.messages": messages(msg("user", text("hello")))}),
+            start=150,
+        ),
+        make_span(
+            "c000000000000001",
+            "a000000000000002",
+            chat(
+                [msg("user", text("hello"))],
+                [msg("assistant", text("hi!"))],
+                **{"gen_ai.usage.input_tokens": 4, "gen_ai.usage.output_tokens": 2},
+            ),
+            start=200,
+        ),
+    ]
+    run = only_run(build_runs(spans))
+    assert (run.span_id, run.agent_name) == ("a000000000000001", "outer")
+    assert texts(run.input.input_messages) == [("user", "hello")]
+    assert texts(run.output) == [("assistant", "hi!")]
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (4, 2)
+
+
+def test_server_executed_tool_call_is_joined_with_its_result_in_the_same_answer() -> None:
+    answer = msg(
+        "assistant",
+        {"type": "server_tool_call", "id": "srv_1", "name": "web_search", "arguments": {"q": "eclipse"}},
+        {"type": "server_tool_call_response", "id": "srv_1", "response": {"hits": 3}},
+        text("There are three results."),
+    )
+    spans = [make_span("c000000000000001", attributes=chat([msg("user", text("eclipse?"))], [answer]))]
+    run = only_run(build_runs(spans))
+    [invocation] = run.output[0].tool_invocations
+    assert (invocation.tool_name, invocation.args, invocation.result, invocation.state) == (
+        "web_search",
+        {"q": "eclipse"},
+        {"hits": 3},
+        "result",
+    )
+    assert run.output[0].content == "There are three results."
+
+
+def test_run_without_any_message_content_is_marked_content_missing() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent("quiet"), start=100, end=2_000),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.usage.input_tokens": 12,
+                "gen_ai.usage.output_tokens": 4,
+            },
+            start=200,
+        ),
+    ]
+    run = only_run(build_runs(spans))
+    assert run.content_missing is True
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (12, 4)
+    full = only_run(build_runs(load_otlp_spans("otel_genai_semconv__main")))
+    assert full.content_missing is False

@@ -222,7 +222,7 @@ async def test_a_failing_scorer_gives_a_failed_decision_and_no_score() -> None:
     assert len(sink.records) == 2
 
 
-async def test_tool_accuracy_on_a_run_without_input_fails_cleanly() -> None:
+async def test_tool_accuracy_on_a_run_without_input_is_skipped_not_failed() -> None:
     sink = RecordingSink()
     cfg = config(ScorerRule(scorer="tool-call-accuracy-code", options={"expected_tool": "search"}))
     run = make_run(1).model_copy(update={"input": RunInput()})
@@ -231,8 +231,39 @@ async def test_tool_accuracy_on_a_run_without_input_fails_cleanly() -> None:
         await executor.drain()
     assert sink.records == []
     [decision] = sink.decisions
-    assert decision.decision == "failed"
-    assert "Input and output messages cannot be null or empty" in decision.detail
+    assert decision.decision == "skipped_empty"
+    assert decision.detail == "run has no input text"
+
+
+async def test_runs_without_the_content_a_scorer_needs_are_skipped_empty() -> None:
+    sink = RecordingSink()
+    scorers = registry_of(
+        uses_context=create_scorer(id="uses-context", description="d", needs={"context"}).generate_score(
+            lambda ctx: 1.0
+        ),
+        text=create_scorer(id="text", description="d").generate_score(lambda ctx: 1.0),
+    )
+    captured_off = make_run(1).model_copy(update={"input": RunInput(), "output": [], "content_missing": True})
+    with_context = make_run(2).model_copy(update={"context": ["Paris is in France."]})
+    cfg = config(ScorerRule(scorer="uses_context"), ScorerRule(scorer="text"))
+    async with running(cfg, sink, registry=scorers) as executor:
+        await executor.consume_runs([captured_off, with_context])
+        await executor.drain()
+    decisions = {(d.span_id, d.scorer_id): (d.decision, d.detail) for d in sink.decisions}
+    assert decisions[(captured_off.span_id, "uses-context")] == (
+        "skipped_empty",
+        "run has no context text (content capture off or redacted)",
+    )
+    assert decisions[(captured_off.span_id, "text")] == (
+        "skipped_empty",
+        "run has no input or output text (content capture off or redacted)",
+    )
+    assert decisions[(with_context.span_id, "uses-context")] == ("scored", "")
+    assert decisions[(with_context.span_id, "text")] == ("scored", "")
+    assert {(r.span_id, r.scorer_id) for r in sink.records} == {
+        (with_context.span_id, "uses-context"),
+        (with_context.span_id, "text"),
+    }
 
 
 async def test_a_scorer_over_its_timeout_fails() -> None:
