@@ -9,9 +9,24 @@ from __future__ import annotations
 
 from ingest.adapters.base import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
 from ingest.adapters.genai_semconv import GenAiSemconvAdapter
+from ingest.adapters.mastra import MastraAdapter
+from ingest.adapters.openinference import OpenInferenceAdapter
+from ingest.adapters.openllmetry import OpenLlmetryAdapter
+from ingest.adapters.pydantic_ai import PydanticAiAdapter
+from ingest.adapters.vercel_ai import VercelAiAdapter
 from schemas import Span
 
-ADAPTERS: tuple[ConventionAdapter, ...] = (GenAiSemconvAdapter(),)
+# Most specific markers first (FIELD-GUIDE, cross-cutting advice 1): openinference.span.kind,
+# mastra.span.type, the AI SDK's ai.* spans, pydantic-ai/logfire keys, OpenLLMetry's traceloop.* and
+# indexed gen_ai.prompt.N keys, and last the generic gen_ai.operation.name of the semantic conventions.
+ADAPTERS: tuple[ConventionAdapter, ...] = (
+    OpenInferenceAdapter(),
+    MastraAdapter(),
+    VercelAiAdapter(),
+    PydanticAiAdapter(),
+    OpenLlmetryAdapter(),
+    GenAiSemconvAdapter(),
+)
 
 
 def adapter_for(span: Span, adapters: tuple[ConventionAdapter, ...] = ADAPTERS) -> ConventionAdapter | None:
@@ -27,6 +42,11 @@ __all__ = [
     "AgentInfo",
     "ConventionAdapter",
     "GenAiSemconvAdapter",
+    "MastraAdapter",
+    "OpenInferenceAdapter",
+    "OpenLlmetryAdapter",
+    "PydanticAiAdapter",
+    "VercelAiAdapter",
     "LlmCall",
     "SpanRole",
     "ToolExecution",
