@@ -16,7 +16,7 @@ from typing import Any
 
 from ingest.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
 from ingest.correlate import attach_logs
-from schemas import AgentRun, LogRecord, Message, RunInput, Span, ToolInvocation, Usage
+from schemas import AgentRun, LogRecord, Message, Part, RunInput, Span, ToolInvocation, Usage
 from schemas.agent_run import ToolState
 from schemas.spans import STATUS_ERROR
 
@@ -374,7 +374,19 @@ def _add_unjoined_tools(output: list[Message], starts: list[int], tools: list[_N
             starts.insert(0, node.span.start_time_unix_nano)
             at = 0
         target = output[at]
-        output[at] = target.model_copy(update={"tool_invocations": [*target.tool_invocations, invocation]})
+        # The step's parts get the call too, so parts and tool_invocations tell the same story.
+        part = Part(
+            type="tool_call",
+            tool_call_id=invocation.tool_call_id,
+            tool_name=invocation.tool_name,
+            args=invocation.args,
+        )
+        output[at] = target.model_copy(
+            update={
+                "tool_invocations": [*target.tool_invocations, invocation],
+                "parts": [*target.parts, part],
+            }
+        )
     return output
 
 

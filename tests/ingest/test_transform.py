@@ -566,3 +566,24 @@ def test_run_without_any_message_content_is_marked_content_missing() -> None:
     assert (run.usage.input_tokens, run.usage.output_tokens) == (12, 4)
     full = only_run(build_runs(load_otlp_spans("otel_genai_semconv__main")))
     assert full.content_missing is False
+
+
+def test_a_tool_span_joined_to_a_step_is_also_one_of_its_parts() -> None:
+    spans = [
+        make_span("a000000000000001", attributes=agent("weather"), start=100, end=2_000),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat([msg("user", text("Oslo?"))], [msg("assistant", text(""))]),
+            start=200,
+        ),
+        make_span(
+            "b000000000000001",
+            "a000000000000001",
+            tool("call_1", "get_weather", **{"gen_ai.tool.call.arguments": '{"city": "Oslo"}'}),
+            start=300,
+        ),
+    ]
+    [step] = only_run(build_runs(spans)).output
+    calls = [p.model_extra for p in step.parts if p.type == "tool_call"]
+    assert calls == [{"tool_call_id": "call_1", "tool_name": "get_weather", "args": {"city": "Oslo"}}]
