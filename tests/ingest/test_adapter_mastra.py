@@ -79,9 +79,13 @@ def test_main_fixture_1x_gives_one_faithful_run() -> None:
     assert texts(run.input.system_messages) == [("system", WEATHER_PROMPT)]
 
     # One message per chat (model_inference) span; the tool span (a child of agent_step, not of
-    # chat) joins the step before it. chat 1 wrote an empty text part: no content, no text part.
+    # chat) joins the step before it, as an invocation and a tool_call part. chat 1 wrote an empty
+    # text part: no content, no text part.
     first, final = run.output
-    assert (first.content, first.parts, first.reasoning) == ("", [], None)
+    assert (first.content, first.reasoning) == ("", None)
+    assert [(p.type, p.model_extra) for p in first.parts] == [
+        ("tool_call", {"tool_call_id": CALL_ID, "tool_name": "weatherTool", "args": {"location": "Paris"}})
+    ]
     assert invocations(first) == [
         {
             "tool_call_id": CALL_ID,
