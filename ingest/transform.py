@@ -41,6 +41,9 @@ class _TraceIndex:
     tools: dict[str, ToolExecution] = field(default_factory=dict)
     # Tool results seen as tool_result parts in some model call's input, by tool call id.
     replies: dict[str, Any] = field(default_factory=dict)
+    # Reasoning of an earlier step, as a later prompt replays it (the step's own span may lack it),
+    # by the ids of the tool calls that step made.
+    replayed_reasoning: dict[str, list[Part]] = field(default_factory=dict)
 
 
 def build_runs(
@@ -108,6 +111,14 @@ def _index(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) -> _T
         if node.role is SpanRole.LLM and isinstance(call := _read("llm_call", node), LlmCall):
             index.calls[node.span.span_id] = call
             # Tool results come back in a later prompt, or (server-executed tools) in the same answer.
+            for message in call.input_messages:
+                reasoning = [p for p in message.parts if p.type == "reasoning"]
+                if message.role == "assistant" and reasoning:
+                    for part in message.parts:
+                        if part.type == "tool_call" and (
+                            call_id := (part.model_extra or {}).get("tool_call_id")
+                        ):
+                            index.replayed_reasoning.setdefault(str(call_id), reasoning)
             for message in [*call.input_messages, *call.output_messages]:
                 for part in message.parts:
                     extra = part.model_extra or {}
@@ -394,7 +405,22 @@ def _with_tool_invocations(message: Message, index: _TraceIndex) -> Message:
     invocations = [
         _join_tool_call(part.model_extra or {}, index) for part in message.parts if part.type == "tool_call"
     ]
-    return message.model_copy(update={"role": "assistant", "tool_invocations": invocations})
+    update: dict[str, Any] = {"role": "assistant", "tool_invocations": invocations}
+    if not message.reasoning:
+        # Some SDKs record a step's reasoning only in the next prompt, which replays the step.
+        replayed = next(
+            (
+                index.replayed_reasoning[t.tool_call_id]
+                for t in invocations
+                if t.tool_call_id in index.replayed_reasoning
+            ),
+            None,
+        )
+        if replayed:
+            texts = [str((p.model_extra or {}).get("text") or "") for p in replayed]
+            update["parts"] = [*replayed, *message.parts]
+            update["reasoning"] = "\n".join(t for t in texts if t) or None
+    return message.model_copy(update=update)
 
 
 def _join_tool_call(call: dict[str, Any], index: _TraceIndex) -> ToolInvocation:

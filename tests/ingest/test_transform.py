@@ -587,3 +587,37 @@ def test_a_tool_span_joined_to_a_step_is_also_one_of_its_parts() -> None:
     [step] = only_run(build_runs(spans)).output
     calls = [p.model_extra for p in step.parts if p.type == "tool_call"]
     assert calls == [{"tool_call_id": "call_1", "tool_name": "get_weather", "args": {"city": "Oslo"}}]
+
+
+def test_reasoning_a_later_prompt_replays_is_given_back_to_its_step() -> None:
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
+    thought = {"type": "reasoning", "content": "The user wants Oslo's weather; call the tool."}
+    spans = [
+        make_span("a000000000000001", attributes=agent("weather"), start=100, end=2_000),
+        # The first step's own span records the tool call but not the reasoning...
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat([msg("user", text("Oslo?"))], [msg("assistant", call)]),
+            start=200,
+        ),
+        # ...which the second prompt replays with the call.
+        make_span(
+            "c000000000000002",
+            "a000000000000001",
+            chat(
+                [
+                    msg("user", text("Oslo?")),
+                    msg("assistant", thought, call),
+                    msg("tool", {"type": "tool_call_response", "id": "call_1", "response": "snow"}),
+                ],
+                [msg("assistant", text("Snowing."))],
+            ),
+            start=300,
+        ),
+    ]
+    first, final = only_run(build_runs(spans)).output
+    assert first.reasoning == "The user wants Oslo's weather; call the tool."
+    assert [p.type for p in first.parts] == ["reasoning", "tool_call"]
+    assert first.content == ""
+    assert (final.reasoning, final.content) == (None, "Snowing.")
