@@ -31,6 +31,9 @@ def _add_service_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kafka-topic", help="topic of OTLP export requests (the collector writes otlp_spans)"
     )
+    parser.add_argument(
+        "--kafka-logs-topic", help="topic of OTLP logs export requests (the collector writes otlp_logs)"
+    )
     parser.add_argument("--kafka-group", help="consumer group (default tracescore)")
     parser.add_argument("--idle", type=float, help="seconds a trace must be quiet before scoring (default 2)")
     parser.add_argument(
@@ -46,6 +49,7 @@ def _service_config(args: argparse.Namespace) -> ServiceConfig:
         "receiver.http_port": args.http_port,
         "kafka.bootstrap": args.kafka_bootstrap,
         "kafka.topic": args.kafka_topic,
+        "kafka.logs_topic": args.kafka_logs_topic,
         "kafka.group": args.kafka_group,
         "assembly.idle_seconds": args.idle,
         "assembly.max_wait_seconds": args.max_wait,
@@ -88,16 +92,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ingest.decode import decode_traces
+    from ingest.decode import decode_logs, decode_traces
     from ingest.transform import build_runs
 
     batch = decode_traces("otlp_json", Path(args.otlp_json).read_bytes())
-    for error in batch.errors:
+    logs = decode_logs("otlp_json", Path(args.logs).read_bytes()) if args.logs else None
+    for error in [*batch.errors, *(logs.errors if logs else [])]:
         print(f"warning: {error}", file=sys.stderr)
     by_trace: dict[str, list[Any]] = {}
     for span in batch.spans:
         by_trace.setdefault(span.trace_id, []).append(span)
-    runs = [run.to_json_dict() for spans in by_trace.values() for run in build_runs(spans)]
+    # Each trace gets the log records of the same trace, as the assembler hands them to the transform.
+    logs_by_trace: dict[str, list[Any]] = {}
+    for record in logs.logs if logs else []:
+        logs_by_trace.setdefault(record.trace_id, []).append(record)
+    runs = [
+        run.to_json_dict()
+        for trace_id, spans in by_trace.items()
+        for run in build_runs(spans, logs_by_trace.get(trace_id, []))
+    ]
     json.dump(runs, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
@@ -134,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="print the AgentRuns an OTLP/JSON export request produces")
     inspect.add_argument("otlp_json", help="file holding an OTLP/JSON ExportTraceServiceRequest")
+    inspect.add_argument(
+        "--logs",
+        metavar="OTLP_LOGS_JSON",
+        help="file holding an OTLP/JSON ExportLogsServiceRequest whose records belong to those spans",
+    )
     inspect.set_defaults(func=cmd_inspect)
 
     score = sub.add_parser("score", help="score one AgentRun JSON file with one scorer")

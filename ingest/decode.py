@@ -1,9 +1,11 @@
-"""The one registry of OTLP trace encodings, shared by the gRPC, HTTP and Kafka receivers.
+"""The one registry of OTLP decoders, by signal and encoding, shared by the gRPC, HTTP and Kafka receivers.
 
-``decode_traces(encoding, payload)`` turns an export request (``otlp_proto`` bytes or ``otlp_json``)
-into a ``SpanBatch``. A payload that cannot be read as a whole raises ``DecodeError``; a span that is
-bad on its own (ids of the wrong size, all-zero ids, unreadable in JSON) is dropped and counted in
-``SpanBatch.rejected_spans`` so the rest of the request still gets through (OTLP partial success).
+``decode(signal, encoding, payload)`` turns an export request of ``traces`` or ``logs`` (``otlp_proto``
+bytes or ``otlp_json``) into a ``SpanBatch`` holding spans or log records; ``decode_traces`` and
+``decode_logs`` name the signal. A payload that cannot be read as a whole raises ``DecodeError``; an
+item that is bad on its own (ids of the wrong size, all-zero span ids, unreadable in JSON) is dropped
+and counted in ``SpanBatch.rejected_spans`` so the rest of the request still gets through (OTLP
+partial success). A log record's ids may be empty: it is then stored but correlated with no span.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.protobuf import message as protobuf_message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -19,8 +25,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ingest.otlp_json import SPAN_ID_BYTES, TRACE_ID_BYTES, JsonRequestError, parse_trace_request
-from schemas.spans import Span, SpanBatch, SpanEvent, SpanLink
+from ingest.otlp_json import (
+    SPAN_ID_BYTES,
+    TRACE_ID_BYTES,
+    JsonRequestError,
+    parse_logs_request,
+    parse_trace_request,
+)
+from schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
+
+SIGNAL_TRACES = "traces"
+SIGNAL_LOGS = "logs"
 
 # A request full of bad spans would otherwise carry one message per span back to the client.
 MAX_ERROR_MESSAGES = 10
@@ -38,10 +53,11 @@ class _BadSpan(Exception):
 
 
 class _BatchBuilder:
-    """Collects converted spans, and counts rejections while keeping only a few of their messages."""
+    """Collects converted items, and counts rejections while keeping only a few of their messages."""
 
     def __init__(self, rejected_spans: int = 0, errors: Iterable[str] = ()) -> None:
         self.spans: list[Span] = []
+        self.logs: list[LogRecord] = []
         self.rejected_spans = rejected_spans
         self._errors: list[str] = []
         self._more_errors = 0
@@ -62,7 +78,9 @@ class _BatchBuilder:
         errors = list(self._errors)
         if self._more_errors:
             errors.append(f"... and {self._more_errors} more")
-        return SpanBatch.model_construct(spans=self.spans, rejected_spans=self.rejected_spans, errors=errors)
+        return SpanBatch.model_construct(
+            spans=self.spans, logs=self.logs, rejected_spans=self.rejected_spans, errors=errors
+        )
 
 
 def decode_otlp_proto(payload: bytes) -> SpanBatch:
@@ -81,18 +99,55 @@ def decode_otlp_json(payload: bytes) -> SpanBatch:
     return request_to_batch(parsed.request, _BatchBuilder(parsed.rejected_spans, parsed.errors))
 
 
+def decode_logs_otlp_proto(payload: bytes) -> SpanBatch:
+    try:
+        request = ExportLogsServiceRequest.FromString(payload)
+    except protobuf_message.DecodeError as exc:
+        raise DecodeError(f"payload is not a protobuf ExportLogsServiceRequest: {exc}") from None
+    return logs_request_to_batch(request)
+
+
+def decode_logs_otlp_json(payload: bytes) -> SpanBatch:
+    try:
+        parsed = parse_logs_request(payload)
+    except JsonRequestError as exc:
+        raise DecodeError(str(exc)) from None
+    return logs_request_to_batch(parsed.request, _BatchBuilder(parsed.rejected_spans, parsed.errors))
+
+
 Decoder = Callable[[bytes], SpanBatch]
 
 ENCODINGS: dict[str, Decoder] = {"otlp_proto": decode_otlp_proto, "otlp_json": decode_otlp_json}
+LOG_ENCODINGS: dict[str, Decoder] = {"otlp_proto": decode_logs_otlp_proto, "otlp_json": decode_logs_otlp_json}
+# The one registry: signal -> encoding -> decoder.
+DECODERS: dict[str, dict[str, Decoder]] = {SIGNAL_TRACES: ENCODINGS, SIGNAL_LOGS: LOG_ENCODINGS}
+
+
+def decode(signal: str, encoding: str, payload: bytes) -> SpanBatch:
+    """Decode one export request of ``signal`` (traces or logs).
+
+    Raises DecodeError when the payload as a whole is unreadable, ValueError for an unknown signal or
+    encoding.
+    """
+    try:
+        encodings = DECODERS[signal]
+    except KeyError:
+        raise ValueError(f"unknown signal {signal!r}; known: {', '.join(DECODERS)}") from None
+    try:
+        decoder = encodings[encoding]
+    except KeyError:
+        raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(encodings)}") from None
+    return decoder(payload)
 
 
 def decode_traces(encoding: str, payload: bytes) -> SpanBatch:
     """Decode one trace export request. Raises DecodeError when the payload as a whole is unreadable."""
-    try:
-        decoder = ENCODINGS[encoding]
-    except KeyError:
-        raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(ENCODINGS)}") from None
-    return decoder(payload)
+    return decode(SIGNAL_TRACES, encoding, payload)
+
+
+def decode_logs(encoding: str, payload: bytes) -> SpanBatch:
+    """Decode one logs export request into ``SpanBatch.logs``. Raises DecodeError as ``decode_traces``."""
+    return decode(SIGNAL_LOGS, encoding, payload)
 
 
 def encoding_for_content_type(content_type: str) -> str | None:
@@ -107,6 +162,22 @@ def export_response(batch: SpanBatch) -> ExportTraceServiceResponse:
         response.partial_success.rejected_spans = batch.rejected_spans
         response.partial_success.error_message = batch.error_message
     return response
+
+
+def export_logs_response(batch: SpanBatch) -> ExportLogsServiceResponse:
+    """The OTLP logs response; partial_success (rejected_log_records) only when something was left out."""
+    response = ExportLogsServiceResponse()
+    if batch.rejected_spans or batch.errors:
+        response.partial_success.rejected_log_records = batch.rejected_spans
+        response.partial_success.error_message = batch.error_message
+    return response
+
+
+def export_response_for(
+    signal: str, batch: SpanBatch
+) -> ExportTraceServiceResponse | ExportLogsServiceResponse:
+    """The OTLP export response of ``signal`` for a decoded batch."""
+    return export_logs_response(batch) if signal == SIGNAL_LOGS else export_response(batch)
 
 
 def request_to_batch(
@@ -187,6 +258,57 @@ def _links(links: Iterable[trace_pb2.Span.Link], label: str, builder: _BatchBuil
             )
         )
     return out
+
+
+def logs_request_to_batch(
+    request: ExportLogsServiceRequest, builder: _BatchBuilder | None = None
+) -> SpanBatch:
+    builder = builder or _BatchBuilder()
+    for resource_logs in request.resource_logs:
+        resource_attributes = _attributes(resource_logs.resource.attributes)
+        for scope_logs in resource_logs.scope_logs:
+            scope = scope_logs.scope
+            scope_attributes = _attributes(scope.attributes)
+            for record in scope_logs.log_records:
+                try:
+                    trace_id = _optional_id_hex(record.trace_id, "trace_id", TRACE_ID_BYTES)
+                    span_id = _optional_id_hex(record.span_id, "span_id", SPAN_ID_BYTES)
+                except ValueError as exc:
+                    label = f"log record {record.event_name!r}" if record.event_name else "log record"
+                    builder.reject(f"{label}: {exc}")
+                    continue
+                attributes = _attributes(record.attributes)
+                event_name = record.event_name or attributes.get("event.name")
+                builder.logs.append(
+                    LogRecord.model_construct(
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        time_unix_nano=record.time_unix_nano,
+                        observed_time_unix_nano=record.observed_time_unix_nano,
+                        severity_number=int(record.severity_number),
+                        severity_text=record.severity_text,
+                        event_name=event_name if isinstance(event_name, str) else "",
+                        body=_any_value(record.body) if record.HasField("body") else None,
+                        attributes=attributes,
+                        resource_attributes=resource_attributes,
+                        scope_name=scope.name,
+                        scope_version=scope.version,
+                        flags=record.flags,
+                        resource_schema_url=resource_logs.schema_url,
+                        scope_schema_url=scope_logs.schema_url,
+                        scope_attributes=scope_attributes,
+                    )
+                )
+    return builder.build()
+
+
+def _optional_id_hex(raw: bytes, name: str, size: int) -> str:
+    """A log record's id: empty or all zeros means none (the record belongs to no span)."""
+    if not raw:
+        return ""
+    if len(raw) != size:
+        raise ValueError(f"{name} must be {size} bytes or empty, got {len(raw)}")
+    return raw.hex() if any(raw) else ""
 
 
 def _id_hex(raw: bytes, name: str, size: int) -> str:

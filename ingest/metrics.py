@@ -61,5 +61,23 @@ class Metrics:
             registry=r,
         )
 
+        # Log records (OTLP logs signal): GenAI message content correlated with spans by id.
+        self.logs_received = Counter(
+            "tracescore_logs_received", "Log records accepted from receivers", ["transport"], registry=r
+        )
+        self.logs_rejected = Counter(
+            "tracescore_logs_rejected", "Log records rejected at decoding", ["transport"], registry=r
+        )
+        self.logs_stored = Counter("tracescore_logs_stored", "Log records written to otel_logs", registry=r)
+        self.logs_dropped = Counter(
+            "tracescore_assembly_logs_dropped",
+            "Log records dropped by the assembler's memory bounds (they are stored)",
+            ["reason"],
+            registry=r,
+        )
+        self.logs_pending = Gauge(
+            "tracescore_assembly_logs_pending", "Log records held by the assembler", registry=r
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,4 +1,4 @@
-"""The ClickHouse store: spans, scores and decisions, in embedded chDB or a ClickHouse server.
+"""The ClickHouse store: spans, log records, scores and decisions, in embedded chDB or a ClickHouse server.
 
 One module serves both through clickhouse-connect: a plain path or ``chdb:///abs/path`` opens chDB
 in-process; ``http(s)://user:password@host:port`` reaches a server. Every client call runs on one
@@ -25,22 +25,24 @@ from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalErr
 
 from ingest.store_rows import (
     DECISIONS_COLUMNS,
+    OTEL_LOGS_COLUMNS,
     OTEL_TRACES_COLUMNS,
     SCORES_COLUMNS,
     decision_json,
     decision_row,
+    log_row,
     score_json,
     score_row,
     span_row,
 )
-from schemas import Decision, ScoreRecord, Span
+from schemas import Decision, LogRecord, ScoreRecord, Span
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 # Applied in this order: the view reads the tables before it.
-DDL_FILES = ("otel_traces.sql", "scores.sql", "score_decisions.sql", "span_scores_view.sql")
+DDL_FILES = ("otel_traces.sql", "otel_logs.sql", "scores.sql", "score_decisions.sql", "span_scores_view.sql")
 
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
 
@@ -110,7 +112,7 @@ def load_ddl(database: str) -> list[str]:
 
 
 class Store:
-    """Spans, scores and decisions in ClickHouse; implements ``ingest.consumers.ScoreSink``."""
+    """Spans, log records, scores and decisions in ClickHouse; implements ``ingest.consumers.ScoreSink``."""
 
     def __init__(self, dsn: str, database: str = "default") -> None:
         self._dsn = resolve_dsn(dsn)
@@ -162,6 +164,12 @@ class Store:
         if spans:
             rows = [span_row(span) for span in spans]
             await self._insert("otel_traces", rows, OTEL_TRACES_COLUMNS)
+
+    async def insert_logs(self, records: Sequence[LogRecord]) -> None:
+        """Write log records to ``otel_logs`` (correlated or not: every accepted record is kept)."""
+        if records:
+            rows = [log_row(record) for record in records]
+            await self._insert("otel_logs", rows, OTEL_LOGS_COLUMNS)
 
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
         if records:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from schemas import Decision, ScoreRecord, Span
+from schemas import Decision, LogRecord, ScoreRecord, Span
 from schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES
 
 OTEL_TRACES_COLUMNS = (
@@ -24,6 +24,13 @@ OTEL_TRACES_COLUMNS = (
     "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
     "StatusMessage", "Events.Timestamp", "Events.Name", "Events.Attributes", "Links.TraceId",
     "Links.SpanId", "Links.TraceState", "Links.Attributes",
+)  # fmt: skip
+
+# The exporter's logs insert; TimestampTime is left to its DEFAULT toDateTime(Timestamp), as there.
+OTEL_LOGS_COLUMNS = (
+    "Timestamp", "TraceId", "SpanId", "TraceFlags", "SeverityText", "SeverityNumber", "ServiceName", "Body",
+    "ResourceSchemaUrl", "ResourceAttributes", "ScopeSchemaUrl", "ScopeName", "ScopeVersion",
+    "ScopeAttributes", "LogAttributes", "EventName",
 )  # fmt: skip
 
 SCORES_COLUMNS = (
@@ -137,6 +144,29 @@ def span_row(span: Span) -> list[Any]:
         [link.span_id for link in span.links],
         [link.trace_state for link in span.links],
         [attribute_map(link.attributes) for link in span.links],
+    ]
+
+
+def log_row(record: LogRecord) -> list[Any]:
+    """One ``otel_logs`` row in OTEL_LOGS_COLUMNS order, as the clickhouseexporter maps a log record."""
+    return [
+        # A record without a timestamp is placed at the time the collector (or SDK) observed it.
+        record.time_unix_nano or record.observed_time_unix_nano,
+        record.trace_id,
+        record.span_id,
+        record.flags & 0xFF,  # the low byte of LogRecord.flags holds the W3C trace flags
+        record.severity_text,
+        min(max(record.severity_number, 0), 255),
+        record.service_name,
+        attribute_string(record.body),
+        record.resource_schema_url,
+        attribute_map(record.resource_attributes),
+        record.scope_schema_url,
+        record.scope_name,
+        record.scope_version,
+        attribute_map(record.scope_attributes),
+        attribute_map(record.attributes),
+        record.event_name,
     ]
 
 

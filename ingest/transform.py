@@ -44,6 +44,8 @@ class _TraceIndex:
     # Reasoning of an earlier step, as a later prompt replays it (the step's own span may lack it),
     # by the ids of the tool calls that step made.
     replayed_reasoning: dict[str, list[Part]] = field(default_factory=dict)
+    # Call ids whose tool_result part says the tool failed (``is_error``).
+    failed_replies: set[str] = field(default_factory=set)
 
 
 def build_runs(
@@ -58,6 +60,14 @@ def build_runs(
     try:
         index = _index(attach_logs(spans, logs), adapters)
         roots = [n for n in index.nodes.values() if _is_run_root(n, index.nodes)]
+        if not roots:
+            # A trace with only retrievals (no agent, no model call): each top retrieval is a run.
+            roots = [
+                n
+                for n in index.nodes.values()
+                if n.role is SpanRole.RETRIEVER
+                and all(a.role is not SpanRole.RETRIEVER for a in _ancestors(n, index.nodes))
+            ]
         members: dict[str, list[_Node]] = {r.span.span_id: [] for r in roots}
         for node in index.nodes.values():
             owner = _owner(node, index.nodes, members)
@@ -119,16 +129,25 @@ def _index(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) -> _T
                             call_id := (part.model_extra or {}).get("tool_call_id")
                         ):
                             index.replayed_reasoning.setdefault(str(call_id), reasoning)
-            for message in [*call.input_messages, *call.output_messages]:
-                for part in message.parts:
-                    extra = part.model_extra or {}
-                    if part.type == "tool_result" and extra.get("tool_call_id"):
-                        index.replies.setdefault(str(extra["tool_call_id"]), extra.get("result"))
+            _note_replies([*call.input_messages, *call.output_messages], index)
         elif node.role is SpanRole.TOOL:
             tool = _read("tool_execution", node)
             if isinstance(tool, ToolExecution) and tool.call_id:
                 index.tools.setdefault(tool.call_id, tool)
     return index
+
+
+def _note_replies(messages: list[Message], index: _TraceIndex) -> None:
+    """Remember the tool results these messages carry, by call id (the first one seen wins)."""
+    for message in messages:
+        for part in message.parts:
+            extra = part.model_extra or {}
+            if part.type == "tool_result" and extra.get("tool_call_id"):
+                call_id = str(extra["tool_call_id"])
+                if call_id not in index.replies:
+                    index.replies[call_id] = extra.get("result")
+                    if extra.get("is_error") is True:
+                        index.failed_replies.add(call_id)
 
 
 def _ancestors(node: _Node, nodes: dict[str, _Node]) -> Iterator[_Node]:
@@ -219,7 +238,7 @@ def _utc(ns: int) -> datetime | None:
 
 def _agent_info(root: _Node, inner: _Node | None) -> AgentInfo | None:
     """The run's agent reading: the root's, completed from a wrapped inner agent span."""
-    outer = _read("agent_info", root) if root.role is SpanRole.AGENT else None
+    outer = _read("agent_info", root) if root.role in (SpanRole.AGENT, SpanRole.RETRIEVER) else None
     outer = outer if isinstance(outer, AgentInfo) else None
     wrapped = _read("agent_info", inner) if inner is not None else None
     wrapped = wrapped if isinstance(wrapped, AgentInfo) else None
@@ -281,12 +300,27 @@ def _build_run(root: _Node, members: list[_Node], index: _TraceIndex, inner: _No
     )
 
 
-def _new_turn_start(messages: list[Message]) -> int:
-    """Index where the trailing block of user messages (the new turn) begins."""
-    cut = len(messages)
-    while cut > 0 and messages[cut - 1].role == "user":
-        cut -= 1
-    return cut
+def _in_turn_tool_step(message: Message) -> bool:
+    return message.role == "tool" or (
+        message.role == "assistant" and any(p.type == "tool_call" for p in message.parts)
+    )
+
+
+def _new_turn(messages: list[Message]) -> tuple[int, int]:
+    """Bounds of the new user turn in a prompt: the trailing block of user messages.
+
+    A prompt that ends in the turn's own tool exchange (the model's tool calls and their results
+    after the user's message, when a model call continues a turn) has its new turn just before
+    that exchange; the exchange is neither new input nor earlier history. A prompt ending in
+    anything else (an assistant's answer) has no new turn: everything is history.
+    """
+    end = len(messages)
+    while end > 0 and _in_turn_tool_step(messages[end - 1]):
+        end -= 1
+    start = end
+    while start > 0 and messages[start - 1].role == "user":
+        start -= 1
+    return (start, end) if start < end else (len(messages), len(messages))
 
 
 def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
@@ -312,7 +346,8 @@ def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
     # The agent span holds only the new turn (util-genai); if a caller put history there too,
     # keep just its trailing user block so history never leaks into the new input.
     agent_turn = [m for m in agent_input if m.role != "system"]
-    agent_turn = agent_turn[_new_turn_start(agent_turn) :] or agent_turn
+    start, end = _new_turn(agent_turn)
+    agent_turn = agent_turn[start:end] or agent_turn
     if agent and agent.remembered_messages is not None:
         # The convention says where the history ends.
         add_system([m for m in agent.remembered_messages if m.role == "system"])
@@ -322,10 +357,10 @@ def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
             system_messages=system,
         )
     history = [m for m in prompt if m.role != "system"]
-    cut = _new_turn_start(history)
+    start, end = _new_turn(history)
     return RunInput(
-        input_messages=agent_turn or history[cut:],
-        remembered_messages=history[:cut],
+        input_messages=agent_turn or history[start:end],
+        remembered_messages=history[:start],
         system_messages=system,
     )
 
@@ -346,29 +381,48 @@ def _run_output(
             starts.append(call.start_ns or span_start)
     if agent and agent.output_messages and (not output or not output[-1].content):
         # No model call captured the final text (content capture off on chat spans, or no chat
-        # spans at all): the agent span's own output is the best record of the answer.
+        # spans at all): the agent span's own output is the best record of the answer. Its tool
+        # messages are not steps; they hold the results of the calls its assistant messages made.
+        _note_replies(agent.output_messages, index)
         for message in agent.output_messages:
-            if message.role != "user":
+            if message.role not in ("user", "tool"):
                 output.append(_with_tool_invocations(message, index))
                 starts.append(starts[-1] if starts else 0)
-    return _add_unjoined_tools(output, starts, tools)
+    return _add_unjoined_tools(output, starts, tools, index)
 
 
-def _add_unjoined_tools(output: list[Message], starts: list[int], tools: list[_Node]) -> list[Message]:
+def _add_unjoined_tools(
+    output: list[Message], starts: list[int], tools: list[_Node], index: _TraceIndex
+) -> list[Message]:
     """Tool spans no model output names (ids not recorded, content capture off) still are calls
     the agent made: each joins the assistant message of the last model call before it, or a
-    message of its own when the run has none."""
+    message of its own when the run has none.
+
+    A tool span without a call id (decorator-made spans) is the execution of a same-named call
+    in the output that no tool span claimed by id: it completes that call instead of adding one.
+    """
     joined = {t.tool_call_id for m in output for t in m.tool_invocations if t.tool_call_id}
-    joined_names = [t.tool_name for m in output for t in m.tool_invocations if not t.tool_call_id]
+    # Calls in the output that an id-less tool span may stand for, by position, in order.
+    unclaimed = [
+        (i, j)
+        for i, m in enumerate(output)
+        for j, t in enumerate(m.tool_invocations)
+        if not t.tool_call_id or t.tool_call_id not in index.tools
+    ]
     for node in sorted(tools, key=_start_order):
         tool = _read("tool_execution", node)
         if not isinstance(tool, ToolExecution):
             continue
         if tool.call_id and tool.call_id in joined:
             continue
-        if not tool.call_id and tool.name in joined_names:
-            joined_names.remove(tool.name)  # an id-less call in the output already stands for it
-            continue
+        if not tool.call_id:
+            match = next(
+                (ij for ij in unclaimed if output[ij[0]].tool_invocations[ij[1]].tool_name == tool.name), None
+            )
+            if match is not None:
+                unclaimed.remove(match)
+                _complete(output, match, tool)
+                continue
         invocation = ToolInvocation(
             tool_call_id=tool.call_id or "",
             tool_name=tool.name or "",
@@ -399,6 +453,24 @@ def _add_unjoined_tools(output: list[Message], starts: list[int], tools: list[_N
             }
         )
     return output
+
+
+def _complete(output: list[Message], at: tuple[int, int], tool: ToolExecution) -> None:
+    """Fill a call's missing result (or failure) from the tool span that ran it."""
+    message = output[at[0]]
+    invocation = message.tool_invocations[at[1]]
+    if tool.is_error:
+        update: dict[str, Any] = {
+            "state": "error",
+            "result": tool.result if tool.result is not None else invocation.result,
+        }
+    elif invocation.result is None and tool.result is not None:
+        update = {"state": "result", "result": tool.result}
+    else:
+        return
+    invocations = list(message.tool_invocations)
+    invocations[at[1]] = invocation.model_copy(update=update)
+    output[at[0]] = message.model_copy(update={"tool_invocations": invocations})
 
 
 def _with_tool_invocations(message: Message, index: _TraceIndex) -> Message:
@@ -438,7 +510,8 @@ def _join_tool_call(call: dict[str, Any], index: _TraceIndex) -> ToolInvocation:
     elif tool is not None and tool.result is not None:
         state, result = "result", tool.result
     elif call_id in index.replies:
-        state, result = "result", index.replies[call_id]
+        state = "error" if call_id in index.failed_replies else "result"
+        result = index.replies[call_id]
     else:
         state, result = "call", None
     return ToolInvocation(tool_call_id=call_id, tool_name=name, args=args, result=result, state=state)

@@ -44,25 +44,29 @@ class ReceiverConfig(_Config):
 
 class KafkaConfig(_Config):
     bootstrap: str | None = None
-    topic: str | None = None
+    topic: str | None = None  # OTLP trace export requests (the collector's kafka exporter: otlp_spans)
+    logs_topic: str | None = None  # OTLP logs export requests (the collector's kafka exporter: otlp_logs)
     group: str = DEFAULT_KAFKA_GROUP
     encoding: str = "otlp_proto"
-    dead_letter_topic: str | None = None  # default: "<topic>.dlq"
+    dead_letter_topic: str | None = None  # default: "<topic>.dlq" (or "<logs_topic>.dlq" without topic)
     session_timeout_ms: int = Field(default=10_000, gt=0)
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> KafkaConfig:
-        if bool(self.bootstrap) != bool(self.topic):
-            raise ValueError("kafka needs both bootstrap and topic (or neither)")
+        if bool(self.bootstrap) != bool(self.topic or self.logs_topic):
+            raise ValueError("kafka needs both bootstrap and topic (or logs_topic), or neither")
+        if self.topic and self.topic == self.logs_topic:
+            # Records are decoded by the topic they come from, so one topic cannot carry both signals.
+            raise ValueError("kafka.topic and kafka.logs_topic must be different topics")
         return self
 
     @property
     def enabled(self) -> bool:
-        return bool(self.bootstrap and self.topic)
+        return bool(self.bootstrap and (self.topic or self.logs_topic))
 
     @property
     def dlq_topic(self) -> str:
-        return self.dead_letter_topic or f"{self.topic}.dlq"
+        return self.dead_letter_topic or f"{self.topic or self.logs_topic}.dlq"
 
 
 class AssemblyConfig(_Config):
@@ -127,6 +131,7 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
     "TRACESCORE_KAFKA_BOOTSTRAP": "kafka.bootstrap",
     "TRACESCORE_KAFKA_TOPIC": "kafka.topic",
+    "TRACESCORE_KAFKA_LOGS_TOPIC": "kafka.logs_topic",
     "TRACESCORE_KAFKA_GROUP": "kafka.group",
     "TRACESCORE_KAFKA_DLQ_TOPIC": "kafka.dead_letter_topic",
     "TRACESCORE_IDLE_SECONDS": "assembly.idle_seconds",

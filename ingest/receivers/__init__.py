@@ -1,8 +1,9 @@
 """OTLP receivers, one per transport (gRPC, HTTP, Kafka), and the export step the request-driven ones share.
 
-``export`` decodes a request through the encoding registry, counts it, and forwards the accepted spans to
-the ``next`` consumer. Its two failures are typed once: ``DecodeError`` is permanent (the client must not
-retry), ``ConsumerUnavailable`` is retryable; each receiver maps them to its transport's status codes.
+``export`` decodes a request of either signal (traces or logs) through the decoding registry, counts it,
+and forwards the accepted spans or log records to the ``next`` consumer. Its two failures are typed once:
+``DecodeError`` is permanent (the client must not retry), ``ConsumerUnavailable`` is retryable; each
+receiver maps them to its transport's status codes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 import logging
 
 from ingest.consumers import SpanConsumer
-from ingest.decode import DecodeError, decode_traces
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
 from schemas.spans import SpanBatch
 
@@ -31,37 +32,59 @@ OUTCOME_UNSUPPORTED = "unsupported"
 
 
 class ConsumerUnavailable(Exception):
-    """The next consumer could not take the spans; the client should retry later."""
+    """The next consumer could not take the spans or log records; the client should retry later."""
 
     retriable = True
 
 
+def count_decoded(batch: SpanBatch, signal: str, metrics: Metrics, transport: str) -> None:
+    """Count what was rejected from a decoded batch, on the counter of its signal."""
+    if not batch.rejected_spans:
+        return
+    counter = metrics.logs_rejected if signal == SIGNAL_LOGS else metrics.spans_rejected
+    counter.labels(transport).inc(batch.rejected_spans)
+    noun = "log record(s)" if signal == SIGNAL_LOGS else "span(s)"
+    log.info("%s export: %d %s rejected: %s", transport, batch.rejected_spans, noun, batch.error_message)
+
+
+def count_received(batch: SpanBatch, metrics: Metrics, transport: str) -> None:
+    """Count the spans and log records a batch handed on."""
+    if batch.spans:
+        metrics.spans_received.labels(transport).inc(len(batch.spans))
+    if batch.logs:
+        metrics.logs_received.labels(transport).inc(len(batch.logs))
+
+
 async def export(
-    encoding: str, payload: bytes, next: SpanConsumer, metrics: Metrics, transport: str
+    encoding: str,
+    payload: bytes,
+    next: SpanConsumer,
+    metrics: Metrics,
+    transport: str,
+    signal: str = SIGNAL_TRACES,
 ) -> SpanBatch:
-    """Decode one export request and hand its spans on.
+    """Decode one export request of ``signal`` and hand its spans or log records on.
 
     Raises DecodeError when the payload is unreadable, ConsumerUnavailable when ``next`` fails.
     """
     try:
         if len(payload) < DECODE_IN_THREAD_BYTES:
-            batch = decode_traces(encoding, payload)
+            batch = decode(signal, encoding, payload)
         else:
-            batch = await asyncio.to_thread(decode_traces, encoding, payload)
+            batch = await asyncio.to_thread(decode, signal, encoding, payload)
     except DecodeError as exc:
         metrics.requests.labels(transport, OUTCOME_INVALID).inc()
-        log.info("%s export request rejected: %s", transport, exc)
+        log.info("%s %s export request rejected: %s", transport, signal, exc)
         raise
-    if batch.rejected_spans:
-        metrics.spans_rejected.labels(transport).inc(batch.rejected_spans)
-        log.info("%s export: %d span(s) rejected: %s", transport, batch.rejected_spans, batch.error_message)
-    if batch.spans:
+    count_decoded(batch, signal, metrics, transport)
+    if batch.spans or batch.logs:
         try:
             await next.consume_spans(batch)
         except Exception as exc:
             metrics.requests.labels(transport, OUTCOME_UNAVAILABLE).inc()
             log.warning("%s export: next consumer failed: %s", transport, exc, exc_info=True)
-            raise ConsumerUnavailable(f"spans could not be stored, retry later: {exc}") from exc
-        metrics.spans_received.labels(transport).inc(len(batch.spans))
+            what = "log records" if signal == SIGNAL_LOGS else "spans"
+            raise ConsumerUnavailable(f"{what} could not be stored, retry later: {exc}") from exc
+        count_received(batch, metrics, transport)
     metrics.requests.labels(transport, OUTCOME_PARTIAL if batch.rejected_spans else OUTCOME_OK).inc()
     return batch

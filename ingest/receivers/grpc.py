@@ -1,23 +1,34 @@
-"""OTLP/gRPC receiver: the TraceService/Export method (default port 4317) on a ``grpc.aio`` server.
+"""OTLP/gRPC receiver: the TraceService and LogsService Export methods (default port 4317) on one
+``grpc.aio`` server.
 
-The method is registered with a generic handler that passes the raw request bytes through, so gRPC
-requests go through the same ``decode_traces("otlp_proto", ...)`` as every other transport. gzip request
+The methods are registered with generic handlers that pass the raw request bytes through, so gRPC
+requests go through the same ``decode(signal, "otlp_proto", ...)`` as every other transport. gzip request
 compression is handled by gRPC itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.consumers import SpanConsumer
-from ingest.decode import DecodeError, export_response
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, export_response_for
 from ingest.metrics import Metrics
 from ingest.receivers import ConsumerUnavailable, export
 from schemas.config import ReceiverConfig
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 METHOD = "Export"
+# gRPC service -> (signal, response type).
+_SERVICES: dict[str, tuple[str, Any]] = {
+    SERVICE: (SIGNAL_TRACES, ExportTraceServiceResponse),
+    LOGS_SERVICE: (SIGNAL_LOGS, ExportLogsServiceResponse),
+}
 TRANSPORT = "grpc"
 SHUTDOWN_GRACE_SECONDS = 5.0
 
@@ -43,12 +54,15 @@ class GrpcReceiver:
         # silently and split the traffic; a clash must fail loudly instead.
         options = [("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)]
         server = grpc.aio.server(options=options)
-        handler = grpc.unary_unary_rpc_method_handler(
-            self._export,
-            request_deserializer=None,  # raw bytes: decoding is the registry's job
-            response_serializer=ExportTraceServiceResponse.SerializeToString,
-        )
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {METHOD: handler}),))
+        handlers = []
+        for service, (signal, response_type) in _SERVICES.items():
+            handler = grpc.unary_unary_rpc_method_handler(
+                self._exporter(signal),
+                request_deserializer=None,  # raw bytes: decoding is the registry's job
+                response_serializer=response_type.SerializeToString,
+            )
+            handlers.append(grpc.method_handlers_generic_handler(service, {METHOD: handler}))
+        server.add_generic_rpc_handlers(tuple(handlers))
         host = self._config.host
         address = f"[{host}]:{self._config.grpc_port}" if ":" in host else f"{host}:{self._config.grpc_port}"
         try:
@@ -66,11 +80,14 @@ class GrpcReceiver:
         if server is not None:
             await server.stop(SHUTDOWN_GRACE_SECONDS)
 
-    async def _export(self, request: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
-        try:
-            batch = await export("otlp_proto", request, self._next, self._metrics, TRANSPORT)
-        except DecodeError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except ConsumerUnavailable as exc:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        return export_response(batch)
+    def _exporter(self, signal: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[Any]]:
+        async def export_signal(request: bytes, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                batch = await export("otlp_proto", request, self._next, self._metrics, TRANSPORT, signal)
+            except DecodeError as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            except ConsumerUnavailable as exc:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            return export_response_for(signal, batch)
+
+        return export_signal

@@ -1,9 +1,9 @@
 """OTLP/HTTP receiver (default port 4318) and the small HTTP API served beside it, on one aiohttp server.
 
-``POST /v1/traces`` takes protobuf or JSON (by Content-Type), optionally gzip/deflate; answers follow
-the OTLP/HTTP specification: an ExportTraceServiceResponse on success, a ``google.rpc.Status`` on error,
-both in the request's encoding. ``GET /api/scores``, ``GET /healthz`` and ``GET /metrics`` serve scores,
-health and Prometheus metrics.
+``POST /v1/traces`` and ``POST /v1/logs`` take protobuf or JSON (by Content-Type), optionally
+gzip/deflate; answers follow the OTLP/HTTP specification: an ExportTraceServiceResponse (or
+ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in the request's encoding.
+``GET /api/scores``, ``GET /healthz`` and ``GET /metrics`` serve scores, health and Prometheus metrics.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import json
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
@@ -22,7 +22,14 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 
 from ingest.consumers import SpanConsumer
-from ingest.decode import CONTENT_TYPES, DecodeError, encoding_for_content_type, export_response
+from ingest.decode import (
+    CONTENT_TYPES,
+    SIGNAL_LOGS,
+    SIGNAL_TRACES,
+    DecodeError,
+    encoding_for_content_type,
+    export_response_for,
+)
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers import (
     OUTCOME_INVALID,
@@ -35,6 +42,7 @@ from schemas.config import ReceiverConfig
 
 TRANSPORT = "http"
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 RETRY_AFTER_SECONDS = 5
 SHUTDOWN_GRACE_SECONDS = 5.0
 READ_CHUNK_BYTES = 64 * 1024
@@ -89,7 +97,8 @@ class HttpReceiver:
         if self._runner is not None:
             return
         app = web.Application(client_max_size=self._config.max_request_bytes)
-        app.router.add_post(TRACES_PATH, self._post_traces)
+        app.router.add_post(TRACES_PATH, self._export_handler(SIGNAL_TRACES))
+        app.router.add_post(LOGS_PATH, self._export_handler(SIGNAL_LOGS))
         app.router.add_get("/api/scores", self._get_scores)
         app.router.add_get("/healthz", self._get_health)
         app.router.add_get("/metrics", self._get_metrics)
@@ -115,7 +124,13 @@ class HttpReceiver:
         if runner is not None:
             await runner.cleanup()
 
-    async def _post_traces(self, request: web.Request) -> web.Response:
+    def _export_handler(self, signal: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def post(request: web.Request) -> web.Response:
+            return await self._post_export(request, signal)
+
+        return post
+
+    async def _post_export(self, request: web.Request, signal: str) -> web.Response:
         encoding = encoding_for_content_type(request.content_type)
         try:
             if encoding is None:
@@ -128,7 +143,7 @@ class HttpReceiver:
                 )
             payload = await self._read_body(request)
             try:
-                batch = await export(encoding, payload, self._next, self._metrics, TRANSPORT)
+                batch = await export(encoding, payload, self._next, self._metrics, TRANSPORT, signal)
             except DecodeError as exc:
                 raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
             except ConsumerUnavailable as exc:
@@ -140,7 +155,7 @@ class HttpReceiver:
             # The client cannot read a type it did not send; an unsupported one is answered in JSON.
             headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if failed.status == 503 else None
             return _message_response(failed.status, status, encoding or "otlp_json", headers)
-        return _message_response(200, export_response(batch), encoding)
+        return _message_response(200, export_response_for(signal, batch), encoding)
 
     async def _read_body(self, request: web.Request) -> bytes:
         """The request body, decompressed if need be, never holding more than the size limit."""

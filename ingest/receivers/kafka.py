@@ -1,11 +1,13 @@
 """Kafka receiver: a consumer-group member reading OTLP export requests into the pipeline.
 
 The OpenTelemetry Collector's kafka exporter writes one ``ExportTraceServiceRequest`` per record
-(``otlp_proto`` by default) to the ``otlp_spans`` topic. Records go through the same decoding
-registry as the OTLP receivers. Offsets are committed only after the batch's spans are stored, so a
-crash replays rather than loses; replays are safe because score ids are deterministic.
+(``otlp_proto`` by default) to the ``otlp_spans`` topic, and one ``ExportLogsServiceRequest`` per record
+to ``otlp_logs``. One consumer subscribes to both (``topic`` and ``logs_topic``) and decodes each record
+by the topic it came from, through the same decoding registry as the OTLP receivers. Offsets are
+committed only after the batch's spans and log records are stored, so a crash replays rather than
+loses; replays are safe because score ids are deterministic.
 
-A record that cannot be decoded, or whose spans were partly rejected, is parked in a dead-letter
+A record that cannot be decoded, or whose items were partly rejected, is parked in a dead-letter
 topic with the reason in its headers, and the stream goes on.
 
 kafka-python is a blocking client, so the consumer loop runs on its own thread and hands each polled
@@ -26,9 +28,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
 from ingest.consumers import SpanConsumer
-from ingest.decode import DecodeError, decode_traces
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
-from ingest.receivers import OUTCOME_INVALID, OUTCOME_OK, OUTCOME_PARTIAL
+from ingest.receivers import OUTCOME_INVALID, OUTCOME_OK, OUTCOME_PARTIAL, count_decoded, count_received
 from schemas.config import KafkaConfig
 from schemas.spans import SpanBatch
 
@@ -44,8 +46,14 @@ TRANSPORT = "kafka"
 class KafkaReceiver:
     def __init__(self, config: KafkaConfig, next: SpanConsumer, metrics: Metrics) -> None:
         if not config.enabled:
-            raise ValueError("KafkaReceiver needs kafka.bootstrap and kafka.topic")
+            raise ValueError("KafkaReceiver needs kafka.bootstrap and kafka.topic or kafka.logs_topic")
         self._config = config
+        # Topic -> the signal its records carry.
+        self._signals = {
+            topic: signal
+            for topic, signal in ((config.topic, SIGNAL_TRACES), (config.logs_topic, SIGNAL_LOGS))
+            if topic
+        }
         self._next = next
         self._metrics = metrics
         self._stop = threading.Event()
@@ -73,14 +81,15 @@ class KafkaReceiver:
         if self._error is not None:
             raise RuntimeError(f"kafka receiver failed: {self._error}") from self._error
         if not assigned:
-            raise TimeoutError(f"kafka consumer got no partition of {self._config.topic!r} in {limit_s}s")
+            topics = ", ".join(repr(topic) for topic in self._signals)
+            raise TimeoutError(f"kafka consumer got no partition of {topics} in {limit_s}s")
 
     # -- consumer thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
         try:
             consumer = KafkaConsumer(
-                self._config.topic,
+                *self._signals,
                 bootstrap_servers=self._config.bootstrap,
                 group_id=self._config.group,
                 enable_auto_commit=False,
@@ -119,7 +128,7 @@ class KafkaReceiver:
             try:
                 self._handle(records, producer)
             except Exception as exc:
-                # Spans not stored: rewind to the first record of the batch so nothing is lost, then retry.
+                # Not stored: rewind to the first record of the batch so nothing is lost, then retry.
                 log.warning("kafka batch not stored (%s); retrying in %.1fs", exc, backoff)
                 self._rewind(consumer, polled)
                 self._stop.wait(backoff * random.uniform(0.5, 1.5))
@@ -132,31 +141,33 @@ class KafkaReceiver:
         merged = SpanBatch()
         parked: list[Future[Any]] = []
         for record in records:
+            signal = self._signals.get(record.topic, SIGNAL_TRACES)
             try:
-                batch = decode_traces(self._config.encoding, record.value or b"")
+                batch = decode(signal, self._config.encoding, record.value or b"")
             except DecodeError as exc:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_INVALID).inc()
                 parked.append(self._park(producer, record, str(exc), rejected=None))
                 continue
+            count_decoded(batch, signal, self._metrics, TRANSPORT)
             if batch.rejected_spans:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_PARTIAL).inc()
-                self._metrics.spans_rejected.labels(TRANSPORT).inc(batch.rejected_spans)
                 parked.append(
                     self._park(producer, record, batch.error_message, rejected=batch.rejected_spans)
                 )
             else:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_OK).inc()
             merged.spans.extend(batch.spans)
+            merged.logs.extend(batch.logs)
             merged.rejected_spans += batch.rejected_spans
             merged.errors.extend(batch.errors)
         # Dead letters must be durable before their offsets are committed.
         producer.flush()
         for future in parked:
             future.get(timeout=30)
-        if merged.spans:
+        if merged.spans or merged.logs:
             assert self._loop is not None
             asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
-            self._metrics.spans_received.labels(TRANSPORT).inc(len(merged.spans))
+            count_received(merged, self._metrics, TRANSPORT)
 
     def _park(
         self, producer: KafkaProducer, record: ConsumerRecord, reason: str, rejected: int | None
@@ -177,7 +188,8 @@ class KafkaReceiver:
             ("tracescore.source.offset", str(record.offset).encode()),
         ]
         if rejected is not None:
-            headers.append(("tracescore.rejected_spans", str(rejected).encode()))
+            noun = "log_records" if self._signals.get(record.topic) == SIGNAL_LOGS else "spans"
+            headers.append((f"tracescore.rejected_{noun}", str(rejected).encode()))
         return producer.send(self._config.dlq_topic, value=record.value, key=record.key, headers=headers)
 
     @staticmethod

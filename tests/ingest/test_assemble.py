@@ -14,7 +14,7 @@ import pytest
 
 from ingest.assemble import ManualClock, TraceAssembler
 from ingest.metrics import Metrics
-from schemas import Span, SpanBatch
+from schemas import LogRecord, Span, SpanBatch
 from schemas.config import AssemblyConfig
 from tests.fixtures import make_span
 
@@ -296,3 +296,122 @@ async def test_shutdown_of_a_running_assembler_flushes_and_stops_the_loop() -> N
         await assembler.shutdown()
     assert consumer.span_ids() == [[ROOT]]
     assert assembled(metrics, "shutdown") == 1
+
+
+# --- log records (GenAI content as OTLP logs, correlated by trace and span id) ----------------------
+
+
+class LogsRecordingConsumer:
+    """A TraceConsumer that keeps each trace's spans and log records as they were handed on."""
+
+    def __init__(self) -> None:
+        self.traces: list[tuple[list[str], list[str]]] = []
+
+    async def consume_trace(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
+        self.traces.append(([s.span_id for s in spans], [r.event_name for r in logs]))
+
+
+def log_record(trace: str, span_id: str, event: str, time: int) -> LogRecord:
+    return LogRecord(trace_id=trace, span_id=span_id, event_name=event, time_unix_nano=time, body={"n": time})
+
+
+def build_with_logs(
+    idle: float = 2.0, max_wait: float = 300.0, max_spans: int = 100, late_cache_spans: int = 1000
+) -> tuple[TraceAssembler, LogsRecordingConsumer, Metrics, ManualClock]:
+    config = AssemblyConfig(
+        idle_seconds=idle, max_wait_seconds=max_wait, max_spans_per_trace=max_spans,
+        late_cache_spans=late_cache_spans,
+    )  # fmt: skip
+    consumer, metrics, clock = LogsRecordingConsumer(), Metrics(), ManualClock(1000.0)
+    return TraceAssembler(config, next=consumer, metrics=metrics, clock=clock), consumer, metrics, clock
+
+
+def logs_dropped(metrics: Metrics, reason: str) -> float:
+    return sample(metrics, "tracescore_assembly_logs_dropped_total", reason=reason)
+
+
+async def test_log_records_go_out_with_the_spans_of_their_trace_in_either_order() -> None:
+    assembler, consumer, metrics, clock = build_with_logs(idle=2.0)
+    # Trace A: logs first, spans later; trace B: spans and logs in one batch.
+    await assembler.consume_spans(SpanBatch(logs=[log_record(TRACE_A, CHILD, "gen_ai.user.message", 1)]))
+    await assembler.consume_spans(
+        SpanBatch(
+            spans=[span(TRACE_B, ROOT)],
+            logs=[
+                log_record(TRACE_B, ROOT, "gen_ai.choice", 5),
+                log_record(TRACE_A, CHILD, "gen_ai.choice", 2),
+            ],
+        )
+    )
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
+    assert sample(metrics, "tracescore_assembly_logs_pending") == 3
+    clock.advance(2)
+    await assembler.flush_ready()
+
+    assert sorted(consumer.traces) == [
+        ([ROOT], ["gen_ai.choice"]),
+        ([ROOT, CHILD], ["gen_ai.user.message", "gen_ai.choice"]),
+    ]
+    assert sample(metrics, "tracescore_assembly_logs_pending") == 0
+
+
+async def test_records_without_a_trace_id_are_not_assembled() -> None:
+    assembler, consumer, metrics, clock = build_with_logs()
+    await assembler.consume_spans(SpanBatch(logs=[LogRecord(body="service started", time_unix_nano=1)]))
+    assert sample(metrics, "tracescore_assembly_traces_pending") == 0
+    await assembler.flush_all()
+    assert consumer.traces == []
+
+
+async def test_a_trace_of_log_records_only_waits_for_its_spans_until_max_wait() -> None:
+    assembler, consumer, metrics, clock = build_with_logs(idle=1.0, max_wait=10.0)
+    await assembler.consume_spans(SpanBatch(logs=[log_record(TRACE_A, CHILD, "gen_ai.user.message", 1)]))
+    clock.advance(5)
+    await assembler.flush_ready()
+    assert consumer.traces == []  # quiet, but no root: the spans may still come
+
+    clock.advance(5)
+    await assembler.flush_ready()
+    assert consumer.traces == [([], ["gen_ai.user.message"])]
+    assert assembled(metrics, "max_wait") == 1
+
+
+async def test_log_records_count_toward_the_per_trace_cap_and_resends_are_held_once() -> None:
+    assembler, consumer, metrics, clock = build_with_logs(max_spans=3)
+    first = log_record(TRACE_A, ROOT, "gen_ai.user.message", 1)
+    await assembler.consume_spans(SpanBatch(spans=[span(TRACE_A, ROOT)], logs=[first]))
+    await assembler.consume_spans(SpanBatch(logs=[first]))  # the same record sent again
+    assert logs_dropped(metrics, "duplicate") == 1
+    await assembler.consume_spans(
+        SpanBatch(logs=[log_record(TRACE_A, ROOT, "gen_ai.choice", t) for t in (2, 3, 4)])
+    )
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT)))
+    assert logs_dropped(metrics, "trace_too_large") == 2
+    assert dropped(metrics, "trace_too_large") == 1
+    assert sample(metrics, "tracescore_assembly_logs_pending") == 2
+
+    await assembler.flush_all()
+    assert consumer.traces == [([ROOT], ["gen_ai.user.message", "gen_ai.choice"])]
+
+
+async def test_a_late_log_record_rebuilds_the_trace_with_its_earlier_spans_and_logs() -> None:
+    assembler, consumer, metrics, clock = build_with_logs(idle=2.0)
+    user = log_record(TRACE_A, CHILD, "gen_ai.user.message", 1)
+    spans = [span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)]
+    await assembler.consume_spans(SpanBatch(spans=spans, logs=[user]))
+    clock.advance(2)
+    await assembler.flush_ready()
+
+    await assembler.consume_spans(SpanBatch(logs=[user]))  # only a re-send: nothing new, not emitted
+    clock.advance(2)
+    await assembler.flush_ready()
+    assert len(consumer.traces) == 1
+
+    await assembler.consume_spans(SpanBatch(logs=[log_record(TRACE_A, CHILD, "gen_ai.choice", 9)]))
+    clock.advance(2)
+    await assembler.flush_ready()
+    assert consumer.traces == [
+        ([ROOT, CHILD], ["gen_ai.user.message"]),
+        ([ROOT, CHILD], ["gen_ai.user.message", "gen_ai.choice"]),
+    ]
+    assert assembled(metrics, "late") == 1

@@ -18,7 +18,7 @@ import pytest
 
 from ingest.store import Store, StoreError
 from ingest.store_rows import attribute_string
-from schemas import Decision, ScoreRecord, Span, SpanEvent, SpanLink
+from schemas import Decision, LogRecord, ScoreRecord, Span, SpanEvent, SpanLink
 from schemas.score import score_id
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -404,3 +404,78 @@ def test_description_names_the_store_without_credentials(
 )
 def test_attribute_values_render_as_pdata_as_string(value: object, rendered: str) -> None:
     assert attribute_string(value) == rendered
+
+
+async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -> None:
+    choice = LogRecord(
+        trace_id=TRACE,
+        span_id=ROOT_SPAN,
+        time_unix_nano=START,
+        observed_time_unix_nano=START + 7,
+        severity_number=9,
+        severity_text="INFO",
+        event_name="gen_ai.choice",
+        body={
+            "message": {"role": "assistant", "content": "rainy, 57°F"}, "index": 0, "finish_reason": "stop"
+        },
+        attributes={"gen_ai.system": "openai", "event.name": "gen_ai.choice", "n": 2},
+        resource_attributes={"service.name": "weather-svc", "host.port": 8080},
+        scope_name="openai-v2",
+        scope_version="2.1b0",
+        flags=257,  # the low byte is the trace flags
+        resource_schema_url="https://opentelemetry.io/schemas/1.28.0",
+        scope_schema_url="https://opentelemetry.io/schemas/1.30.0",
+        scope_attributes={"kind": "genai"},
+    )
+    # No timestamp of its own, no trace, a plain string body.
+    startup = LogRecord(observed_time_unix_nano=START + 5_000_000_000, body="service started")
+
+    await store.insert_logs([choice, startup])
+
+    rows = await store.query(
+        "SELECT toUnixTimestamp64Nano(Timestamp) AS Ns, toUnixTimestamp(TimestampTime) AS Seconds, TraceId, "
+        "SpanId, TraceFlags, SeverityText, SeverityNumber, ServiceName, Body, ResourceSchemaUrl, "
+        "ResourceAttributes, ScopeSchemaUrl, ScopeName, ScopeVersion, ScopeAttributes, LogAttributes, "
+        "EventName FROM otel_logs ORDER BY Timestamp"
+    )
+    assert rows[0] == {
+        "Ns": 1_700_000_000_123_456_789,
+        "Seconds": 1_700_000_000,
+        "TraceId": TRACE,
+        "SpanId": ROOT_SPAN,
+        "TraceFlags": 1,
+        "SeverityText": "INFO",
+        "SeverityNumber": 9,
+        "ServiceName": "weather-svc",
+        # pdata's Body().AsString(): a map as compact JSON with sorted keys.
+        "Body": '{"finish_reason":"stop","index":0,"message":{"content":"rainy, 57°F","role":"assistant"}}',
+        "ResourceSchemaUrl": "https://opentelemetry.io/schemas/1.28.0",
+        "ResourceAttributes": {"service.name": "weather-svc", "host.port": "8080"},
+        "ScopeSchemaUrl": "https://opentelemetry.io/schemas/1.30.0",
+        "ScopeName": "openai-v2",
+        "ScopeVersion": "2.1b0",
+        "ScopeAttributes": {"kind": "genai"},
+        "LogAttributes": {"gen_ai.system": "openai", "event.name": "gen_ai.choice", "n": "2"},
+        "EventName": "gen_ai.choice",
+    }
+    assert rows[1] == {
+        "Ns": 1_700_000_005_123_456_789,
+        "Seconds": 1_700_000_005,
+        "TraceId": "",
+        "SpanId": "",
+        "TraceFlags": 0,
+        "SeverityText": "",
+        "SeverityNumber": 0,
+        "ServiceName": "",
+        "Body": "service started",
+        "ResourceSchemaUrl": "",
+        "ResourceAttributes": {},
+        "ScopeSchemaUrl": "",
+        "ScopeName": "",
+        "ScopeVersion": "",
+        "ScopeAttributes": {},
+        "LogAttributes": {},
+        "EventName": "",
+    }
+    await store.insert_logs([])  # nothing to write is not an error
+    assert (await store.query("SELECT count() AS n FROM otel_logs")) == [{"n": 2}]

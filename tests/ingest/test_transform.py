@@ -621,3 +621,88 @@ def test_reasoning_a_later_prompt_replays_is_given_back_to_its_step() -> None:
     assert [p.type for p in first.parts] == ["reasoning", "tool_call"]
     assert first.content == ""
     assert (final.reasoning, final.content) == (None, "Snowing.")
+
+
+def test_a_model_call_continuing_after_tool_results_keeps_the_users_turn_as_input() -> None:
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
+    prompt = [
+        msg("user", text("Hi")),
+        msg("assistant", text("Hello! How can I help?")),
+        msg("user", text("Weather in Oslo?")),
+        msg("assistant", call),
+        msg("tool", {"type": "tool_call_response", "id": "call_1", "response": "snow"}),
+    ]
+    spans = [make_span("c000000000000002", attributes=chat(prompt, [msg("assistant", text("Snowing."))]))]
+    run = only_run(build_runs(spans))
+    assert texts(run.input.input_messages) == [("user", "Weather in Oslo?")]
+    assert texts(run.input.remembered_messages) == [("user", "Hi"), ("assistant", "Hello! How can I help?")]
+    assert texts(run.output) == [("assistant", "Snowing.")]
+
+
+def test_an_id_less_tool_span_completes_the_same_named_call_instead_of_adding_one() -> None:
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
+    spans = [
+        make_span("a000000000000001", attributes=agent("weather"), start=100, end=2_000),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat([msg("user", text("Oslo?"))], [msg("assistant", call)]),
+            start=200,
+        ),
+        # A decorator-made tool span: no call id, but the result.
+        make_span(
+            "b000000000000001",
+            "a000000000000001",
+            tool("", "get_weather", **{"gen_ai.tool.call.result": "snow"}),
+            start=300,
+        ),
+        make_span(
+            "c000000000000002",
+            "a000000000000001",
+            chat([msg("user", text("Oslo?"))], [msg("assistant", text("Snowing."))]),
+            start=400,
+        ),
+    ]
+    first, _ = only_run(build_runs(spans)).output
+    assert [(t.tool_call_id, t.tool_name, t.result, t.state) for t in first.tool_invocations] == [
+        ("call_1", "get_weather", "snow", "result")
+    ]
+
+
+def test_tool_results_held_by_the_agent_span_are_joined_and_are_not_steps() -> None:
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
+    failed = {"type": "tool_call", "id": "call_2", "name": "get_time", "arguments": {}}
+    output = [
+        msg("assistant", call, failed),
+        msg("tool", {"type": "tool_call_response", "id": "call_1", "response": "snow"}),
+        msg("assistant", text("Snowing; I could not get the time.")),
+    ]
+    spans = [
+        make_span(
+            "a000000000000001", attributes=agent("weather", **{"gen_ai.output.messages": messages(*output)})
+        )
+    ]
+    run = only_run(build_runs(spans))
+    assert [m.role for m in run.output] == ["assistant", "assistant"]
+    assert [(t.tool_name, t.result, t.state) for t in run.output[0].tool_invocations] == [
+        ("get_weather", "snow", "result"),
+        ("get_time", None, "call"),
+    ]
+
+
+def test_a_trace_of_retrievals_only_is_a_run_of_its_own() -> None:
+    spans = [
+        make_span(
+            "d000000000000001",
+            attributes={
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": "weather in Paris",
+                "gen_ai.retrieval.documents": json.dumps(
+                    [{"id": "doc1", "score": 0.9, "content": "Paris: rain."}]
+                ),
+            },
+        )
+    ]
+    run = only_run(build_runs(spans))
+    assert run.span_id == "d000000000000001"
+    assert run.context == ["Paris: rain."]
