@@ -24,6 +24,7 @@ from ingest.transform import build_runs
 from schemas import AgentRun, LogRecord, Message, Span, SpanEvent
 from schemas.spans import STATUS_ERROR
 from tests.fixtures import OTLP_DIR, TRACE_ID, load_otlp_spans, make_span
+from tests.run_helpers import invocations, only_run, parts, texts
 
 ADAPTER = GenAiSemconvAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the get_weather tool."
@@ -38,23 +39,6 @@ AGENT, CHAT1, TOOL, CHAT2, OTHER = (
     "c000000000000002",
     "e000000000000001",
 )
-
-
-def texts(items: list[Message]) -> list[tuple[str, str]]:
-    return [(m.role, m.content) for m in items]
-
-
-def only_run(runs: list[AgentRun]) -> AgentRun:
-    assert len(runs) == 1, [r.span_id for r in runs]
-    return runs[0]
-
-
-def invocations(message: Message) -> list[dict[str, Any]]:
-    return [i.model_dump() for i in message.tool_invocations]
-
-
-def parts(message: Message) -> list[dict[str, Any]]:
-    return [p.model_dump() for p in message.parts]
 
 
 def event(name: str, **attributes: Any) -> SpanEvent:

@@ -18,9 +18,10 @@ from ingest.adapters import ADAPTERS, SpanRole, adapter_for
 from ingest.adapters.mastra import MastraAdapter
 from ingest.adapters.mastra_messages import convert_messages, split_new_turn
 from ingest.transform import build_runs
-from schemas import AgentRun, Message, Span
+from schemas import Span
 from schemas.spans import STATUS_ERROR
 from tests.fixtures import all_otlp_fixture_names, load_otlp_spans, make_span
+from tests.run_helpers import invocations, only_run, parts, texts
 
 ADAPTER = MastraAdapter()
 MAIN = "mastra__main"
@@ -30,23 +31,6 @@ WEATHER_PROMPT = "You are a helpful weather assistant. Use the weatherTool to fe
 CALL_ID = "call_VSPygqKTWdrhaFErNvMV18Yl"
 PARIS = {"location": "Paris", "conditions": "rainy", "temperatureF": 57}
 FINAL = "The weather in Paris is currently rainy with a temperature of 57°F."
-
-
-def texts(items: list[Message]) -> list[tuple[str, str]]:
-    return [(m.role, m.content) for m in items]
-
-
-def only_run(runs: list[AgentRun]) -> AgentRun:
-    assert len(runs) == 1, [r.span_id for r in runs]
-    return runs[0]
-
-
-def invocations(message: Message) -> list[dict[str, Any]]:
-    return [i.model_dump() for i in message.tool_invocations]
-
-
-def parts(message: Message) -> list[dict[str, Any]]:
-    return [p.model_dump() for p in message.parts]
 
 
 def roles(spans: list[Span]) -> dict[str, SpanRole]:

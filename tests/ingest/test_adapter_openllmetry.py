@@ -11,9 +11,10 @@ from typing import Any
 
 from ingest.adapters import GenAiSemconvAdapter, OpenLlmetryAdapter, SpanRole, adapter_for
 from ingest.transform import build_runs
-from schemas import AgentRun, LogRecord, Message, SpanEvent
+from schemas import LogRecord, SpanEvent
 from schemas.spans import STATUS_ERROR
 from tests.fixtures import TRACE_ID, load_otlp_spans, make_span
+from tests.run_helpers import only_run, texts
 
 MAIN = "openllmetry_traceloop__main"
 LANGGRAPH = "openllmetry_traceloop__langgraph-react-agent-through-opentelemetry-instrumentation-"
@@ -22,15 +23,6 @@ CALL_ID = "call_VSPygqKTWdrhaFErNvMV18Yl"
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the get_weather tool."
 ANSWER = "The weather in Paris is currently rainy with a temperature of 57°F."
 ADAPTER = OpenLlmetryAdapter()
-
-
-def texts(items: list[Message]) -> list[tuple[str, str]]:
-    return [(m.role, m.content) for m in items]
-
-
-def only_run(runs: list[AgentRun]) -> AgentRun:
-    assert len(runs) == 1, [r.span_id for r in runs]
-    return runs[0]
 
 
 def roles_by_name(spans: list[Any]) -> dict[str, set[SpanRole]]:

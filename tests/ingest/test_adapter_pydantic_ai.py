@@ -17,9 +17,10 @@ from ingest.adapters import SpanRole, adapter_for
 from ingest.adapters.pydantic_ai import PydanticAiAdapter
 from ingest.adapters.pydantic_ai_messages import request_groups
 from ingest.transform import build_runs
-from schemas import AgentRun, LogRecord, Message, Span
+from schemas import LogRecord, Span
 from schemas.spans import STATUS_ERROR
 from tests.fixtures import TRACE_ID, load_otlp_spans, make_span
+from tests.run_helpers import invocations, only_run, texts
 
 ADAPTER = PydanticAiAdapter()
 INSTRUCTIONS = "You are a helpful weather assistant. Always use the get_weather tool."
@@ -36,19 +37,6 @@ RETRY = "Tool error\n\nFix the errors and try again."
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-
-
-def texts(items: list[Message]) -> list[tuple[str, str]]:
-    return [(m.role, m.content) for m in items]
-
-
-def only_run(runs: list[AgentRun]) -> AgentRun:
-    assert len(runs) == 1, [r.span_id for r in runs]
-    return runs[0]
-
-
-def invocations(message: Message) -> list[dict[str, Any]]:
-    return [i.model_dump() for i in message.tool_invocations]
 
 
 def text(content: str) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from typing import Any
 from ingest.adapters import ADAPTERS, AgentInfo, LlmCall, SpanRole, ToolExecution, adapter_for
 from ingest.adapters.vercel_ai import VercelAiAdapter
 from ingest.transform import build_runs
-from schemas import AgentRun, Message, Span
+from schemas import Span
 from schemas.spans import STATUS_ERROR
 from tests.fixtures import load_otlp_spans, make_span
+from tests.run_helpers import invocations, only_run, texts
 
 ADAPTER = VercelAiAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the weather tool."
@@ -23,19 +24,6 @@ CALL_ID = "call_VSPygqKTWdrhaFErNvMV18Yl"
 PARIS = {"location": "Paris", "conditions": "rainy", "temperatureF": 57}
 FINAL = "The weather in Paris is currently rainy with a temperature of 57°F."
 ROOT, CALL1, TOOL, CALL2 = "a000000000000001", "c000000000000001", "d000000000000001", "c000000000000002"
-
-
-def texts(items: list[Message]) -> list[tuple[str, str]]:
-    return [(m.role, m.content) for m in items]
-
-
-def only_run(runs: list[AgentRun]) -> AgentRun:
-    assert len(runs) == 1, [r.span_id for r in runs]
-    return runs[0]
-
-
-def invocations(message: Message) -> list[dict[str, Any]]:
-    return [i.model_dump() for i in message.tool_invocations]
 
 
 def span(span_id: str, parent: str, operation: str, start: int, **attrs: Any) -> Span:

@@ -13,9 +13,9 @@ from typing import Any
 
 from ingest.jsonvalue import as_int, as_list, as_text, parse_json_value
 from ingest.transform import build_runs
-from schemas import AgentRun, Message
 from schemas.spans import STATUS_ERROR
 from tests.fixtures import SERVICE, TRACE_ID, load_otlp_spans, make_span
+from tests.run_helpers import only_run, texts
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"
@@ -59,15 +59,6 @@ def tool(call_id: str, name: str, **attrs: Any) -> dict[str, Any]:
         "gen_ai.tool.call.id": call_id,
         **attrs,
     }
-
-
-def texts(items: list[Message]) -> list[tuple[str, str]]:
-    return [(m.role, m.content) for m in items]
-
-
-def only_run(runs: list[AgentRun]) -> AgentRun:
-    assert len(runs) == 1, [r.span_id for r in runs]
-    return runs[0]
 
 
 # --- the real fixture ------------------------------------------------------------------------------
