@@ -263,3 +263,42 @@ async def test_late_span_rescores_the_run_without_double_counting(service: Servi
         "SELECT count() AS n FROM scores FINAL WHERE TraceId = {t:String}", {"t": trace_id}
     )
     assert counted == [{"n": 2}]
+
+
+async def test_run_without_captured_content_is_skipped_not_scored(service: Service) -> None:
+    """Content capture off: the spans carry operations and usage but no text; nothing is scored."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "e2e-no-content"}))
+    provider.add_span_processor(
+        SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True))
+    )
+    tracer = provider.get_tracer("e2e")
+
+    def emit() -> str:
+        with tracer.start_as_current_span(
+            "invoke_agent quiet",
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "quiet"},
+        ) as agent:
+            with tracer.start_as_current_span(
+                "chat gpt-4o",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-4o",
+                    "gen_ai.usage.input_tokens": 21,
+                    "gen_ai.usage.output_tokens": 8,
+                },
+            ):
+                pass
+            return format(agent.get_span_context().trace_id, "032x")
+
+    trace_id = await asyncio.to_thread(emit)
+    await asyncio.to_thread(provider.shutdown)
+    deadline = time.monotonic() + 30
+    while len(decisions := await service.store.get_decisions(trace_id)) < 2:
+        assert time.monotonic() < deadline, decisions
+        await asyncio.sleep(0.1)
+    assert {(d["scorer_id"], d["decision"]) for d in decisions} == {
+        ("content-similarity-scorer", "skipped_empty"),
+        ("textual-difference-scorer", "skipped_empty"),
+    }
+    assert all("content capture off or redacted" in d["detail"] for d in decisions)
+    assert await service.store.get_scores(trace_id) == []
