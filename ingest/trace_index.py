@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ingest.adapters import ConventionAdapter, LlmCall, SpanRole, ToolExecution
@@ -82,7 +82,31 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
             tool = read_span("tool_execution", node)
             if isinstance(tool, ToolExecution) and tool.call_id:
                 index.tools.setdefault(tool.call_id, tool)
+    _fold_nested_calls(index)
     return index
+
+
+def _fold_nested_calls(index: TraceIndex) -> None:
+    """A model-call span below another is the same call instrumented twice (a framework's model
+    class around a provider SDK's client): keep one call, the outer, completed from the inner
+    where the outer lacks messages or usage, so the step and its tokens count once."""
+    for span_id in list(index.calls):
+        node = index.nodes[span_id]
+        outer = next((a for a in ancestors(node, index.nodes) if a.span.span_id in index.calls), None)
+        if outer is None:
+            continue
+        inner_call = index.calls.pop(span_id)
+        outer_call = index.calls[outer.span.span_id]
+        no_usage = outer_call.usage.input_tokens == 0 and outer_call.usage.output_tokens == 0
+        index.calls[outer.span.span_id] = replace(
+            outer_call,
+            input_messages=outer_call.input_messages or inner_call.input_messages,
+            output_messages=outer_call.output_messages or inner_call.output_messages,
+            system_messages=outer_call.system_messages or inner_call.system_messages,
+            model=outer_call.model or inner_call.model,
+            usage=inner_call.usage if no_usage else outer_call.usage,
+        )
+        index.nodes[span_id] = replace(node, role=SpanRole.OTHER)
 
 
 def note_replies(messages: list[Message], index: TraceIndex) -> None:

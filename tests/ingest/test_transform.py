@@ -697,3 +697,35 @@ def test_a_trace_of_retrievals_only_is_a_run_of_its_own() -> None:
     run = only_run(build_runs(spans))
     assert run.span_id == "d000000000000001"
     assert run.context == ["Paris: rain."]
+
+
+def test_a_model_call_instrumented_twice_counts_once() -> None:
+    # A framework's model span (no usage recorded) around the provider SDK's span of the same call.
+    spans = [
+        make_span("a000000000000001", attributes=agent("weather"), start=100, end=2_000),
+        make_span(
+            "c000000000000001",
+            "a000000000000001",
+            chat([msg("user", text("Oslo?"))], [msg("assistant", text("Snowing."))]),
+            start=200,
+            end=900,
+        ),
+        make_span(
+            "c000000000000002",
+            "c000000000000001",
+            chat(
+                [msg("user", text("Oslo?"))],
+                [msg("assistant", text("Snowing."))],
+                **{"gen_ai.usage.input_tokens": 9, "gen_ai.usage.output_tokens": 3},
+            ),
+            start=210,
+            end=890,
+        ),
+    ]
+    run = only_run(build_runs(spans))
+    assert texts(run.output) == [("assistant", "Snowing.")]
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (9, 3)
+    # Without an agent above, the pair is still one run, rooted at the outer span.
+    alone = only_run(build_runs(spans[1:]))
+    assert alone.span_id == "c000000000000001"
+    assert (alone.usage.input_tokens, alone.usage.output_tokens) == (9, 3)
