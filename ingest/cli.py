@@ -1,4 +1,4 @@
-"""The ``tracescore`` command: serve, demo, inspect, score."""
+"""The ``tracescore`` command: serve, demo, inspect, score, eval."""
 
 from __future__ import annotations
 
@@ -159,6 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--run", required=True, help="AgentRun JSON file")
     score.add_argument("--options", help="scorer options as a JSON object")
     score.set_defaults(func=cmd_score)
+
+    from ingest.eval_cli import add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 

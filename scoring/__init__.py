@@ -1,16 +1,29 @@
 """Scoring agent runs: the scorer pipeline, prebuilt scorers, sampling and the executor."""
 
+from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
+from scoring.judge import Judge, JudgeResult, delimit
+from scoring.judge_errors import JudgeError
+from scoring.prompt_step import PromptObject
 from scoring.registry import SCORERS, build_scorer
 from scoring.sampling import is_sampled
 from scoring.scorer import Scorer, ScorerError, ScorerResult, StepContext, create_scorer
 
 __all__ = [
     "SCORERS",
+    "EvalItem",
+    "EvalItemResult",
+    "Judge",
+    "JudgeError",
+    "JudgeResult",
+    "PromptObject",
+    "RunEvalsResult",
     "Scorer",
     "ScorerError",
     "ScorerResult",
     "StepContext",
     "build_scorer",
     "create_scorer",
+    "delimit",
     "is_sampled",
+    "run_evals",
 ]

@@ -10,8 +10,16 @@ from typing import Any
 from pydantic import ValidationError, validate_call
 
 from scoring.prebuilt import (
+    create_completeness_scorer,
     create_content_similarity_scorer,
+    create_exact_match_scorer,
+    create_json_diff_scorer,
+    create_keyword_coverage_scorer,
+    create_levenshtein_scorer,
+    create_list_contains_scorer,
+    create_numeric_diff_scorer,
     create_textual_difference_scorer,
+    create_tone_scorer,
     create_tool_call_accuracy_scorer_code,
 )
 from scoring.scorer import Scorer
@@ -23,6 +31,15 @@ SCORERS: dict[str, ScorerFactory] = {
     "textual-difference": create_textual_difference_scorer,
     "content-similarity": create_content_similarity_scorer,
     "tool-call-accuracy-code": create_tool_call_accuracy_scorer_code,
+    "completeness": create_completeness_scorer,
+    "keyword-coverage": create_keyword_coverage_scorer,
+    "tone": create_tone_scorer,
+    # autoevals heuristics, as VoltAgent's scorers.exactMatch etc. (they compare with ground_truth)
+    "exact-match": create_exact_match_scorer,
+    "levenshtein": create_levenshtein_scorer,
+    "json-diff": create_json_diff_scorer,
+    "list-contains": create_list_contains_scorer,
+    "numeric-diff": create_numeric_diff_scorer,
 }
 
 # A scorer's own id (what Mastra and the store call it) -> its short name.
@@ -30,6 +47,13 @@ SCORER_IDS: dict[str, str] = {
     "textual-difference-scorer": "textual-difference",
     "content-similarity-scorer": "content-similarity",
     "code-tool-call-accuracy-scorer": "tool-call-accuracy-code",
+    "completeness-scorer": "completeness",
+    "keyword-coverage-scorer": "keyword-coverage",
+    "tone-scorer": "tone",
+    "exactMatch": "exact-match",
+    "jsonDiff": "json-diff",
+    "listContains": "list-contains",
+    "numericDiff": "numeric-diff",
 }
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

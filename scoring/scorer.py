@@ -13,6 +13,9 @@ A Python mirror of Mastra's ``createScorer``::
     )
     result = await scorer.run(run)  # an AgentRun, or a dict of the same shape
 
+A step may also be a prompt object answered by an LLM judge (``create_scorer(judge=...)``); see
+``scoring.prompt_step``.
+
 Each step receives a ``StepContext`` with ``run`` and ``results`` (``preprocess_step_result``,
 ``analyze_step_result``; for ``generate_reason`` also ``score``). Steps may be sync or async.
 
@@ -39,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
 from schemas import AgentRun, Score
+from scoring.judge import Judge
+from scoring.prompt_step import PromptObject, PromptStep
 
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
 Need = Literal["input", "output", "context"]
@@ -73,14 +78,18 @@ class StepContext:
 
 @dataclass(frozen=True, slots=True)
 class StepOutcome:
-    """A step's value, and the prompt it sent when the step is an LLM prompt."""
+    """A step's value; for a prompt-object step also the prompt it sent and the judge's usage."""
 
     value: Any
     prompt: str | None = None
+    judge_model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 class Step(Protocol):
-    """One pipeline step. Function steps exist now; prompt-object (LLM judge) steps plug in here."""
+    """One pipeline step: a ``FunctionStep`` or a prompt-object ``PromptStep`` (LLM judge)."""
 
     @property
     def name(self) -> StepName: ...
@@ -89,6 +98,8 @@ class Step(Protocol):
 
 
 StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
+# A function, or a prompt object (``PromptObject`` or a dict of its keys) answered by a judge.
+StepDef = StepFn | PromptObject | Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +136,11 @@ class ScorerResult(BaseModel):
     analyze_prompt: str | None = None
     generate_score_prompt: str | None = None
     generate_reason_prompt: str | None = None
+    # The judges' usage summed over the prompt-object steps (distinct models comma-joined).
+    judge_model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
 
     def step_results(self) -> dict[str, Any]:
         """The step results as JSON-safe data (non-finite floats become null)."""
@@ -169,6 +185,8 @@ class Scorer:
     # The run content the scorer reads. A run that lacks one (capture off, redacted) is not scored:
     # the executor records ``skipped_empty`` instead of scoring empty strings.
     needs: frozenset[Need] = DEFAULT_NEEDS
+    # The default judge of prompt-object steps (a step's own judge replaces it).
+    judge: Judge | None = None
 
     def missing_needs(self, run: AgentRun) -> list[Need]:
         """The needed pieces of content this run does not have."""
@@ -179,28 +197,40 @@ class Scorer:
         }
         return sorted(need for need in self.needs if not present[need])
 
-    def preprocess(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+    def preprocess(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
         """A new scorer with this preprocess step (replacing any earlier one)."""
         return self._with_step("preprocess", fn, heavy)
 
-    def analyze(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+    def analyze(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
         return self._with_step("analyze", fn, heavy)
 
-    def generate_score(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+    def generate_score(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
         return self._with_step("generate_score", fn, heavy)
 
-    def generate_reason(self, fn: StepFn, *, heavy: bool = False) -> Scorer:
+    def generate_reason(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
         return self._with_step("generate_reason", fn, heavy)
 
-    def _with_step(self, name: StepName, fn: StepFn, heavy: bool) -> Scorer:
-        if not callable(fn):
-            raise TypeError(f"{name} of scorer {self.id!r} must be a function, got {type(fn).__name__}")
-        if heavy and inspect.iscoroutinefunction(fn):
-            raise ValueError(
-                f"{name} of scorer {self.id!r}: heavy=True is for sync functions, not async ones"
+    def _with_step(self, name: StepName, fn: StepDef, heavy: bool) -> Scorer:
+        new_step: Step
+        if isinstance(fn, PromptObject | Mapping):
+            if heavy:
+                raise ValueError(f"{name} of scorer {self.id!r}: heavy=True is for function steps")
+            try:
+                new_step = PromptStep.build(name, fn, self.judge)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"scorer {self.id!r}: {exc}") from exc
+        elif callable(fn):
+            if heavy and inspect.iscoroutinefunction(fn):
+                raise ValueError(
+                    f"{name} of scorer {self.id!r}: heavy=True is for sync functions, not async ones"
+                )
+            new_step = FunctionStep(name, fn, heavy)
+        else:
+            raise TypeError(
+                f"{name} of scorer {self.id!r} must be a function or a prompt object, got {type(fn).__name__}"
             )
         kept = [step for step in self.steps if step.name != name]
-        steps = sorted([*kept, FunctionStep(name, fn, heavy)], key=lambda step: STEP_ORDER.index(step.name))
+        steps = sorted([*kept, new_step], key=lambda step: STEP_ORDER.index(step.name))
         return replace(self, steps=tuple(steps))
 
     async def run(self, run: AgentRun | Mapping[str, Any]) -> ScorerResult:
@@ -210,6 +240,9 @@ class Scorer:
             raise ScorerError(self.id, "generate_score", "the scorer has no generate_score step")
         results: dict[str, Any] = {}
         prompts: dict[str, str] = {}
+        judge_models: list[str] = []
+        input_tokens = output_tokens = 0
+        cost_usd = 0.0
         score: float | None = None
         for step in self.steps:
             visible = dict(results)
@@ -232,6 +265,11 @@ class Scorer:
             results[f"{step.name}_step_result"] = outcome.value
             if outcome.prompt is not None:
                 prompts[f"{step.name}_prompt"] = outcome.prompt
+            if outcome.judge_model is not None and outcome.judge_model not in judge_models:
+                judge_models.append(outcome.judge_model)
+            input_tokens += outcome.input_tokens
+            output_tokens += outcome.output_tokens
+            cost_usd += outcome.cost_usd
         if score is None:  # unreachable: generate_score ran (checked above) or raised
             raise ScorerError(self.id, "generate_score", "produced no score")
         run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else str(uuid.uuid4())
@@ -242,6 +280,10 @@ class Scorer:
             reason=results.get("generate_reason_step_result"),
             preprocess_step_result=results.get("preprocess_step_result"),
             analyze_step_result=results.get("analyze_step_result"),
+            judge_model=",".join(judge_models) or None,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost_usd,
             **prompts,
         )
 
@@ -261,11 +303,13 @@ def create_scorer(
     name: str | None = None,
     type: str = "agent",
     needs: frozenset[Need] | set[Need] | tuple[Need, ...] = DEFAULT_NEEDS,
+    judge: Judge | None = None,
 ) -> Scorer:
     """Start a scorer pipeline (Mastra's ``createScorer``); add steps by chaining.
 
     ``needs`` names the run content the scorer reads (``input``, ``output``, ``context``); runs
     without it are skipped (decision ``skipped_empty``) rather than scored on empty text.
+    ``judge`` answers the prompt-object steps that have no judge of their own.
     """
     if not id:
         raise ValueError("a scorer needs an id")
@@ -274,4 +318,6 @@ def create_scorer(
     unknown = set(needs) - {"input", "output", "context"}
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; use input, output, context")
-    return Scorer(id=id, description=description, name=name or id, type=type, needs=frozenset(needs))
+    return Scorer(
+        id=id, description=description, name=name or id, type=type, needs=frozenset(needs), judge=judge
+    )

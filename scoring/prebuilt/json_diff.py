@@ -1,0 +1,78 @@
+"""JSON diff: how alike the output's JSON and the ground truth are, as autoevals' ``JSONDiff`` scores.
+
+VoltAgent's ``scorers.jsonDiff`` wraps it. Reads the output text and ``run.ground_truth``; text that
+holds a JSON object or array is parsed first (other text stays a string).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scoring.prebuilt.heuristics import expected_value, levenshtein_similarity, numeric_diff
+from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.text import output_text
+
+
+def _parse_container(value: Any) -> Any:
+    """JSON text holding an object or array becomes that value (autoevals' ``valid_json`` check)."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        if isinstance(parsed, dict | list):
+            return parsed
+    return value
+
+
+def json_diff(output: Any, expected: Any) -> float:
+    """Objects: the mean score over the union of keys (a missing key scores 0); arrays: summed
+    pairwise scores over the longer length; strings: Levenshtein similarity; numbers (bools count,
+    as in Python): numeric diff; anything else: Levenshtein of the sorted, compact JSON.
+
+    >>> json_diff('{"name": "John", "age": 30}', {"name": "Jon", "age": 30, "extra": 1})
+    0.5833333333333334
+    """
+    output, expected = _parse_container(output), _parse_container(expected)
+    if isinstance(output, dict) and isinstance(expected, dict):
+        if not output and not expected:
+            return 1
+        keys = dict.fromkeys([*output, *expected])  # ordered union: the sum does not vary by run
+        return sum(json_diff(output.get(key), expected.get(key)) for key in keys) / len(keys)
+    if isinstance(output, list) and isinstance(expected, list):
+        if not output and not expected:
+            return 1
+        pairs = sum(json_diff(left, right) for left, right in zip(output, expected, strict=False))
+        return pairs / max(len(output), len(expected))
+    if isinstance(output, str) and isinstance(expected, str):
+        return levenshtein_similarity(output, expected)
+    if isinstance(output, int | float) and isinstance(expected, int | float):
+        return numeric_diff(output, expected)
+    if output is None and expected is None:
+        return 1
+    if output is None or expected is None:
+        return 0
+    compact = {"separators": (",", ":"), "sort_keys": True}
+    return levenshtein_similarity(json.dumps(output, **compact), json.dumps(expected, **compact))
+
+
+def create_json_diff_scorer() -> Scorer:
+    """Structural similarity of the output's JSON and the ground truth (1 identical).
+
+    Example::
+
+        run = {"output": [{"role": "assistant", "content": '{"name": "John", "age": 30}'}],
+               "ground_truth": {"name": "John", "age": 30}}
+        (await create_json_diff_scorer().run(run)).score  # 1.0
+    """
+
+    def score(ctx: StepContext) -> float:
+        return json_diff(output_text(ctx.run), expected_value(ctx, "json-diff"))
+
+    return create_scorer(
+        id="jsonDiff",
+        name="JSON Diff",
+        description="Structural similarity of the output JSON and the ground truth",
+        needs={"output"},
+    ).generate_score(score, heavy=True)

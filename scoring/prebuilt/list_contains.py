@@ -1,0 +1,88 @@
+"""List contains: how well the output's items match the expected items, as autoevals' ``ListContains``.
+
+VoltAgent's ``scorers.listContains`` wraps it. Every output item is compared with every expected
+item (Levenshtein similarity); the best one-to-one pairing (linear sum assignment, scipy's, as
+autoevals uses) is summed and divided by the longer list's length, or by the expected list's
+length with ``allow_extra_entities``.
+
+Fields: the output text is the list when it is a JSON array, else its non-blank lines (stripped);
+``run.ground_truth`` is a list, or text holding a JSON array.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from scoring.prebuilt.heuristics import expected_value, levenshtein_similarity
+from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.text import output_text
+
+
+def list_contains(
+    outputs: Sequence[Any], expected: Sequence[Any], allow_extra_entities: bool = False
+) -> float:
+    """The best pairing's summed similarity over the number of items, in [0, 1].
+
+    >>> list_contains(["red", "blue", "green"], ["red", "blue", "yellow"])
+    0.6666666666666666
+    """
+    if not outputs and not expected:
+        return 1
+    if not outputs or not expected:
+        return 0
+    similarity = np.array([[levenshtein_similarity(o, e) for e in expected] for o in outputs], dtype=float)
+    rows, cols = linear_sum_assignment(-similarity)
+    denominator = len(expected) if allow_extra_entities else max(len(outputs), len(expected))
+    # Summed left to right in Python, as autoevals does (numpy's pairwise sum rounds differently).
+    total = sum(float(value) for value in similarity[rows, cols])
+    return min(max(total / denominator, 0.0), 1.0)
+
+
+def output_items(text: str) -> list[Any]:
+    """The output as a list: a JSON array as is, else the non-blank lines, stripped."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, list):
+        return parsed
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def expected_items(value: Any) -> list[Any]:
+    """The ground truth as a list: a list, or text holding a JSON array; anything else is an error."""
+    if isinstance(value, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            value = json.loads(value)
+    if not isinstance(value, list):
+        raise ValueError(f"list-contains needs a list as ground_truth, got {type(value).__name__}")
+    return value
+
+
+def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
+    """Scores how many of the expected items the output lists (fuzzy, one-to-one).
+
+    Example::
+
+        run = {"output": [{"role": "assistant", "content": '["red", "blue", "yellow", "green"]'}],
+               "ground_truth": ["red", "blue", "yellow"]}
+        (await create_list_contains_scorer().run(run)).score  # 0.75: 3 exact of 4 items
+        # allow_extra_entities=True: 1.0 (the extra "green" is not penalised)
+    """
+
+    def score(ctx: StepContext) -> float:
+        expected = expected_items(expected_value(ctx, "list-contains"))
+        return list_contains(output_items(output_text(ctx.run)), expected, allow_extra_entities)
+
+    return create_scorer(
+        id="listContains",
+        name="List Contains",
+        description="Fuzzy one-to-one overlap of the output items with the expected items",
+        needs={"output"},
+    ).generate_score(score, heavy=True)

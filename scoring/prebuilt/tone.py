@@ -1,0 +1,120 @@
+"""Tone: how steady the output's sentiment is, or how close to a reference tone, as @mastra/evals scores it.
+
+Sentiment is the npm package sentiment 5.0.2's AFINN-165 analysis, ported: its tokenizer, its word
+and emoji scores (``data/afinn_165_en.json``, licences in ``data/NOTICE.md``), its negation rule
+(a negator right before a word flips the word's score) and ``comparative = score / tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.text import JS_WHITESPACE_CHARS, js_trim, output_text
+
+_PUNCTUATION = re.compile(r"[.,/#!?$%^&*;:{}=_`\"~()]")
+_WHITESPACE_RUN = re.compile(f"[{JS_WHITESPACE_CHARS}][{JS_WHITESPACE_CHARS}]+")  # JS /\s\s+/: 2 or more
+# Mastra's sentences: text up to and including a run of . ! ? (a tail without one is dropped).
+_SENTENCE = re.compile(r"[^.!?]+[.!?]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Lexicon:
+    scores: dict[str, int]
+    negators: frozenset[str]
+
+
+@cache
+def afinn_lexicon() -> Lexicon:
+    """The AFINN-165 word and emoji scores and the negators of the sentiment package."""
+    text = resources.files("scoring.prebuilt").joinpath("data/afinn_165_en.json").read_text("utf-8")
+    data = json.loads(text)
+    return Lexicon(scores=data["labels"], negators=frozenset(data["negators"]))
+
+
+def sentiment_tokens(phrase: str) -> list[str]:
+    """The sentiment package's tokenizer: lower-case, punctuation to spaces, split on single spaces.
+
+    >>> sentiment_tokens("Not bad,  at ALL!")
+    ['not', 'bad', 'at', 'all']
+    """
+    phrase = _PUNCTUATION.sub(" ", phrase.lower().replace("\n", " "))
+    return js_trim(_WHITESPACE_RUN.sub(" ", phrase)).split(" ")
+
+
+def comparative_sentiment(phrase: str) -> float:
+    """``new Sentiment().analyze(phrase).comparative``: summed word scores over the token count.
+
+    >>> comparative_sentiment("not good")  # "good" is +3, flipped by "not"
+    -1.5
+    """
+    lexicon = afinn_lexicon()
+    tokens = sentiment_tokens(phrase)
+    score = 0
+    # Right to left, as the package sums (integer scores, so the order cannot change the sum).
+    for i in range(len(tokens) - 1, -1, -1):
+        word_score = lexicon.scores.get(tokens[i])
+        if word_score is None:
+            continue
+        if i > 0 and tokens[i - 1] in lexicon.negators:
+            word_score = -word_score
+        score += word_score
+    return score / len(tokens)  # never empty: "".split(" ") is [""]
+
+
+def tone_result(text: str, reference_tone: str | None) -> dict[str, Any]:
+    """Mastra's tone preprocess result: the score with the sentiments it came from."""
+    response = comparative_sentiment(text)
+    if reference_tone:
+        reference = comparative_sentiment(reference_tone)
+        difference = abs(response - reference)
+        return {
+            "score": max(0.0, 1 - difference),
+            "response_sentiment": response,
+            "reference_sentiment": reference,
+            "difference": difference,
+        }
+    sentences = _SENTENCE.findall(text) or [text]
+    sentiments = [comparative_sentiment(sentence) for sentence in sentences]
+    average = 0.0
+    for value in sentiments:  # left to right, as JavaScript's reduce adds
+        average += value
+    average /= len(sentiments)
+    variance = 0.0
+    for value in sentiments:
+        variance += (value - average) * (value - average)
+    variance /= len(sentiments)
+    return {"score": max(0.0, 1 - variance), "avg_sentiment": average, "sentiment_variance": variance}
+
+
+def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
+    """Scores the output's tone: 1 - |sentiment - reference sentiment|, or without a reference
+    1 - the variance of its sentences' sentiments (1 = steady tone). Reads the output text only.
+
+    Example::
+
+        run = {"output": [{"role": "assistant", "content": "Great! This is terrible."}]}
+        result = await create_tone_scorer().run(run)
+        result.score  # 0.0: sentence sentiments 3 and -1 (-3 over 3 tokens), variance 4
+        # create_tone_scorer(reference_tone="Great!"): 1 - |(3 - 3) / 4 - 3| = 0.0 as well
+    """
+
+    def preprocess(ctx: StepContext) -> dict[str, Any]:
+        return tone_result(output_text(ctx.run), reference_tone)
+
+    return (
+        create_scorer(
+            id="tone-scorer",
+            name="Tone Scorer",
+            description="Analyzes the tone and sentiment of agent responses using sentiment analysis. Can "
+            "compare against a reference tone or evaluate sentiment stability.",
+            needs={"output"},
+        )
+        .preprocess(preprocess)
+        .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["score"])
+    )

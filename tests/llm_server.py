@@ -1,0 +1,170 @@
+"""A local OpenAI-compatible HTTP server for judge tests: scripted answers, failures and latency.
+
+litellm reaches it as model ``openai/<name>`` with ``api_base=server.api_base`` and any api key.
+Each ``POST /v1/chat/completions`` takes the next scripted ``Reply`` (or asks ``responder``); every
+request is recorded so tests can assert the prompts, ``response_format`` and ``temperature`` sent.
+``POST /v1/embeddings`` answers scripted vectors (a deterministic one for unscripted text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+# Imported by tests/conftest.py before any test module: litellm must never fetch its price list here.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+NO_REPLY_STATUS = 418  # a permanent error: an unscripted request fails at once, loudly
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: a completion with ``content``, or an HTTP error ``status``."""
+
+    content: str = ""
+    status: int = 200
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+
+
+def json_reply(value: Any, **kwargs: Any) -> Reply:
+    return Reply(content=json.dumps(value), **kwargs)
+
+
+def text_reply(text: str, **kwargs: Any) -> Reply:
+    return Reply(content=text, **kwargs)
+
+
+def error_reply(status: int, retry_after: float | None = None, **kwargs: Any) -> Reply:
+    headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
+    return Reply(status=status, headers=headers, **kwargs)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    body: dict[str, Any]
+    at: float  # time.monotonic() when it arrived
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", []))
+
+
+class LLMServer:
+    """The server; ``await start()`` binds 127.0.0.1 on a free port, ``await close()`` stops it."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.requests: list[RecordedRequest] = []
+        self.vectors: dict[str, list[float]] = {}
+        self._closing = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def close(self) -> None:
+        self._closing.set()  # ends scripted delays so in-flight handlers finish
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        if self.replies:
+            reply = self.replies.popleft()
+        elif self.responder is not None:
+            reply = self.responder(body)
+        else:
+            reply = Reply(status=NO_REPLY_STATUS, content="llm test server: no scripted reply left")
+        if reply.delay_s:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), reply.delay_s)
+        if reply.status != 200:
+            error = {"error": {"message": reply.content or f"scripted {reply.status}", "type": "test"}}
+            return web.json_response(error, status=reply.status, headers=reply.headers)
+        completion = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            },
+        }
+        return web.json_response(completion, headers=reply.headers)
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        data = [
+            {"object": "embedding", "index": i, "embedding": self.vectors.get(text) or _vector(text)}
+            for i, text in enumerate(texts)
+        ]
+        tokens = sum(len(str(text).split()) for text in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return web.json_response(
+            {"object": "list", "data": data, "model": body.get("model", ""), "usage": usage}
+        )
+
+
+def _vector(text: str, dims: int = 8) -> list[float]:
+    """A deterministic unit-free vector for unscripted text."""
+    digest = hashlib.sha256(str(text).encode()).digest()
+    return [byte / 255.0 for byte in digest[:dims]]
+
+
+@pytest.fixture
+async def llm_server() -> AsyncIterator[LLMServer]:
+    server = LLMServer()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()

@@ -1,0 +1,227 @@
+"""Prompt-object steps (LLM judge) in the scorer pipeline and the executor, against the local server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel
+
+from ingest.metrics import Metrics
+from schemas import AgentRun, Decision, Message, RunInput, ScoreRecord
+from schemas.config import ScorerRule, ScoringConfig
+from scoring import ScorerError, StepContext, create_scorer
+from scoring.executor import ScoringExecutor
+from scoring.judge import Judge, delimit
+from scoring.prompt_step import PromptObject
+from scoring.scorer import Scorer
+from scoring.text import input_text, output_text
+from tests.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+
+MODEL = "openai/gpt-4o-mini"
+GPT_4O_MINI_PRICE = (0.15e-6, 0.60e-6)  # published USD per input, output token
+
+
+class Claims(BaseModel):
+    claims: list[str]
+
+
+class Verdict(BaseModel):
+    claim: str
+    verdict: Literal["yes", "no"]
+
+
+class Verdicts(BaseModel):
+    verdicts: list[Verdict]
+
+
+def make_run(trace: int = 1, answer: str = "Paris is in France. It has 3 million people.") -> AgentRun:
+    return AgentRun(
+        trace_id=f"{trace:032x}",
+        span_id=f"{trace:016x}",
+        agent_name="geo",
+        input=RunInput(input_messages=[Message(role="user", content="Tell me about Paris")]),
+        output=[Message(role="assistant", content=answer)],
+    )
+
+
+def judge_for(server: LLMServer, model: str = MODEL, **kwargs: Any) -> Judge:
+    kwargs.setdefault("backoff_initial_s", 0.01)
+    return Judge(model, "You check facts.", api_base=server.api_base, api_key="test-key", **kwargs)
+
+
+def extract_prompt(ctx: StepContext) -> str:
+    return "List the claims.\n" + delimit("answer", output_text(ctx.run))
+
+
+async def analyze_prompt(ctx: StepContext) -> str:  # async create_prompt is allowed
+    claims = ctx.results["preprocess_step_result"].claims
+    return f"Question: {input_text(ctx.run)}\nJudge each claim:\n" + delimit("claims", json.dumps(claims))
+
+
+def fraction_supported(ctx: StepContext) -> float:
+    verdicts = ctx.results["analyze_step_result"].verdicts
+    return sum(v.verdict == "yes" for v in verdicts) / len(verdicts)
+
+
+def fact_scorer(judge: Judge) -> Scorer:
+    return (
+        create_scorer(id="facts", description="Share of supported claims", judge=judge)
+        .preprocess(
+            {"description": "Extract claims", "output_schema": Claims, "create_prompt": extract_prompt}
+        )
+        .analyze(PromptObject("Judge claims", analyze_prompt, output_schema=Verdicts))
+        .generate_score(fraction_supported)
+        .generate_reason(
+            {"description": "Explain", "create_prompt": lambda ctx: f"Explain the score {ctx.score:.2f}."}
+        )
+    )
+
+
+async def test_prompt_steps_end_to_end(llm_server: LLMServer) -> None:
+    claims = ["Paris is in France", "Paris has 3 million people"]
+    llm_server.script(
+        json_reply({"claims": claims}, prompt_tokens=100, completion_tokens=20),
+        json_reply(
+            {"verdicts": [{"claim": claims[0], "verdict": "yes"}, {"claim": claims[1], "verdict": "no"}]},
+            prompt_tokens=200,
+            completion_tokens=40,
+        ),
+        text_reply("One of two claims holds.", prompt_tokens=50, completion_tokens=8),
+    )
+    run = make_run()
+    result = await fact_scorer(judge_for(llm_server)).run(run)
+
+    assert result.score == 0.5
+    assert result.reason == "One of two claims holds."
+    assert result.preprocess_step_result == Claims(claims=claims)
+    assert [v.verdict for v in result.analyze_step_result.verdicts] == ["yes", "no"]
+    stored = result.step_results()["analyze_step_result"]
+    assert stored["verdicts"][1] == {"claim": claims[1], "verdict": "no"}
+    # Each prompt the scorer built is recorded, and is exactly what the judge received.
+    first, second, third = llm_server.chat_requests
+    assert result.preprocess_prompt == first.messages[1]["content"]
+    assert result.preprocess_prompt.startswith("List the claims.\n<data-")
+    assert "Paris is in France. It has 3 million people." in result.preprocess_prompt
+    assert result.analyze_prompt == second.messages[1]["content"]
+    assert result.analyze_prompt.startswith("Question: Tell me about Paris\nJudge each claim:\n")
+    assert json.dumps(claims) in result.analyze_prompt
+    assert result.generate_score_prompt is None  # a function step
+    assert result.generate_reason_prompt == third.messages[1]["content"] == "Explain the score 0.50."
+    assert first.body["response_format"]["json_schema"]["name"] == "Claims"
+    assert second.body["response_format"]["json_schema"]["name"] == "Verdicts"
+    assert "response_format" not in third.body
+    # Usage summed over the three judge calls.
+    assert result.judge_model == MODEL
+    assert (result.input_tokens, result.output_tokens) == (350, 68)
+    assert result.cost_usd == pytest.approx(350 * GPT_4O_MINI_PRICE[0] + 68 * GPT_4O_MINI_PRICE[1])
+
+
+async def test_generate_score_prompt_and_a_step_judge(llm_server: LLMServer) -> None:
+    llm_server.script(json_reply({"score": 0.8}), text_reply("Mostly relevant."))
+    scorer = (
+        create_scorer(id="relevance", description="LLM relevance", judge=judge_for(llm_server))
+        .generate_score(
+            {
+                "description": "Rate relevance",
+                "create_prompt": lambda ctx: "Rate 0-1.\n" + delimit("answer", output_text(ctx.run)),
+                "judge": judge_for(llm_server, "openai/other-judge"),
+            }
+        )
+        .generate_reason(
+            {"description": "Explain", "create_prompt": lambda ctx: f"Why {ctx.results['score']}?"}
+        )
+    )
+    result = await scorer.run(make_run())
+
+    assert (result.score, result.reason) == (0.8, "Mostly relevant.")
+    assert result.generate_score_prompt is not None and result.generate_score_prompt.startswith("Rate 0-1.")
+    assert result.generate_reason_prompt == "Why 0.8?"
+    score_request, reason_request = llm_server.chat_requests
+    assert score_request.body["model"] == "other-judge"  # the step's own judge
+    assert score_request.body["response_format"] == {"type": "json_object"}  # unknown model: JSON mode
+    assert '"score"' in score_request.messages[0]["content"]
+    assert reason_request.body["model"] == "gpt-4o-mini"  # the scorer's judge
+    assert result.judge_model == "openai/other-judge,openai/gpt-4o-mini"
+
+
+async def test_a_judge_failure_is_a_scorer_error_naming_the_step(llm_server: LLMServer) -> None:
+    llm_server.script(json_reply({"claims": ["x"]}), error_reply(400))
+    with pytest.raises(ScorerError, match="step 'analyze'.*JudgeError"):
+        await fact_scorer(judge_for(llm_server)).run(make_run())
+
+
+async def test_a_generate_score_answer_without_a_number_fails(llm_server: LLMServer) -> None:
+    llm_server.script(json_reply({"score": "high"}), json_reply({"verdict": "high"}))
+    scorer = create_scorer(id="s", description="d", judge=judge_for(llm_server)).generate_score(
+        {"description": "Rate", "create_prompt": lambda ctx: "Rate."}
+    )
+    with pytest.raises(ScorerError, match="generate_score.*invalid JSON twice"):
+        await scorer.run(make_run())
+
+
+def test_prompt_objects_are_checked_when_the_scorer_is_built() -> None:
+    judge = Judge("openai/x")
+    base = create_scorer(id="s", description="d", judge=judge)
+    with pytest.raises(ValueError, match="output_schema"):
+        base.analyze({"description": "a", "create_prompt": lambda ctx: "p"})
+    with pytest.raises(ValueError, match="no output_schema"):
+        base.generate_score({"description": "a", "create_prompt": lambda ctx: "p", "output_schema": Claims})
+    with pytest.raises(ValueError, match="unknown prompt object keys"):
+        base.analyze({"description": "a", "createPrompt": lambda ctx: "p", "output_schema": Claims})
+    with pytest.raises(ValueError, match="needs a judge"):
+        create_scorer(id="s", description="d").generate_reason({"description": "a", "create_prompt": str})
+    with pytest.raises(TypeError, match="function or a prompt object"):
+        base.analyze(42)  # type: ignore[arg-type]
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.records: list[ScoreRecord] = []
+        self.decisions: list[Decision] = []
+
+    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
+        self.records.extend(records)
+        self.decisions.extend(decisions)
+
+
+async def test_executor_records_judge_usage_and_fails_without_a_score(llm_server: LLMServer) -> None:
+    def respond(body: dict[str, Any]) -> Reply:
+        # The run whose answer mentions Lyon meets a broken judge; the other gets a score.
+        if "Lyon" in body["messages"][1]["content"]:
+            return error_reply(500)
+        return json_reply({"score": 0.9}, prompt_tokens=40, completion_tokens=5)
+
+    llm_server.responder = respond
+    scorer = create_scorer(
+        id="llm-relevance", description="d", judge=judge_for(llm_server, max_retries=1)
+    ).generate_score(
+        {"description": "Rate", "create_prompt": lambda ctx: delimit("answer", output_text(ctx.run))}
+    )
+    sink = RecordingSink()
+    executor = ScoringExecutor(
+        ScoringConfig(rules=[ScorerRule(scorer="llm")], concurrency=2, timeout_seconds=10),
+        sink,
+        Metrics(),
+        registry={"llm": lambda: scorer},
+    )
+    await executor.start()
+    try:
+        await executor.consume_runs([make_run(1), make_run(2, answer="Lyon is in France.")])
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+
+    decisions = {d.trace_id: d for d in sink.decisions}
+    assert decisions[f"{1:032x}"].decision == "scored"
+    failed = decisions[f"{2:032x}"]
+    assert failed.decision == "failed"
+    assert "step 'generate_score'" in failed.detail and "InternalServerError" in failed.detail
+    [record] = sink.records
+    assert record.trace_id == f"{1:032x}" and record.score == 0.9
+    assert (record.judge_model, record.input_tokens, record.output_tokens) == (MODEL, 40, 5)
+    assert record.cost_usd == pytest.approx(40 * GPT_4O_MINI_PRICE[0] + 5 * GPT_4O_MINI_PRICE[1])
+    # The failing run's judge was asked twice (max_retries=1); the other once.
+    assert len(llm_server.chat_requests) == 3
