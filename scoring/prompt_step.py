@@ -14,18 +14,19 @@ A step given as a prompt object instead of a function::
     )
 
 As in Mastra: ``preprocess`` and ``analyze`` prompt objects need ``output_schema`` and their result
-is the validated model instance; a ``generate_score`` prompt object has no schema, the judge
-answers ``{"score": number}`` and the step result is that number; a ``generate_reason`` prompt
-object's result is the judge's text. ``create_prompt`` may be sync or async. A step's own ``judge``
-replaces the scorer's (``create_scorer(judge=...)``). The prompt sent is recorded on the result
-(``analyze_prompt`` …) with the judge's model, tokens and cost.
+is the validated model instance; a ``generate_score`` prompt object either has no schema (the judge
+answers ``{"score": number}`` and the step result is that number) or has ``output_schema`` and
+``calculate_score``, which turns the judge's answer into the score (Mastra's prompt mode); a
+``generate_reason`` prompt object's result is the judge's text. ``create_prompt`` may be sync or
+async. A step's own ``judge`` replaces the scorer's (``create_scorer(judge=...)``). The prompt sent
+is recorded on the result (``analyze_prompt`` …) with the judge's model, tokens and cost.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # scorer.py imports this module when a prompt object is added
     from scoring.scorer import StepContext, StepName, StepOutcome
 
 PromptFn = Callable[["StepContext"], str] | Callable[["StepContext"], Awaitable[str]]
-_KEYS = frozenset({"description", "output_schema", "create_prompt", "judge"})
+_KEYS = frozenset({"description", "output_schema", "create_prompt", "judge", "calculate_score"})
 
 
 class ScoreAnswer(BaseModel):
@@ -53,6 +54,9 @@ class PromptObject:
     create_prompt: PromptFn
     output_schema: type[BaseModel] | None = None
     judge: Judge | None = None
+    # generate_score only, with output_schema: turns the judge's structured answer (given to it as
+    # ``ctx.results["generate_score_step_result"]``) into the number (Mastra's calculateScore).
+    calculate_score: Callable[[StepContext], Any] | None = None
 
 
 def as_prompt_object(definition: PromptObject | Mapping[str, Any]) -> PromptObject:
@@ -84,10 +88,21 @@ class PromptStep:
         if not callable(prompt_object.create_prompt):
             raise ValueError(f"{name}: create_prompt must be a function")
         has_schema = prompt_object.output_schema is not None
+        schema = prompt_object.output_schema
+        schema_is_model = isinstance(schema, type) and issubclass(schema, BaseModel)
+        if prompt_object.calculate_score is not None and name != "generate_score":
+            raise ValueError(f"{name}: calculate_score belongs to generate_score only")
         if name in ("preprocess", "analyze"):
-            schema = prompt_object.output_schema
-            if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            if not schema_is_model:
                 raise ValueError(f"{name}: a prompt object needs output_schema, a pydantic model")
+        elif name == "generate_score" and (has_schema or prompt_object.calculate_score is not None):
+            # Mastra's prompt-mode generateScore: a schema for the judge's answer and a function
+            # that turns that answer into the score; both or neither (then the judge answers {score}).
+            if not schema_is_model or not callable(prompt_object.calculate_score):
+                raise ValueError(
+                    "generate_score: a prompt object with output_schema needs calculate_score, and the other"
+                    " way round (output_schema must be a pydantic model)"
+                )
         elif has_schema:
             raise ValueError(
                 f"{name}: a prompt object takes no output_schema (the judge answers "
@@ -107,9 +122,16 @@ class PromptStep:
         if not isinstance(prompt, str):
             raise TypeError(f"create_prompt returned {type(prompt).__name__}, not a string")
         result: JudgeResult[Any]
-        if self.name == "generate_score":
+        if self.name == "generate_score" and self.definition.calculate_score is not None:
+            assert self.definition.output_schema is not None  # checked in build()
+            result = await self.judge.structured(prompt, self.definition.output_schema)
+            answer = replace(context, results={**context.results, "generate_score_step_result": result.value})
+            value: Any = self.definition.calculate_score(answer)
+            if inspect.isawaitable(value):
+                value = await value
+        elif self.name == "generate_score":
             result = await self.judge.structured(prompt, ScoreAnswer)
-            value: Any = result.value.score
+            value = result.value.score
         elif self.name == "generate_reason":
             result = await self.judge.text(prompt)
             value = result.value

@@ -147,6 +147,38 @@ async def test_generate_score_prompt_and_a_step_judge(llm_server: LLMServer) -> 
     assert result.judge_model == "openai/other-judge,openai/gpt-4o-mini"
 
 
+async def test_generate_score_prompt_with_a_schema_and_calculate_score(llm_server: LLMServer) -> None:
+    llm_server.script(
+        json_reply(
+            {
+                "verdicts": [
+                    {"claim": "Paris is in France", "verdict": "yes"},
+                    {"claim": "It has 3 million people", "verdict": "no"},
+                    {"claim": "It is a capital", "verdict": "yes"},
+                ]
+            }
+        )
+    )
+
+    def calculate(ctx: StepContext) -> float:
+        verdicts = ctx.results["generate_score_step_result"].verdicts
+        return sum(v.verdict == "yes" for v in verdicts) / len(verdicts)
+
+    scorer = create_scorer(id="faith", description="d", judge=judge_for(llm_server)).generate_score(
+        {
+            "description": "Judge each claim",
+            "create_prompt": lambda ctx: "Judge each claim.\n" + delimit("answer", output_text(ctx.run)),
+            "output_schema": Verdicts,
+            "calculate_score": calculate,
+        }
+    )
+    result = await scorer.run(make_run())
+    assert result.score == 2 / 3
+    assert result.generate_score_prompt is not None and result.generate_score_prompt.startswith("Judge each")
+    [request] = llm_server.chat_requests
+    assert request.body["response_format"]["type"] == "json_schema"  # gpt-4o-mini takes a schema
+
+
 async def test_a_judge_failure_is_a_scorer_error_naming_the_step(llm_server: LLMServer) -> None:
     llm_server.script(json_reply({"claims": ["x"]}), error_reply(400))
     with pytest.raises(ScorerError, match="step 'analyze'.*JudgeError"):
@@ -167,8 +199,21 @@ def test_prompt_objects_are_checked_when_the_scorer_is_built() -> None:
     base = create_scorer(id="s", description="d", judge=judge)
     with pytest.raises(ValueError, match="output_schema"):
         base.analyze({"description": "a", "create_prompt": lambda ctx: "p"})
-    with pytest.raises(ValueError, match="no output_schema"):
+    with pytest.raises(ValueError, match="needs calculate_score"):
         base.generate_score({"description": "a", "create_prompt": lambda ctx: "p", "output_schema": Claims})
+    with pytest.raises(ValueError, match="needs calculate_score"):
+        base.generate_score({"description": "a", "create_prompt": lambda ctx: "p", "calculate_score": len})
+    with pytest.raises(ValueError, match="generate_score only"):
+        base.analyze(
+            {
+                "description": "a",
+                "create_prompt": lambda ctx: "p",
+                "output_schema": Claims,
+                "calculate_score": len,
+            }
+        )
+    with pytest.raises(ValueError, match="no output_schema"):
+        base.generate_reason({"description": "a", "create_prompt": lambda ctx: "p", "output_schema": Claims})
     with pytest.raises(ValueError, match="unknown prompt object keys"):
         base.analyze({"description": "a", "createPrompt": lambda ctx: "p", "output_schema": Claims})
     with pytest.raises(ValueError, match="needs a judge"):
