@@ -26,7 +26,7 @@ import random
 import re
 import secrets
 import time
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
@@ -107,7 +107,7 @@ class Judge:
     instructions: str = ""
     _: KW_ONLY
     api_base: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # a secret: never in logs or reprs
     timeout_s: float = 30.0
     max_retries: int = 3
     backoff_initial_s: float = 0.5

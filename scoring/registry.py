@@ -9,18 +9,31 @@ from typing import Any
 
 from pydantic import ValidationError, validate_call
 
+from scoring.judge import Judge
 from scoring.prebuilt import (
+    create_answer_relevancy_scorer,
+    create_answer_similarity_scorer,
+    create_bias_scorer,
     create_completeness_scorer,
     create_content_similarity_scorer,
+    create_context_precision_scorer,
+    create_context_recall_scorer,
+    create_context_relevance_scorer,
     create_exact_match_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
     create_json_diff_scorer,
     create_keyword_coverage_scorer,
     create_levenshtein_scorer,
     create_list_contains_scorer,
+    create_noise_sensitivity_scorer,
     create_numeric_diff_scorer,
+    create_prompt_alignment_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
     create_tool_call_accuracy_scorer_code,
+    create_tool_call_accuracy_scorer_llm,
+    create_toxicity_scorer,
 )
 from scoring.scorer import Scorer
 
@@ -40,6 +53,19 @@ SCORERS: dict[str, ScorerFactory] = {
     "json-diff": create_json_diff_scorer,
     "list-contains": create_list_contains_scorer,
     "numeric-diff": create_numeric_diff_scorer,
+    # LLM judges: the option ``judge`` is a Judge, a model string or a dict of Judge fields
+    "prompt-alignment": create_prompt_alignment_scorer,
+    "tool-call-accuracy-llm": create_tool_call_accuracy_scorer_llm,
+    "noise-sensitivity": create_noise_sensitivity_scorer,
+    "answer-relevancy": create_answer_relevancy_scorer,
+    "faithfulness": create_faithfulness_scorer,
+    "hallucination": create_hallucination_scorer,
+    "answer-similarity": create_answer_similarity_scorer,
+    "bias": create_bias_scorer,
+    "toxicity": create_toxicity_scorer,
+    "context-precision": create_context_precision_scorer,
+    "context-relevance": create_context_relevance_scorer,
+    "context-recall": create_context_recall_scorer,
 }
 
 # A scorer's own id (what Mastra and the store call it) -> its short name.
@@ -54,6 +80,18 @@ SCORER_IDS: dict[str, str] = {
     "jsonDiff": "json-diff",
     "listContains": "list-contains",
     "numericDiff": "numeric-diff",
+    "prompt-alignment-scorer": "prompt-alignment",
+    "llm-tool-call-accuracy-scorer": "tool-call-accuracy-llm",
+    "noise-sensitivity-scorer": "noise-sensitivity",
+    "answer-relevancy-scorer": "answer-relevancy",
+    "faithfulness-scorer": "faithfulness",
+    "hallucination-scorer": "hallucination",
+    "answer-similarity-scorer": "answer-similarity",
+    "bias-scorer": "bias",
+    "toxicity-scorer": "toxicity",
+    "context-precision-scorer": "context-precision",
+    "context-relevance-scorer": "context-relevance",
+    "context-recall-scorer": "context-recall",
 }
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -62,6 +100,21 @@ _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 def _snake(option: str) -> str:
     """``expectedToolOrder`` -> ``expected_tool_order``; snake_case names pass unchanged."""
     return _CAMEL_HUMP.sub("_", option).lower()
+
+
+def as_judge(spec: Judge | str | Mapping[str, Any]) -> Judge:
+    """The ``judge`` option of an LLM scorer: a Judge, a model string, or a dict of Judge fields
+    (``{"model": ..., "api_base": ...}``, camelCase accepted)."""
+    if isinstance(spec, Judge):
+        return spec
+    if isinstance(spec, str):
+        return Judge(spec)
+    if isinstance(spec, Mapping):
+        try:
+            return Judge(**{_snake(key): value for key, value in spec.items()})
+        except TypeError as exc:  # an unknown or missing Judge field
+            raise ValueError(f"invalid judge fields {sorted(spec)}: {exc}") from exc
+    raise ValueError(f"judge must be a Judge, a model string or a dict, not {type(spec).__name__}")
 
 
 def build_scorer(
@@ -94,6 +147,8 @@ def build_scorer(
             raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
         kwargs[key] = value
     try:
+        if "judge" in kwargs:
+            kwargs["judge"] = as_judge(kwargs["judge"])
         return validate_call(factory)(**kwargs)
     except ValidationError as exc:
         raise ValueError(f"scorer {short!r}: invalid options: {exc}") from exc

@@ -1,7 +1,15 @@
 """Ready-made scorers, each a factory returning a configured ``Scorer`` (Mastra's prebuilt set)."""
 
+from scoring.prebuilt.answer_relevancy import create_answer_relevancy_scorer
+from scoring.prebuilt.answer_similarity import create_answer_similarity_scorer
+from scoring.prebuilt.bias import create_bias_scorer
 from scoring.prebuilt.completeness import create_completeness_scorer
 from scoring.prebuilt.content_similarity import create_content_similarity_scorer
+from scoring.prebuilt.context_precision import create_context_precision_scorer
+from scoring.prebuilt.context_recall import create_context_recall_scorer
+from scoring.prebuilt.context_relevance import create_context_relevance_scorer
+from scoring.prebuilt.faithfulness import create_faithfulness_scorer
+from scoring.prebuilt.hallucination import create_hallucination_scorer
 from scoring.prebuilt.heuristics import (
     create_exact_match_scorer,
     create_levenshtein_scorer,
@@ -10,9 +18,13 @@ from scoring.prebuilt.heuristics import (
 from scoring.prebuilt.json_diff import create_json_diff_scorer
 from scoring.prebuilt.keyword_coverage import create_keyword_coverage_scorer
 from scoring.prebuilt.list_contains import create_list_contains_scorer
+from scoring.prebuilt.noise_sensitivity import create_noise_sensitivity_scorer
+from scoring.prebuilt.prompt_alignment import create_prompt_alignment_scorer
 from scoring.prebuilt.textual_difference import create_textual_difference_scorer
 from scoring.prebuilt.tone import create_tone_scorer
 from scoring.prebuilt.tool_call_accuracy import create_tool_call_accuracy_scorer_code
+from scoring.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
+from scoring.prebuilt.toxicity import create_toxicity_scorer
 
 __all__ = [
     "create_completeness_scorer",
@@ -26,4 +38,16 @@ __all__ = [
     "create_content_similarity_scorer",
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer_code",
+    "create_tool_call_accuracy_scorer_llm",
+    "create_noise_sensitivity_scorer",
+    "create_prompt_alignment_scorer",
+    "create_answer_relevancy_scorer",
+    "create_answer_similarity_scorer",
+    "create_faithfulness_scorer",
+    "create_hallucination_scorer",
+    "create_bias_scorer",
+    "create_toxicity_scorer",
+    "create_context_precision_scorer",
+    "create_context_relevance_scorer",
+    "create_context_recall_scorer",
 ]

@@ -240,3 +240,9 @@ async def test_the_server_answers_embeddings_through_litellm(llm_server: LLMServ
     assert vectors[0] == [1.0, 0.0, 0.5]
     assert len(vectors[1]) == 8  # an unscripted text gets a deterministic 8-dim vector
     assert llm_server.requests[-1].path == "/v1/embeddings"
+
+
+def test_the_api_key_never_shows_in_a_judges_repr() -> None:
+    judge = Judge("openai/gpt-4o-mini", api_key="sk-very-secret")
+    assert "sk-very-secret" not in repr(judge) and "sk-very-secret" not in str(judge)
+    assert judge.api_key == "sk-very-secret"
