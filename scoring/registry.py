@@ -20,20 +20,33 @@ from scoring.prebuilt import (
     create_context_recall_scorer,
     create_context_relevance_scorer,
     create_exact_match_scorer,
+    create_factuality_scorer,
     create_faithfulness_scorer,
     create_hallucination_scorer,
+    create_humor_scorer,
     create_json_diff_scorer,
     create_keyword_coverage_scorer,
     create_levenshtein_scorer,
     create_list_contains_scorer,
+    create_moderation_scorer,
     create_noise_sensitivity_scorer,
     create_numeric_diff_scorer,
+    create_possible_scorer,
     create_prompt_alignment_scorer,
+    create_ragas_answer_correctness_scorer,
+    create_ragas_answer_relevancy_scorer,
+    create_ragas_context_precision_scorer,
+    create_ragas_context_recall_scorer,
+    create_ragas_context_relevancy_scorer,
+    create_summary_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
     create_tool_call_accuracy_scorer_code,
     create_tool_call_accuracy_scorer_llm,
     create_toxicity_scorer,
+    create_trajectory_accuracy_scorer_code,
+    create_trajectory_accuracy_scorer_llm,
+    create_translation_scorer,
 )
 from scoring.scorer import Scorer
 
@@ -44,6 +57,7 @@ SCORERS: dict[str, ScorerFactory] = {
     "textual-difference": create_textual_difference_scorer,
     "content-similarity": create_content_similarity_scorer,
     "tool-call-accuracy-code": create_tool_call_accuracy_scorer_code,
+    "trajectory-accuracy-code": create_trajectory_accuracy_scorer_code,
     "completeness": create_completeness_scorer,
     "keyword-coverage": create_keyword_coverage_scorer,
     "tone": create_tone_scorer,
@@ -56,6 +70,7 @@ SCORERS: dict[str, ScorerFactory] = {
     # LLM judges: the option ``judge`` is a Judge, a model string or a dict of Judge fields
     "prompt-alignment": create_prompt_alignment_scorer,
     "tool-call-accuracy-llm": create_tool_call_accuracy_scorer_llm,
+    "trajectory-accuracy-llm": create_trajectory_accuracy_scorer_llm,
     "noise-sensitivity": create_noise_sensitivity_scorer,
     "answer-relevancy": create_answer_relevancy_scorer,
     "faithfulness": create_faithfulness_scorer,
@@ -66,6 +81,19 @@ SCORERS: dict[str, ScorerFactory] = {
     "context-precision": create_context_precision_scorer,
     "context-relevance": create_context_relevance_scorer,
     "context-recall": create_context_recall_scorer,
+    # autoevals LLM classifiers and moderation, as VoltAgent's prebuilt scorers
+    "factuality": create_factuality_scorer,
+    "summary": create_summary_scorer,
+    "translation": create_translation_scorer,
+    "humor": create_humor_scorer,
+    "possible": create_possible_scorer,
+    "moderation": create_moderation_scorer,
+    # RAGAS-style LLM scorers, as VoltAgent's (prefixed: Mastra has scorers of similar names)
+    "ragas-answer-correctness": create_ragas_answer_correctness_scorer,
+    "ragas-answer-relevancy": create_ragas_answer_relevancy_scorer,
+    "ragas-context-precision": create_ragas_context_precision_scorer,
+    "ragas-context-recall": create_ragas_context_recall_scorer,
+    "ragas-context-relevancy": create_ragas_context_relevancy_scorer,
 }
 
 # A scorer's own id (what Mastra and the store call it) -> its short name.
@@ -73,6 +101,7 @@ SCORER_IDS: dict[str, str] = {
     "textual-difference-scorer": "textual-difference",
     "content-similarity-scorer": "content-similarity",
     "code-tool-call-accuracy-scorer": "tool-call-accuracy-code",
+    "code-trajectory-accuracy-scorer": "trajectory-accuracy-code",
     "completeness-scorer": "completeness",
     "keyword-coverage-scorer": "keyword-coverage",
     "tone-scorer": "tone",
@@ -82,6 +111,7 @@ SCORER_IDS: dict[str, str] = {
     "numericDiff": "numeric-diff",
     "prompt-alignment-scorer": "prompt-alignment",
     "llm-tool-call-accuracy-scorer": "tool-call-accuracy-llm",
+    "llm-trajectory-accuracy-scorer": "trajectory-accuracy-llm",
     "noise-sensitivity-scorer": "noise-sensitivity",
     "answer-relevancy-scorer": "answer-relevancy",
     "faithfulness-scorer": "faithfulness",
@@ -92,6 +122,11 @@ SCORER_IDS: dict[str, str] = {
     "context-precision-scorer": "context-precision",
     "context-relevance-scorer": "context-relevance",
     "context-recall-scorer": "context-recall",
+    "answerCorrectness": "ragas-answer-correctness",
+    "answerRelevancy": "ragas-answer-relevancy",
+    "contextPrecision": "ragas-context-precision",
+    "contextRecall": "ragas-context-recall",
+    "contextRelevancy": "ragas-context-relevancy",
 }
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

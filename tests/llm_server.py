@@ -4,6 +4,7 @@ litellm reaches it as model ``openai/<name>`` with ``api_base=server.api_base`` 
 Each ``POST /v1/chat/completions`` takes the next scripted ``Reply`` (or asks ``responder``); every
 request is recorded so tests can assert the prompts, ``response_format`` and ``temperature`` sent.
 ``POST /v1/embeddings`` answers scripted vectors (a deterministic one for unscripted text).
+``POST /v1/moderations`` answers the next scripted ``moderations`` category scores (418 when none).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class LLMServer:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[RecordedRequest] = []
         self.vectors: dict[str, list[float]] = {}
+        self.moderations: deque[dict[str, float]] = deque()
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -91,6 +93,7 @@ class LLMServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/moderations", self._moderations)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -152,6 +155,21 @@ class LLMServer:
         return web.json_response(
             {"object": "list", "data": data, "model": body.get("model", ""), "usage": usage}
         )
+
+    async def _moderations(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        if not self.moderations:
+            error = {"error": {"message": "llm test server: no scripted moderation left", "type": "test"}}
+            return web.json_response(error, status=NO_REPLY_STATUS)
+        scores = self.moderations.popleft()
+        result = {
+            "flagged": any(value > 0.5 for value in scores.values()),
+            "categories": {name: value > 0.5 for name, value in scores.items()},
+            "category_scores": scores,
+        }
+        model = body.get("model") or "omni-moderation-latest"
+        return web.json_response({"id": f"modr-{len(self.requests)}", "model": model, "results": [result]})
 
 
 def _vector(text: str, dims: int = 8) -> list[float]:

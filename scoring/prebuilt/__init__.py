@@ -3,6 +3,13 @@
 from scoring.prebuilt.answer_relevancy import create_answer_relevancy_scorer
 from scoring.prebuilt.answer_similarity import create_answer_similarity_scorer
 from scoring.prebuilt.bias import create_bias_scorer
+from scoring.prebuilt.classifier import (
+    create_factuality_scorer,
+    create_humor_scorer,
+    create_possible_scorer,
+    create_summary_scorer,
+    create_translation_scorer,
+)
 from scoring.prebuilt.completeness import create_completeness_scorer
 from scoring.prebuilt.content_similarity import create_content_similarity_scorer
 from scoring.prebuilt.context_precision import create_context_precision_scorer
@@ -18,13 +25,21 @@ from scoring.prebuilt.heuristics import (
 from scoring.prebuilt.json_diff import create_json_diff_scorer
 from scoring.prebuilt.keyword_coverage import create_keyword_coverage_scorer
 from scoring.prebuilt.list_contains import create_list_contains_scorer
+from scoring.prebuilt.moderation import create_moderation_scorer
 from scoring.prebuilt.noise_sensitivity import create_noise_sensitivity_scorer
 from scoring.prebuilt.prompt_alignment import create_prompt_alignment_scorer
+from scoring.prebuilt.ragas_answer_correctness import create_ragas_answer_correctness_scorer
+from scoring.prebuilt.ragas_answer_relevancy import create_ragas_answer_relevancy_scorer
+from scoring.prebuilt.ragas_context_precision import create_ragas_context_precision_scorer
+from scoring.prebuilt.ragas_context_recall import create_ragas_context_recall_scorer
+from scoring.prebuilt.ragas_context_relevancy import create_ragas_context_relevancy_scorer
 from scoring.prebuilt.textual_difference import create_textual_difference_scorer
 from scoring.prebuilt.tone import create_tone_scorer
 from scoring.prebuilt.tool_call_accuracy import create_tool_call_accuracy_scorer_code
 from scoring.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
 from scoring.prebuilt.toxicity import create_toxicity_scorer
+from scoring.prebuilt.trajectory_accuracy import create_trajectory_accuracy_scorer_code
+from scoring.prebuilt.trajectory_accuracy_llm import create_trajectory_accuracy_scorer_llm
 
 __all__ = [
     "create_completeness_scorer",
@@ -39,6 +54,8 @@ __all__ = [
     "create_textual_difference_scorer",
     "create_tool_call_accuracy_scorer_code",
     "create_tool_call_accuracy_scorer_llm",
+    "create_trajectory_accuracy_scorer_code",
+    "create_trajectory_accuracy_scorer_llm",
     "create_noise_sensitivity_scorer",
     "create_prompt_alignment_scorer",
     "create_answer_relevancy_scorer",
@@ -50,4 +67,15 @@ __all__ = [
     "create_context_precision_scorer",
     "create_context_relevance_scorer",
     "create_context_recall_scorer",
+    "create_factuality_scorer",
+    "create_summary_scorer",
+    "create_translation_scorer",
+    "create_humor_scorer",
+    "create_possible_scorer",
+    "create_moderation_scorer",
+    "create_ragas_answer_correctness_scorer",
+    "create_ragas_answer_relevancy_scorer",
+    "create_ragas_context_precision_scorer",
+    "create_ragas_context_recall_scorer",
+    "create_ragas_context_relevancy_scorer",
 ]

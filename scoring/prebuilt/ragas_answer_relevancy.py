@@ -1,0 +1,132 @@
+"""RAGAS answer relevancy (VoltAgent's ``answerRelevancy`` id; autoevals' embedding formula).
+
+The judge, ``strictness`` times, writes the question the answer would answer and flags whether the
+answer is noncommittal ("I don't know"). Each generated question and the run's input question are
+embedded (``litellm.aembedding``) and compared by cosine similarity, rescaled as autoevals'
+``EmbeddingSimilarity``: max((cos - 0.7) / 0.3, 0). Score = mean similarity over the questions, or 0
+when any generated answer was flagged noncommittal (autoevals' rule). VoltAgent's current
+TypeScript scores word overlap instead of embeddings; this port keeps autoevals' embeddings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
+
+from pydantic import BaseModel
+
+from scoring.judge import Judge, _litellm, delimit
+from scoring.prebuilt.ragas_answer_correctness import scaled_cosine
+from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+
+INSTRUCTIONS = "You generate questions from answers to evaluate relevancy"
+
+PROMPT = """Generate a question for the given answer and Identify if answer is noncommittal. Give \
+noncommittal as 1 if the answer is noncommittal and 0 if the answer is committal. A noncommittal \
+answer is one that is evasive, vague, or ambiguous. For example, "I don't know" or "I'm not sure" \
+are noncommittal answers
+
+Examples:
+
+answer: "Albert Einstein was born in Germany."
+context: "Albert Einstein was a German-born theoretical physicist who is widely held to be one of the \
+greatest and most influential scientists of all time"
+output: {"question": "Where was Albert Einstein born?", "noncommittal": 0}
+
+answer: "Everest"
+context: "The tallest mountain on Earth, measured from sea level, is a renowned peak located in the \
+Himalayas."
+output: {"question": "What is the tallest mountain on Earth?", "noncommittal": 0}
+
+answer: "I don't know about the groundbreaking feature of the smartphone invented in 2023 as am \
+unaware of information beyond 2022."
+context: "In 2023, a groundbreaking invention was announced: a smartphone with a battery life of one \
+month, revolutionizing the way people use mobile technology."
+output: {"question": "What was the groundbreaking feature of the smartphone invented in 2023?", \
+"noncommittal": 1}
+
+Your actual task:"""
+
+
+class GeneratedQuestion(BaseModel):
+    question: str
+    noncommittal: Literal[0, 1]
+
+
+class QuestionSimilarity(BaseModel):
+    question: str
+    noncommittal: bool
+    similarity: float
+
+
+def question_prompt(answer: str, context: str) -> str:
+    return f"{PROMPT}\n\nanswer: {delimit('answer', answer)}\ncontext: {delimit('context', context)}"
+
+
+def relevancy_score(results: list[QuestionSimilarity]) -> float:
+    if not results or any(r.noncommittal for r in results):
+        return 0.0
+    return sum(r.similarity for r in results) / len(results)
+
+
+def create_ragas_answer_relevancy_scorer(
+    judge: Judge,
+    strictness: int = 3,
+    temperature: float = 0.5,
+    embedding_model: str = "openai/text-embedding-3-small",
+) -> Scorer:
+    """Answer relevancy from ``strictness`` generated questions; embeddings via the judge's endpoint."""
+    if strictness < 1:
+        raise ValueError("strictness must be >= 1")
+    # autoevals samples the questions at temperature 0.5 so that they differ.
+    generator = replace(judge, instructions=INSTRUCTIONS, temperature=temperature)
+
+    async def preprocess(ctx: StepContext) -> list[GeneratedQuestion]:
+        prompt = question_prompt(
+            get_assistant_message_from_run_output(ctx.run) or "", "\n".join(ctx.run.context)
+        )
+        # Sequential, as VoltAgent: one question per call.
+        return [(await generator.structured(prompt, GeneratedQuestion)).value for _ in range(strictness)]
+
+    async def analyze(ctx: StepContext) -> list[QuestionSimilarity]:
+        questions: list[GeneratedQuestion] = ctx.results["preprocess_step_result"]
+        if any(q.noncommittal for q in questions):  # scores 0 whatever the similarity: no embeddings
+            return [
+                QuestionSimilarity(question=q.question, noncommittal=bool(q.noncommittal), similarity=0)
+                for q in questions
+            ]
+        response = await _litellm().aembedding(
+            model=embedding_model,
+            input=[get_user_message_from_run_input(ctx.run) or "", *(q.question for q in questions)],
+            api_base=judge.api_base,
+            api_key=judge.api_key,
+            timeout=judge.timeout_s,
+        )
+        vectors = [item["embedding"] for item in response.data]
+        return [
+            QuestionSimilarity(
+                question=q.question, noncommittal=False, similarity=scaled_cosine(v, vectors[0])
+            )
+            for q, v in zip(questions, vectors[1:], strict=True)
+        ]
+
+    def reason(ctx: StepContext) -> str:
+        results: list[QuestionSimilarity] = ctx.results["analyze_step_result"]
+        if any(r.noncommittal for r in results):
+            return "Answer is noncommittal"
+        return f"Generated {len(results)} questions with relevancy score {ctx.score:.2f}"
+
+    return (
+        create_scorer(
+            id="answerRelevancy",
+            name="Answer Relevancy",
+            description="RAGAS answer relevancy: questions generated from the answer vs the input",
+            needs={"input", "output"},
+            judge=generator,
+        )
+        .preprocess(preprocess)
+        .analyze(analyze)
+        .generate_score(lambda ctx: relevancy_score(ctx.results["analyze_step_result"]))
+        .generate_reason(reason)
+    )
