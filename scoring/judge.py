@@ -63,7 +63,7 @@ def delimit(label: str, content: str) -> str:
 
 
 @functools.cache
-def _litellm() -> ModuleType:
+def litellm_module() -> ModuleType:
     """litellm, imported on first use (it is slow to import) and kept quiet and offline."""
     # Without this litellm downloads its price list at import time.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -120,10 +120,17 @@ class Judge:
         if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_initial_s < 0:
             raise ValueError("timeout_s must be > 0, max_retries and backoff_initial_s >= 0")
 
+    async def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        """Embedding vectors of ``texts`` through ``litellm.aembedding``, on this judge's endpoint."""
+        response = await litellm_module().aembedding(
+            model=model, input=texts, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout_s
+        )
+        return [list(item["embedding"]) for item in response.data]
+
     def uses_json_schema(self) -> bool:
         """True when litellm knows the model accepts a JSON schema ``response_format``."""
         try:
-            return bool(_litellm().supports_response_schema(model=self.model))
+            return bool(litellm_module().supports_response_schema(model=self.model))
         except Exception:  # an unknown model or provider: fall back to JSON mode
             return False
 
@@ -203,7 +210,7 @@ class Judge:
         self, messages: list[dict[str, Any]], tally: _Tally, response_format: dict[str, Any] | None
     ) -> str:
         """One completion's text, retrying retriable failures with backoff; adds usage to ``tally``."""
-        litellm = _litellm()
+        litellm = litellm_module()
         extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
         for retry in range(self.max_retries + 1):
             tally.attempts += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scoring.judge import Judge, _litellm
+from scoring.judge import Judge, litellm_module
 from scoring.scorer import Scorer, StepContext, create_scorer
 from scoring.utils import get_assistant_message_from_run_output
 
@@ -39,7 +39,7 @@ def create_moderation_scorer(
 
     async def moderate(ctx: StepContext) -> dict[str, Any]:
         output = get_assistant_message_from_run_output(ctx.run) or ""
-        response = await _litellm().amoderation(
+        response = await litellm_module().amoderation(
             input=output,
             model=judge.model,
             api_key=judge.api_key,

@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 from pydantic import BaseModel, Field
 
-from scoring.judge import Judge, _litellm, delimit
+from scoring.judge import Judge, delimit
 from scoring.scorer import Scorer, StepContext, create_scorer
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
@@ -112,14 +112,9 @@ def create_ragas_answer_correctness_scorer(
         factuality = f1_score(ctx.results["preprocess_step_result"])
         if answer_similarity_weight == 0:
             return {"factuality": factuality, "similarity": None}
-        response = await _litellm().aembedding(
-            model=embedding_model,
-            input=[get_assistant_message_from_run_output(ctx.run) or "", _ground_truth(ctx)],
-            api_base=judge.api_base,
-            api_key=judge.api_key,
-            timeout=judge.timeout_s,
+        vectors = await judge.embed(
+            [get_assistant_message_from_run_output(ctx.run) or "", _ground_truth(ctx)], embedding_model
         )
-        vectors = [item["embedding"] for item in response.data]
         return {"factuality": factuality, "similarity": scaled_cosine(vectors[0], vectors[1])}
 
     def generate_score(ctx: StepContext) -> float:

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from scoring.judge import Judge, _litellm, delimit
+from scoring.judge import Judge, delimit
 from scoring.prebuilt.ragas_answer_correctness import scaled_cosine
 from scoring.scorer import Scorer, StepContext, create_scorer
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
@@ -96,14 +96,10 @@ def create_ragas_answer_relevancy_scorer(
                 QuestionSimilarity(question=q.question, noncommittal=bool(q.noncommittal), similarity=0)
                 for q in questions
             ]
-        response = await _litellm().aembedding(
-            model=embedding_model,
-            input=[get_user_message_from_run_input(ctx.run) or "", *(q.question for q in questions)],
-            api_base=judge.api_base,
-            api_key=judge.api_key,
-            timeout=judge.timeout_s,
+        vectors = await judge.embed(
+            [get_user_message_from_run_input(ctx.run) or "", *(q.question for q in questions)],
+            embedding_model,
         )
-        vectors = [item["embedding"] for item in response.data]
         return [
             QuestionSimilarity(
                 question=q.question, noncommittal=False, similarity=scaled_cosine(v, vectors[0])
