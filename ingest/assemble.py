@@ -210,7 +210,9 @@ class TraceAssembler:
             log.warning(
                 "trace %s exceeds %d spans and log records; dropping its further %s from assembly "
                 "(they are stored)",
-                trace.trace_id, self._config.max_spans_per_trace, what,
+                trace.trace_id,
+                self._config.max_spans_per_trace,
+                what,
             )
         return False
 

@@ -180,9 +180,7 @@ def export_response_for(
     return export_logs_response(batch) if signal == SIGNAL_LOGS else export_response(batch)
 
 
-def request_to_batch(
-    request: ExportTraceServiceRequest, builder: _BatchBuilder | None = None
-) -> SpanBatch:
+def request_to_batch(request: ExportTraceServiceRequest, builder: _BatchBuilder | None = None) -> SpanBatch:
     builder = builder or _BatchBuilder()
     for resource_spans in request.resource_spans:
         # One dict per resource, shared by its spans: spans are frozen and this is the hot path.
@@ -192,9 +190,7 @@ def request_to_batch(
             scope_version = scope_spans.scope.version
             for span in scope_spans.spans:
                 try:
-                    builder.spans.append(
-                        _span(span, resource_attributes, scope_name, scope_version, builder)
-                    )
+                    builder.spans.append(_span(span, resource_attributes, scope_name, scope_version, builder))
                 except _BadSpan as exc:
                     builder.reject(str(exc))
     return builder.build()

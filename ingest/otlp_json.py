@@ -78,9 +78,7 @@ def _parse(payload: bytes, shape: _Shape) -> ParsedRequest:
     parsed = ParsedRequest(shape.request_type())
     prepared = [_prepare_resource(index, r, shape, parsed) for index, r in enumerate(resources)]
     try:
-        json_format.ParseDict(
-            {_camel(shape.resources): prepared}, parsed.request, ignore_unknown_fields=True
-        )
+        json_format.ParseDict({_camel(shape.resources): prepared}, parsed.request, ignore_unknown_fields=True)
     except json_format.ParseError:
         # Something below the ids is malformed: parse piece by piece to keep every readable item.
         parsed.request = shape.request_type()

@@ -99,8 +99,11 @@ async def running_http(
     next = Recorder() if next is None else next
     metrics = Metrics()
     receiver = HttpReceiver(
-        receiver_config(max_request_bytes), next=next, metrics=metrics,
-        scores=scores if scores is not None else StaticScores(), health=health,
+        receiver_config(max_request_bytes),
+        next=next,
+        metrics=metrics,
+        scores=scores if scores is not None else StaticScores(),
+        health=health,
     )
     await receiver.start()
     try:

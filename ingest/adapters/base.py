@@ -136,9 +136,7 @@ def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:
     A tool message without text gets its results as content, so history reads naturally.
     """
     texts = [as_text(p.model_extra.get("text")) for p in parts if p.type == "text" and p.model_extra]
-    reasoning = [
-        as_text(p.model_extra.get("text")) for p in parts if p.type == "reasoning" and p.model_extra
-    ]
+    reasoning = [as_text(p.model_extra.get("text")) for p in parts if p.type == "reasoning" and p.model_extra]
     content = "\n".join(t for t in texts if t)
     if not content and role == "tool":
         content = "\n".join(

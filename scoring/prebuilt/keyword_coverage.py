@@ -95,7 +95,7 @@ def create_keyword_coverage_scorer() -> Scorer:
         create_scorer(
             id="keyword-coverage-scorer",
             name="Keyword Coverage Scorer",
-            description="Leverage the nlp method from \"compromise\" to extract elements from the input "
+            description='Leverage the nlp method from "compromise" to extract elements from the input '
             "and output and calculate the coverage.",
         )
         .preprocess(_preprocess)

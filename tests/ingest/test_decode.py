@@ -53,14 +53,25 @@ def test_unknown_encoding_is_a_programming_error() -> None:
 
 def test_proto_span_converted_with_every_field() -> None:
     span = proto_span(
-        "chat gpt-4o", parent=SPAN_2, kind=trace_pb2.Span.SPAN_KIND_CLIENT, trace_state="k=v",
-        start_time_unix_nano=1_795_340_512_811_591_760, end_time_unix_nano=1_795_340_512_857_080_265,
+        "chat gpt-4o",
+        parent=SPAN_2,
+        kind=trace_pb2.Span.SPAN_KIND_CLIENT,
+        trace_state="k=v",
+        start_time_unix_nano=1_795_340_512_811_591_760,
+        end_time_unix_nano=1_795_340_512_857_080_265,
         status=trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_ERROR, message="boom"),
     )
-    span.attributes.extend([
-        kv("s", "text"), kv("b", True), kv("i", 9_007_199_254_740_993), kv("d", 0.5), kv("raw", b"\x00\x01"),
-        kv("arr", ["a", 1, [2.5]]), kv("map", {"inner": {"x": False}}),
-    ])
+    span.attributes.extend(
+        [
+            kv("s", "text"),
+            kv("b", True),
+            kv("i", 9_007_199_254_740_993),
+            kv("d", 0.5),
+            kv("raw", b"\x00\x01"),
+            kv("arr", ["a", 1, [2.5]]),
+            kv("map", {"inner": {"x": False}}),
+        ]
+    )
     event = span.events.add(name="gen_ai.choice", time_unix_nano=42)
     event.attributes.append(kv("index", 0))
     link = span.links.add(trace_id=bytes(range(1, 17)), span_id=bytes(range(1, 9)), trace_state="a=b")
@@ -78,8 +89,13 @@ def test_proto_span_converted_with_every_field() -> None:
     assert got.start_time_unix_nano == 1_795_340_512_811_591_760
     assert got.end_time_unix_nano == 1_795_340_512_857_080_265
     assert got.attributes == {
-        "s": "text", "b": True, "i": 9_007_199_254_740_993, "d": 0.5, "raw": b"\x00\x01",
-        "arr": ["a", 1, [2.5]], "map": {"inner": {"x": False}},
+        "s": "text",
+        "b": True,
+        "i": 9_007_199_254_740_993,
+        "d": 0.5,
+        "raw": b"\x00\x01",
+        "arr": ["a", 1, [2.5]],
+        "map": {"inner": {"x": False}},
     }
     assert type(got.attributes["i"]) is int and type(got.attributes["b"]) is bool
     events = [(e.name, e.time_unix_nano, e.attributes) for e in got.events]
@@ -162,40 +178,71 @@ def test_proto_empty_payload_is_an_empty_request() -> None:
 
 def test_json_hex_ids_enum_names_int_strings_and_snake_case() -> None:
     document = {
-        "resource_spans": [{
-            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
-            "scope_spans": [{
-                "scope": {"name": "sc", "version": "2"},
-                "spans": [
+        "resource_spans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
+                "scope_spans": [
                     {
-                        "trace_id": "5DBDF98695BD5785F3D3E61006AD2DBA", "span_id": "594f8d102c7c4a19",
-                        "parent_span_id": "41577dfd278c2ded", "name": "snake", "kind": "SPAN_KIND_SERVER",
-                        "start_time_unix_nano": 1795340512811241928,
-                        "end_time_unix_nano": "1795340512873666836",
-                        "status": {"code": "STATUS_CODE_OK"},
-                        "attributes": [
-                            {"key": "n", "value": {"intValue": "-12"}},
-                            {"key": "m", "value": {"int_value": 7}},
-                            {"key": "blob", "value": {"bytesValue": base64.b64encode(b"\x00hi").decode()}},
-                            {"key": "kv", "value": {"kvlistValue": {"values": [
-                                {"key": "a", "value": {"arrayValue": {"values": [{"boolValue": True}]}}},
-                            ]}}},
+                        "scope": {"name": "sc", "version": "2"},
+                        "spans": [
+                            {
+                                "trace_id": "5DBDF98695BD5785F3D3E61006AD2DBA",
+                                "span_id": "594f8d102c7c4a19",
+                                "parent_span_id": "41577dfd278c2ded",
+                                "name": "snake",
+                                "kind": "SPAN_KIND_SERVER",
+                                "start_time_unix_nano": 1795340512811241928,
+                                "end_time_unix_nano": "1795340512873666836",
+                                "status": {"code": "STATUS_CODE_OK"},
+                                "attributes": [
+                                    {"key": "n", "value": {"intValue": "-12"}},
+                                    {"key": "m", "value": {"int_value": 7}},
+                                    {
+                                        "key": "blob",
+                                        "value": {"bytesValue": base64.b64encode(b"\x00hi").decode()},
+                                    },
+                                    {
+                                        "key": "kv",
+                                        "value": {
+                                            "kvlistValue": {
+                                                "values": [
+                                                    {
+                                                        "key": "a",
+                                                        "value": {
+                                                            "arrayValue": {"values": [{"boolValue": True}]}
+                                                        },
+                                                    },
+                                                ]
+                                            }
+                                        },
+                                    },
+                                ],
+                                "events": [{"name": "e", "timeUnixNano": "5", "attributes": []}],
+                                "links": [{"traceId": LINK_TRACE, "spanId": LINK_SPAN}],
+                            },
+                            {
+                                "traceId": TRACE_A.hex(),
+                                "spanId": SPAN_2.hex(),
+                                "parentSpanId": "",
+                                "kind": 3,
+                                "status": {"code": 2, "message": "bad"},
+                                "name": "camel",
+                                "unknownField": {"x": 1},
+                            },
                         ],
-                        "events": [{"name": "e", "timeUnixNano": "5", "attributes": []}],
-                        "links": [{"traceId": LINK_TRACE, "spanId": LINK_SPAN}],
-                    },
-                    {"traceId": TRACE_A.hex(), "spanId": SPAN_2.hex(), "parentSpanId": "", "kind": 3,
-                     "status": {"code": 2, "message": "bad"}, "name": "camel", "unknownField": {"x": 1}},
+                    }
                 ],
-            }],
-        }]
+            }
+        ]
     }
     batch = decode_traces("otlp_json", json_bytes(document))
 
     assert batch.rejected_spans == 0 and batch.errors == []
     snake, camel = batch.spans
     assert (snake.trace_id, snake.span_id, snake.parent_span_id) == (
-        "5dbdf98695bd5785f3d3e61006ad2dba", "594f8d102c7c4a19", "41577dfd278c2ded"
+        "5dbdf98695bd5785f3d3e61006ad2dba",
+        "594f8d102c7c4a19",
+        "41577dfd278c2ded",
     )
     assert (snake.kind, snake.status_code) == (2, 1)
     assert snake.start_time_unix_nano == 1795340512811241928
@@ -325,9 +372,13 @@ def test_json_and_proto_decode_a_fixture_the_same() -> None:
     request = ExportTraceServiceRequest()
     for span in from_json.spans:
         proto = proto_span(
-            span.name, trace_id=bytes.fromhex(span.trace_id), span_id=bytes.fromhex(span.span_id),
-            parent=bytes.fromhex(span.parent_span_id), kind=span.kind,
-            start_time_unix_nano=span.start_time_unix_nano, end_time_unix_nano=span.end_time_unix_nano,
+            span.name,
+            trace_id=bytes.fromhex(span.trace_id),
+            span_id=bytes.fromhex(span.span_id),
+            parent=bytes.fromhex(span.parent_span_id),
+            kind=span.kind,
+            start_time_unix_nano=span.start_time_unix_nano,
+            end_time_unix_nano=span.end_time_unix_nano,
         )
         proto.attributes.extend(kv(k, v) for k, v in span.attributes.items())
         resource = request.resource_spans.add()
@@ -368,14 +419,43 @@ def test_export_response_sets_partial_success_only_on_rejection() -> None:
 # --- never anything but DecodeError or a batch ---------------------------------------------------
 
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=40)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=40)
     | st.sampled_from(["5dbdf98695bd5785f3d3e61006ad2dba", "594f8d102c7c4a19", "SPAN_KIND_SERVER", ""]),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(["resourceSpans", "scopeSpans", "spans", "traceId", "spanId", "parentSpanId", "name",
-                         "kind", "attributes", "key", "value", "stringValue", "arrayValue", "values", "links",
-                         "events", "status", "code", "resource", "scope", "startTimeUnixNano", "x"]),
-        children, max_size=5,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "resourceSpans",
+                    "scopeSpans",
+                    "spans",
+                    "traceId",
+                    "spanId",
+                    "parentSpanId",
+                    "name",
+                    "kind",
+                    "attributes",
+                    "key",
+                    "value",
+                    "stringValue",
+                    "arrayValue",
+                    "values",
+                    "links",
+                    "events",
+                    "status",
+                    "code",
+                    "resource",
+                    "scope",
+                    "startTimeUnixNano",
+                    "x",
+                ]
+            ),
+            children,
+            max_size=5,
+        )
     ),
     max_leaves=30,
 )

@@ -105,7 +105,9 @@ def test_legacy_fixture_records_ids_event_names_and_bodies() -> None:
     assert first.body == {"content": "You are a helpful weather assistant. Use the get_weather tool."}
     assert first.attributes == {"gen_ai.system": "openai", "event.name": "gen_ai.system.message"}
     assert (first.service_name, first.scope_name, first.resource_attributes["telemetry.sdk.version"]) == (
-        "weather-agent-demo", "fixture", "1.33.1"
+        "weather-agent-demo",
+        "fixture",
+        "1.33.1",
     )
     assert batch.logs[3].body == {"content": "What's the weather in Paris?"}
     # kvlistValue -> dict, intValue string -> int, arrayValue -> list, nested all the way down.
@@ -291,7 +293,8 @@ def test_json_bad_record_rejected_and_good_ones_kept(bad: Any, reason: str) -> N
     batch = decode_logs("otlp_json", json_bytes(document))
 
     assert [(r.event_name, r.span_id) for r in batch.logs] == [
-        ("good-1", SPAN_1.hex()), ("good-2", SPAN_2.hex())
+        ("good-1", SPAN_1.hex()),
+        ("good-2", SPAN_2.hex()),
     ]
     assert [r.body for r in batch.logs] == ["body of good-1", "body of good-2"]
     assert batch.rejected_spans == 1

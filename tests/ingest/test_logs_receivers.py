@@ -221,7 +221,9 @@ async def test_http_garbage_is_400_with_a_status(body: bytes, headers: dict[str,
 async def test_http_logs_consumer_failure_is_503() -> None:
     async with running_http(next=Failing()) as running:
         reply = await http_request(
-            "POST", f"{running.url}/v1/logs", data=logs_request(good_record()).SerializeToString(),
+            "POST",
+            f"{running.url}/v1/logs",
+            data=logs_request(good_record()).SerializeToString(),
             headers=PROTOBUF,
         )
     assert reply.status == 503 and int(reply.headers["Retry-After"]) > 0

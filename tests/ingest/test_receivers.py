@@ -93,7 +93,8 @@ async def test_sdk_grpc_exporter_to_grpc_receiver(compression: grpc.Compression 
 
 
 @pytest.mark.parametrize(
-    "compression", [HttpCompression.NoCompression, HttpCompression.Gzip, HttpCompression.Deflate],
+    "compression",
+    [HttpCompression.NoCompression, HttpCompression.Gzip, HttpCompression.Deflate],
     ids=["plain", "gzip", "deflate"],
 )
 async def test_sdk_http_exporter_to_http_receiver(compression: HttpCompression) -> None:
@@ -113,7 +114,9 @@ async def test_fixture_posted_as_json() -> None:
     raw_spans = [s for rs in raw["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
     async with running_http() as running:
         reply = await http_request(
-            "POST", f"{running.url}/v1/traces", data=SEMCONV_MAIN.read_bytes(),
+            "POST",
+            f"{running.url}/v1/traces",
+            data=SEMCONV_MAIN.read_bytes(),
             headers={"Content-Type": "application/json; charset=utf-8"},
         )
     assert reply.status == 200

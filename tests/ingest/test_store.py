@@ -416,7 +416,9 @@ async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -
         severity_text="INFO",
         event_name="gen_ai.choice",
         body={
-            "message": {"role": "assistant", "content": "rainy, 57°F"}, "index": 0, "finish_reason": "stop"
+            "message": {"role": "assistant", "content": "rainy, 57°F"},
+            "index": 0,
+            "finish_reason": "stop",
         },
         attributes={"gen_ai.system": "openai", "event.name": "gen_ai.choice", "n": 2},
         resource_attributes={"service.name": "weather-svc", "host.port": 8080},

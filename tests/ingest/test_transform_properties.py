@@ -13,12 +13,49 @@ from schemas import AgentRun, Span
 from schemas.spans import STATUS_ERROR
 
 # Repeats weight the draw towards the operations that build runs.
-OPERATIONS = ["invoke_agent", "invoke_agent", "chat", "chat", "chat", "text_completion", "execute_tool",
-              "execute_tool", "retrieval", "embeddings"]
-PART_TYPES = ["text", "text", "reasoning", "thinking", "tool_call", "tool_call", "tool_call",
-              "tool_call_response", "tool_call_response", "blob", "uri", None, 3, ["text"]]
-ROLES = ["user", "user", "assistant", "assistant", "system", "tool", "tool", "developer", "model", "", None,
-         7, ["user"]]
+OPERATIONS = [
+    "invoke_agent",
+    "invoke_agent",
+    "chat",
+    "chat",
+    "chat",
+    "text_completion",
+    "execute_tool",
+    "execute_tool",
+    "retrieval",
+    "embeddings",
+]
+PART_TYPES = [
+    "text",
+    "text",
+    "reasoning",
+    "thinking",
+    "tool_call",
+    "tool_call",
+    "tool_call",
+    "tool_call_response",
+    "tool_call_response",
+    "blob",
+    "uri",
+    None,
+    3,
+    ["text"],
+]
+ROLES = [
+    "user",
+    "user",
+    "assistant",
+    "assistant",
+    "system",
+    "tool",
+    "tool",
+    "developer",
+    "model",
+    "",
+    None,
+    7,
+    ["user"],
+]
 SPAN_IDS = [f"{i:016x}" for i in range(1, 7)]  # a small pool: duplicates and shared parents happen
 
 scalars = (

@@ -25,9 +25,7 @@ from tests.scoring.test_parity import CASES, REFERENCE, run_like_reference
 
 
 def _cases_with(scorer_name: str) -> list[Any]:
-    return [
-        pytest.param(case, id=case["id"]) for case in CASES if scorer_name in REFERENCE[case["id"]]
-    ]
+    return [pytest.param(case, id=case["id"]) for case in CASES if scorer_name in REFERENCE[case["id"]]]
 
 
 def test_the_fixtures_cover_these_scorers() -> None:
