@@ -116,6 +116,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _score_once(scorer: Any, run: Any) -> Any:
+    from scoring.judge import close_clients
+
+    try:
+        return await scorer.run(run)
+    finally:
+        await close_clients()
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from schemas.agent_run import AgentRun
     from scoring.registry import build_scorer
@@ -125,7 +134,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise ValueError("--options must be a JSON object")
     scorer = build_scorer(args.scorer_id, options)
     run = AgentRun.model_validate_json(Path(args.run).read_bytes())
-    result = asyncio.run(scorer.run(run))
+    result = asyncio.run(_score_once(scorer, run))
     json.dump(result.model_dump(mode="json"), sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0

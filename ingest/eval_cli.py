@@ -25,6 +25,7 @@ from rich.table import Table
 
 from schemas import AgentRun
 from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
+from scoring.judge import close_clients
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
 
@@ -167,14 +168,17 @@ async def _evaluate(items: list[EvalItem], scorers: list[Scorer], concurrency: i
         console=Console(stderr=True),
         transient=True,
     )
-    with progress:
-        task = progress.add_task("scoring", total=len(items))
-        return await run_evals(
-            items,
-            scorers,
-            concurrency=concurrency,
-            on_item_complete=lambda _: progress.advance(task),
-        )
+    try:
+        with progress:
+            task = progress.add_task("scoring", total=len(items))
+            return await run_evals(
+                items,
+                scorers,
+                concurrency=concurrency,
+                on_item_complete=lambda _: progress.advance(task),
+            )
+    finally:
+        await close_clients()
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -54,6 +54,19 @@ class Metrics:
             registry=r,
         )
         self.scores_written = Counter("tracescore_scores_written", "Score rows written", registry=r)
+        # Judge spend, of failed scorer runs too (their score rows do not exist to carry it).
+        self.judge_tokens = Counter(
+            "tracescore_judge_tokens",
+            "Tokens of answered judge calls by scorer, outcome and direction",
+            ["scorer", "outcome", "direction"],
+            registry=r,
+        )
+        self.judge_cost = Counter(
+            "tracescore_judge_cost_usd",
+            "Cost in USD of answered judge calls (litellm's price map) by scorer and outcome",
+            ["scorer", "outcome"],
+            registry=r,
+        )
         self.rows_dropped = Counter(
             "tracescore_scoring_rows_dropped",
             "Score and decision rows dropped because the store stayed unavailable past the buffer bound",

@@ -26,6 +26,7 @@ from ingest.transform import build_runs
 from schemas.config import ServiceConfig
 from schemas.spans import LogRecord, Span, SpanBatch
 from scoring.executor import ScoringExecutor
+from scoring.judge import close_clients
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class Service:
         await self.http.shutdown()
         await self.assembler.shutdown()
         await self.executor.shutdown()
+        await close_clients()
         await self.store.shutdown()
 
     async def flush(self) -> None:

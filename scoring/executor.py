@@ -28,6 +28,7 @@ from ingest.consumers import ScoreSink
 from ingest.metrics import Metrics
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource
 from schemas.config import RunFilter, ScorerRule, ScoringConfig
+from scoring.judge import JudgeUsage, metered
 from scoring.registry import ScorerFactory, build_scorer
 from scoring.sampling import is_sampled
 from scoring.scorer import Scorer, ScorerError, ScorerResult
@@ -220,17 +221,29 @@ class ScoringExecutor:
     async def _execute(self, job: _Job) -> tuple[ScoreRecord | None, Decision]:
         timeout = self._config.timeout_seconds
         started = time.perf_counter()
-        try:
-            async with asyncio.timeout(timeout):
-                result = await job.rule.scorer.run(job.run)
-            record = self._record(job, result, (time.perf_counter() - started) * 1000.0)
-        except TimeoutError:
-            return None, self._decision(job.run, job.rule, "failed", f"timed out after {timeout:g} s")
-        except Exception as exc:  # a failing scorer is a decision row, never a score
-            detail = str(exc) if isinstance(exc, ScorerError) else f"{type(exc).__name__}: {exc}"
-            logger.debug("scorer %s failed on run %s: %s", job.rule.scorer_id, job.run.run_id, detail)
-            return None, self._decision(job.run, job.rule, "failed", detail)
+        with metered() as usage:
+            try:
+                async with asyncio.timeout(timeout):
+                    result = await job.rule.scorer.run(job.run)
+                record = self._record(job, result, (time.perf_counter() - started) * 1000.0)
+            except TimeoutError:
+                self._count_usage(job.rule, usage, "failed")
+                return None, self._decision(job.run, job.rule, "failed", f"timed out after {timeout:g} s")
+            except Exception as exc:  # a failing scorer is a decision row, never a score
+                detail = str(exc) if isinstance(exc, ScorerError) else f"{type(exc).__name__}: {exc}"
+                logger.debug("scorer %s failed on run %s: %s", job.rule.scorer_id, job.run.run_id, detail)
+                self._count_usage(job.rule, usage, "failed")
+                return None, self._decision(job.run, job.rule, "failed", detail)
+        self._count_usage(job.rule, usage, "scored")
         return record, self._decision(job.run, job.rule, "scored")
+
+    def _count_usage(self, rule: _Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
+        if not usage.calls:
+            return
+        tokens = self._metrics.judge_tokens
+        tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="input").inc(usage.input_tokens)
+        tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="output").inc(usage.output_tokens)
+        self._metrics.judge_cost.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.cost_usd)
 
     def _record(self, job: _Job, result: ScorerResult, latency_ms: float) -> ScoreRecord:
         run = job.run

@@ -12,20 +12,31 @@ not validate gets one repair round (the error is sent back), then fails with ``J
 Rate limits, 5xx and timeouts are retried with exponential backoff and jitter (honouring
 Retry-After); permanent errors fail at once (see ``scoring.judge_errors``).
 
+Embeddings (``embed``) and moderation (``moderate``) go through the same retry policy.
+
 Trace content is data, not instructions: wrap it with ``delimit`` and the system preamble tells the
 judge that nothing inside the markers is to be obeyed.
+
+Usage is metered: inside ``with metered() as usage:`` every judge call made in that context (also in
+tasks and threads started from it) adds its model, tokens and cost to ``usage``. ``Scorer.run``
+meters each run, so a score row counts every call its scorer made, including calls from its own code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import inspect
 import json
 import os
 import random
 import re
 import secrets
+import sys
 import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field
 from types import ModuleType
 from typing import Any, Generic, TypeVar
@@ -71,7 +82,31 @@ def litellm_module() -> ModuleType:
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    # Retries are the judge's own (classified, with backoff). litellm's OpenAI embedding path reads
+    # ``max_retries=0`` as "unset" and falls back to this default, so the SDK would retry as well.
+    litellm.DEFAULT_MAX_RETRIES = 0
     return litellm
+
+
+async def close_clients() -> None:
+    """Close the HTTP clients litellm caches (their sessions belong to the running event loop).
+
+    Call it before the loop that made judge calls ends (the service does on stop); without it
+    aiohttp reports unclosed sessions when the process exits. Nothing to do if litellm was not used.
+    """
+    if "litellm" not in sys.modules:
+        return
+    litellm = litellm_module()
+    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+    await close_litellm_async_clients()
+    cache = litellm.in_memory_llm_clients_cache
+    for client in list(getattr(cache, "cache_dict", {}).values()):
+        close = getattr(client, "close", None)  # openai.AsyncOpenAI, which litellm's cleanup skips
+        if close is not None and inspect.iscoroutinefunction(close):
+            with contextlib.suppress(Exception):
+                await close()
+    cache.flush_cache()
 
 
 @dataclass(frozen=True)
@@ -90,6 +125,43 @@ class JudgeResult(Generic[T]):
 
 
 @dataclass
+class JudgeUsage:
+    """Usage summed over the judge calls made while it was metering (see ``metered``)."""
+
+    models: list[str] = field(default_factory=list)  # distinct, in first-use order
+    calls: int = 0  # answered HTTP calls
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    parent: JudgeUsage | None = field(default=None, repr=False)
+
+    def add(self, model: str, input_tokens: int, output_tokens: int, cost_usd: float) -> None:
+        meter: JudgeUsage | None = self
+        while meter is not None:  # an enclosing meter counts the calls of the ones inside it too
+            if model not in meter.models:
+                meter.models.append(model)
+            meter.calls += 1
+            meter.input_tokens += input_tokens
+            meter.output_tokens += output_tokens
+            meter.cost_usd += cost_usd
+            meter = meter.parent
+
+
+_METER: ContextVar[JudgeUsage | None] = ContextVar("tracescore_judge_usage", default=None)
+
+
+@contextlib.contextmanager
+def metered() -> Iterator[JudgeUsage]:
+    """Count the model, tokens and cost of every judge call made in this context."""
+    usage = JudgeUsage(parent=_METER.get())
+    token = _METER.set(usage)
+    try:
+        yield usage
+    finally:
+        _METER.reset(token)
+
+
+@dataclass
 class _Tally:
     """Usage summed over the calls of one judge request (local to the request, never shared)."""
 
@@ -97,6 +169,18 @@ class _Tally:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+
+    def add(self, model: str, response: Any, litellm: ModuleType) -> None:
+        usage = getattr(response, "usage", None)
+        input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost_usd = _cost(litellm, response)
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.cost_usd += cost_usd
+        meter = _METER.get()
+        if meter is not None:
+            meter.add(model, input_tokens, output_tokens, cost_usd)
 
 
 @dataclass(frozen=True)
@@ -122,10 +206,42 @@ class Judge:
 
     async def embed(self, texts: list[str], model: str) -> list[list[float]]:
         """Embedding vectors of ``texts`` through ``litellm.aembedding``, on this judge's endpoint."""
-        response = await litellm_module().aembedding(
-            model=model, input=texts, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout_s
+        litellm = litellm_module()
+        response = await self._call(
+            model,
+            _Tally(),
+            lambda: litellm.aembedding(
+                model=model,
+                input=texts,
+                api_base=self.api_base,
+                api_key=self.api_key,
+                timeout=self.timeout_s,
+                max_retries=0,
+                num_retries=0,
+            ),
         )
         return [list(item["embedding"]) for item in response.data]
+
+    async def moderate(self, text: str, model: str | None = None) -> dict[str, float]:
+        """Category scores of ``text`` from a moderation endpoint, through ``litellm.amoderation``."""
+        litellm = litellm_module()
+        moderation_model = model or self.model
+
+        async def request() -> Any:
+            # litellm's moderation path takes no retry setting; a client of our own makes the
+            # SDK's retries zero so that only the judge's retry policy applies.
+            import openai
+
+            client_key = self.api_key or litellm.api_key or os.environ.get("OPENAI_API_KEY") or "unset"
+            async with openai.AsyncOpenAI(
+                api_key=client_key, base_url=self.api_base, max_retries=0, timeout=self.timeout_s
+            ) as client:
+                return await litellm.amoderation(input=text, model=moderation_model, client=client)
+
+        response = await self._call(moderation_model, _Tally(), request)
+        raw = response.results[0].category_scores
+        scores = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+        return {name: float(value) for name, value in scores.items() if value is not None}
 
     def uses_json_schema(self) -> bool:
         """True when litellm knows the model accepts a JSON schema ``response_format``."""
@@ -212,40 +328,46 @@ class Judge:
         """One completion's text, retrying retriable failures with backoff; adds usage to ``tally``."""
         litellm = litellm_module()
         extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
+        response = await self._call(
+            self.model,
+            tally,
+            lambda: litellm.acompletion(
+                model=self.model,
+                messages=messages,
+                temperature=self.temperature,
+                api_base=self.api_base,
+                api_key=self.api_key,
+                timeout=self.timeout_s,
+                # Retries are ours (classified, with backoff); none inside litellm or openai.
+                max_retries=0,
+                num_retries=0,
+                **extra,
+            ),
+        )
+        content = response.choices[0].message.content
+        return content if isinstance(content, str) else ""
+
+    async def _call(self, model: str, tally: _Tally, request: Callable[[], Awaitable[Any]]) -> Any:
+        """``request()``'s response, retrying retriable failures with backoff; usage to ``tally``."""
         for retry in range(self.max_retries + 1):
             tally.attempts += 1
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    response = await litellm.acompletion(
-                        model=self.model,
-                        messages=messages,
-                        temperature=self.temperature,
-                        api_base=self.api_base,
-                        api_key=self.api_key,
-                        timeout=self.timeout_s,
-                        # Retries are ours (classified, with backoff); none inside litellm or openai.
-                        max_retries=0,
-                        num_retries=0,
-                        **extra,
-                    )
+                    response = await request()
             except Exception as exc:
                 error = classify(exc)
                 if not error.retriable or retry == self.max_retries:
                     kind = "retriable" if error.retriable else "permanent"
                     raise JudgeError(
-                        f"judge {self.model!r} failed ({kind}) after {tally.attempts} attempt(s): {error}",
+                        f"judge {model!r} failed ({kind}) after {tally.attempts} attempt(s): {error}",
                         retriable=error.retriable,
                         attempts=tally.attempts,
                         retry_after_s=error.retry_after_s,
                     ) from exc
                 await asyncio.sleep(self._backoff(retry, error.retry_after_s))
                 continue
-            usage = getattr(response, "usage", None)
-            tally.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-            tally.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-            tally.cost_usd += _cost(litellm, response)
-            content = response.choices[0].message.content
-            return content if isinstance(content, str) else ""
+            tally.add(model, response, litellm_module())
+            return response
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _backoff(self, retry: int, retry_after_s: float | None) -> float:

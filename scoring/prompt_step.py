@@ -139,11 +139,4 @@ class PromptStep:
             assert self.definition.output_schema is not None  # checked in build()
             result = await self.judge.structured(prompt, self.definition.output_schema)
             value = result.value
-        return StepOutcome(
-            value,
-            prompt=prompt,
-            judge_model=result.model,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            cost_usd=result.cost_usd,
-        )
+        return StepOutcome(value, prompt=prompt)

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
 from schemas import AgentRun, Score
-from scoring.judge import Judge
+from scoring.judge import Judge, JudgeUsage, metered
 from scoring.prompt_step import PromptObject, PromptStep
 
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
@@ -78,14 +78,10 @@ class StepContext:
 
 @dataclass(frozen=True, slots=True)
 class StepOutcome:
-    """A step's value; for a prompt-object step also the prompt it sent and the judge's usage."""
+    """A step's value; for a prompt-object step also the prompt it sent."""
 
     value: Any
     prompt: str | None = None
-    judge_model: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
 
 
 class Step(Protocol):
@@ -136,7 +132,8 @@ class ScorerResult(BaseModel):
     analyze_prompt: str | None = None
     generate_score_prompt: str | None = None
     generate_reason_prompt: str | None = None
-    # The judges' usage summed over the prompt-object steps (distinct models comma-joined).
+    # Usage summed over every judge call of the run, prompt-object steps and the steps' own code
+    # alike (distinct models comma-joined, in first-use order).
     judge_model: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
@@ -238,11 +235,23 @@ class Scorer:
         agent_run = self._as_run(run)
         if not any(step.name == "generate_score" for step in self.steps):
             raise ScorerError(self.id, "generate_score", "the scorer has no generate_score step")
+        with metered() as usage:
+            results, prompts, score = await self._run_steps(agent_run)
+        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else str(uuid.uuid4())
+        return ScorerResult(
+            scorer_id=self.id,
+            run_id=run_id,
+            score=score,
+            reason=results.get("generate_reason_step_result"),
+            preprocess_step_result=results.get("preprocess_step_result"),
+            analyze_step_result=results.get("analyze_step_result"),
+            **_usage_fields(usage),
+            **prompts,
+        )
+
+    async def _run_steps(self, agent_run: AgentRun) -> tuple[dict[str, Any], dict[str, str], float]:
         results: dict[str, Any] = {}
         prompts: dict[str, str] = {}
-        judge_models: list[str] = []
-        input_tokens = output_tokens = 0
-        cost_usd = 0.0
         score: float | None = None
         for step in self.steps:
             visible = dict(results)
@@ -265,27 +274,9 @@ class Scorer:
             results[f"{step.name}_step_result"] = outcome.value
             if outcome.prompt is not None:
                 prompts[f"{step.name}_prompt"] = outcome.prompt
-            if outcome.judge_model is not None and outcome.judge_model not in judge_models:
-                judge_models.append(outcome.judge_model)
-            input_tokens += outcome.input_tokens
-            output_tokens += outcome.output_tokens
-            cost_usd += outcome.cost_usd
-        if score is None:  # unreachable: generate_score ran (checked above) or raised
+        if score is None:  # unreachable: generate_score ran (checked in run) or raised
             raise ScorerError(self.id, "generate_score", "produced no score")
-        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else str(uuid.uuid4())
-        return ScorerResult(
-            scorer_id=self.id,
-            run_id=run_id,
-            score=score,
-            reason=results.get("generate_reason_step_result"),
-            preprocess_step_result=results.get("preprocess_step_result"),
-            analyze_step_result=results.get("analyze_step_result"),
-            judge_model=",".join(judge_models) or None,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost_usd=cost_usd,
-            **prompts,
-        )
+        return results, prompts, score
 
     def _as_run(self, run: AgentRun | Mapping[str, Any]) -> AgentRun:
         if isinstance(run, AgentRun):
@@ -294,6 +285,15 @@ class Scorer:
             return AgentRun.model_validate(run)
         except ValidationError as exc:
             raise ScorerError(self.id, None, f"the run is not a valid AgentRun: {exc}") from exc
+
+
+def _usage_fields(usage: JudgeUsage) -> dict[str, Any]:
+    return {
+        "judge_model": ",".join(usage.models) or None,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost_usd": usage.cost_usd,
+    }
 
 
 def create_scorer(

@@ -5,6 +5,7 @@ Each ``POST /v1/chat/completions`` takes the next scripted ``Reply`` (or asks ``
 request is recorded so tests can assert the prompts, ``response_format`` and ``temperature`` sent.
 ``POST /v1/embeddings`` answers scripted vectors (a deterministic one for unscripted text).
 ``POST /v1/moderations`` answers the next scripted ``moderations`` category scores (418 when none).
+``script_faults("embeddings" | "moderations", ...)`` puts errors or delays before those answers.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+
+from scoring.judge import close_clients
 
 # Imported by tests/conftest.py before any test module: litellm must never fetch its price list here.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -74,6 +77,7 @@ class LLMServer:
         self.requests: list[RecordedRequest] = []
         self.vectors: dict[str, list[float]] = {}
         self.moderations: deque[dict[str, float]] = deque()
+        self.faults: dict[str, deque[Reply]] = {"embeddings": deque(), "moderations": deque()}
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -84,6 +88,10 @@ class LLMServer:
 
     def script(self, *replies: Reply) -> None:
         self.replies.extend(replies)
+
+    def script_faults(self, endpoint: str, *replies: Reply) -> None:
+        """Errors (or, with status 200, delays) served by ``endpoint`` before its normal answers."""
+        self.faults[endpoint].extend(replies)
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
@@ -115,12 +123,9 @@ class LLMServer:
             reply = self.responder(body)
         else:
             reply = Reply(status=NO_REPLY_STATUS, content="llm test server: no scripted reply left")
-        if reply.delay_s:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), reply.delay_s)
+        await self._delay(reply)
         if reply.status != 200:
-            error = {"error": {"message": reply.content or f"scripted {reply.status}", "type": "test"}}
-            return web.json_response(error, status=reply.status, headers=reply.headers)
+            return _error_response(reply)
         completion = {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -141,9 +146,24 @@ class LLMServer:
         }
         return web.json_response(completion, headers=reply.headers)
 
+    async def _delay(self, reply: Reply) -> None:
+        if reply.delay_s:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), reply.delay_s)
+
+    async def _fault(self, endpoint: str) -> web.StreamResponse | None:
+        """The next scripted fault of ``endpoint`` as a response (None: answer normally)."""
+        if not self.faults[endpoint]:
+            return None
+        reply = self.faults[endpoint].popleft()
+        await self._delay(reply)
+        return _error_response(reply) if reply.status != 200 else None
+
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        if (fault := await self._fault("embeddings")) is not None:
+            return fault
         texts = body.get("input", [])
         texts = [texts] if isinstance(texts, str) else texts
         data = [
@@ -159,6 +179,8 @@ class LLMServer:
     async def _moderations(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        if (fault := await self._fault("moderations")) is not None:
+            return fault
         if not self.moderations:
             error = {"error": {"message": "llm test server: no scripted moderation left", "type": "test"}}
             return web.json_response(error, status=NO_REPLY_STATUS)
@@ -170,6 +192,11 @@ class LLMServer:
         }
         model = body.get("model") or "omni-moderation-latest"
         return web.json_response({"id": f"modr-{len(self.requests)}", "model": model, "results": [result]})
+
+
+def _error_response(reply: Reply) -> web.StreamResponse:
+    error = {"error": {"message": reply.content or f"scripted {reply.status}", "type": "test"}}
+    return web.json_response(error, status=reply.status, headers=reply.headers)
 
 
 def _vector(text: str, dims: int = 8) -> list[float]:
@@ -185,4 +212,5 @@ async def llm_server() -> AsyncIterator[LLMServer]:
     try:
         yield server
     finally:
+        await close_clients()  # litellm's cached sessions belong to this test's event loop
         await server.close()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
 import pytest
 from pydantic import BaseModel, Field
 
-from scoring.judge import DATA_PREAMBLE, Judge, delimit
+from scoring.judge import DATA_PREAMBLE, Judge, JudgeUsage, delimit, metered
 from scoring.judge_errors import JudgeError
 from tests.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
 
@@ -27,7 +28,11 @@ def judge(server: LLMServer, model: str = PLAIN_MODEL, **kwargs: object) -> Judg
     settings: dict[str, object] = {"max_retries": 2, "backoff_initial_s": 0.01, "timeout_s": 5.0}
     settings.update(kwargs)
     return Judge(
-        model, "You grade answers.", api_base=server.api_base, api_key="test-key", **settings  # type: ignore[arg-type]
+        model,
+        "You grade answers.",
+        api_base=server.api_base,
+        api_key="test-key",
+        **settings,  # type: ignore[arg-type]
     )
 
 
@@ -246,3 +251,53 @@ def test_the_api_key_never_shows_in_a_judges_repr() -> None:
     judge = Judge("openai/gpt-4o-mini", api_key="sk-very-secret")
     assert "sk-very-secret" not in repr(judge) and "sk-very-secret" not in str(judge)
     assert judge.api_key == "sk-very-secret"
+
+
+# --- usage metering ------------------------------------------------------------------------------
+
+
+async def test_embeddings_are_retried_and_metered(llm_server: LLMServer) -> None:
+    llm_server.script_faults("embeddings", error_reply(429, retry_after=0.01), error_reply(503))
+    with metered() as usage:
+        vectors = await judge(llm_server).embed(["one two", "three"], "openai/test-embed")
+    assert len(vectors) == 2
+    assert len([r for r in llm_server.requests if r.path == "/v1/embeddings"]) == 3
+    # The server counts one prompt token per word of input; only the answered call is counted.
+    assert (usage.calls, usage.input_tokens, usage.output_tokens) == (1, 3, 0)
+    assert usage.models == ["openai/test-embed"]
+
+
+async def test_persistent_embedding_errors_fail(llm_server: LLMServer) -> None:
+    llm_server.script_faults("embeddings", *[error_reply(500)] * 3)
+    with pytest.raises(JudgeError, match="after 3 attempt"):
+        await judge(llm_server).embed(["x"], "openai/test-embed")
+
+
+async def test_meters_nest_and_concurrent_meters_stay_apart(llm_server: LLMServer) -> None:
+    llm_server.responder = lambda body: json_reply(
+        {"score": 1, "label": "ok"}, prompt_tokens=5, completion_tokens=2
+    )
+    client = judge(llm_server, SCHEMA_MODEL)
+
+    async def two_calls() -> JudgeUsage:
+        with metered() as usage:
+            await client.structured("a", Verdict)
+            await asyncio.gather(client.structured("b", Verdict), client.text("c"))  # tasks inherit it
+        return usage
+
+    with metered() as outer:
+        first, second = await asyncio.gather(two_calls(), two_calls())
+        await client.text("d")
+    assert (first.calls, first.input_tokens, first.output_tokens) == (3, 15, 6)
+    assert (second.calls, second.input_tokens, second.output_tokens) == (3, 15, 6)
+    assert (outer.calls, outer.input_tokens, outer.output_tokens) == (7, 35, 14)
+    assert outer.cost_usd == pytest.approx(35 * GPT_4O_MINI_PRICE[0] + 14 * GPT_4O_MINI_PRICE[1])
+    assert outer.models == [SCHEMA_MODEL]
+
+
+async def test_calls_outside_a_meter_are_not_counted(llm_server: LLMServer) -> None:
+    llm_server.script(text_reply("free"))
+    with metered() as usage:
+        pass
+    await judge(llm_server).text("x")
+    assert usage.calls == 0

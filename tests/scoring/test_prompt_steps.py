@@ -246,10 +246,11 @@ async def test_executor_records_judge_usage_and_fails_without_a_score(llm_server
         {"description": "Rate", "create_prompt": lambda ctx: delimit("answer", output_text(ctx.run))}
     )
     sink = RecordingSink()
+    metrics = Metrics()
     executor = ScoringExecutor(
         ScoringConfig(rules=[ScorerRule(scorer="llm")], concurrency=2, timeout_seconds=10),
         sink,
-        Metrics(),
+        metrics,
         registry={"llm": lambda: scorer},
     )
     await executor.start()
@@ -270,3 +271,72 @@ async def test_executor_records_judge_usage_and_fails_without_a_score(llm_server
     assert record.cost_usd == pytest.approx(40 * GPT_4O_MINI_PRICE[0] + 5 * GPT_4O_MINI_PRICE[1])
     # The failing run's judge was asked twice (max_retries=1); the other once.
     assert len(llm_server.chat_requests) == 3
+
+    # Spend is counted in metrics by outcome; the failed run's calls were never answered.
+    def sample(name: str, **labels: str) -> float | None:
+        return metrics.registry.get_sample_value(name, {"scorer": "llm-relevance", **labels})
+
+    assert sample("tracescore_judge_tokens_total", outcome="scored", direction="input") == 40
+    assert sample("tracescore_judge_tokens_total", outcome="scored", direction="output") == 5
+    assert sample("tracescore_judge_cost_usd_total", outcome="scored") == pytest.approx(record.cost_usd)
+    assert sample("tracescore_judge_tokens_total", outcome="failed", direction="input") is None
+
+
+async def test_a_failed_run_still_counts_the_judge_calls_it_paid_for(llm_server: LLMServer) -> None:
+    # The judge answers the preprocess step; its analyze answer is invalid twice, so the run fails.
+    llm_server.script(
+        json_reply({"claims": ["Paris is in France."]}, prompt_tokens=30, completion_tokens=4),
+        text_reply("not json", prompt_tokens=50, completion_tokens=3),
+        text_reply("still not json", prompt_tokens=60, completion_tokens=3),
+    )
+    sink = RecordingSink()
+    metrics = Metrics()
+    executor = ScoringExecutor(
+        ScoringConfig(rules=[ScorerRule(scorer="claims")], timeout_seconds=10),
+        sink,
+        metrics,
+        registry={"claims": lambda: fact_scorer(judge_for(llm_server))},
+    )
+    await executor.start()
+    try:
+        await executor.consume_runs([make_run(3)])
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+    [decision] = sink.decisions
+    assert decision.decision == "failed" and "invalid JSON twice" in decision.detail
+    assert sink.records == []
+    labels = {"scorer": "facts", "outcome": "failed"}
+    tokens = metrics.registry.get_sample_value
+    assert tokens("tracescore_judge_tokens_total", {**labels, "direction": "input"}) == 140
+    assert tokens("tracescore_judge_tokens_total", {**labels, "direction": "output"}) == 10
+
+
+async def test_judge_calls_in_a_steps_own_code_are_counted(llm_server: LLMServer) -> None:
+    judge = judge_for(llm_server)
+
+    async def verify_each(ctx: StepContext) -> list[str]:
+        # Calls made by the step's code (one per sentence), not by a prompt object.
+        sentences = [s for s in output_text(ctx.run).split(".") if s.strip()]
+        answers = [await judge.structured(delimit("claim", s), Verdict) for s in sentences]
+        vectors = await judge.embed(sentences, "openai/test-embed")
+        assert len(vectors) == len(sentences)
+        return [a.value.verdict for a in answers]
+
+    llm_server.script(
+        json_reply({"claim": "a", "verdict": "yes"}, prompt_tokens=20, completion_tokens=2),
+        json_reply({"claim": "b", "verdict": "no"}, prompt_tokens=30, completion_tokens=3),
+        json_reply({"score": 0.5}, prompt_tokens=7, completion_tokens=1),
+    )
+    scorer = (
+        create_scorer(id="own-code", description="d", judge=judge)
+        .analyze(verify_each)
+        .generate_score({"description": "Rate", "create_prompt": lambda ctx: "rate"})
+    )
+    result = await scorer.run(make_run())
+    assert result.analyze_step_result == ["yes", "no"]
+    # Two verdicts, the embedding call (one token per word: "Paris is in France", " It has 3
+    # million people" -> 4 + 5) and the score prompt.
+    assert result.input_tokens == 20 + 30 + 9 + 7
+    assert result.output_tokens == 2 + 3 + 1
+    assert result.judge_model == f"{MODEL},openai/test-embed"
