@@ -35,6 +35,7 @@ __all__ = [
     "extract_tool_calls",
     "get_assistant_message_from_run_output",
     "get_combined_system_prompt",
+    "get_conversation_history_from_run_input",
     "get_reasoning_from_run_output",
     "get_system_messages_from_run_input",
     "get_user_message_from_run_input",
@@ -192,6 +193,28 @@ def get_user_message_from_run_input(run_input: Any = None) -> str | None:
     for key in ("content", "input", "user"):
         found = found if found is not None else _text(run_input.get(key))
     return found
+
+
+DEFAULT_CONVERSATION_HISTORY_MESSAGES = 10
+
+
+def get_conversation_history_from_run_input(
+    run_input: Any = None, max_messages: int = DEFAULT_CONVERSATION_HISTORY_MESSAGES
+) -> str | None:
+    """The last ``max_messages`` remembered messages as a ``role: text`` transcript, or None.
+
+    Only agent run inputs carry remembered messages (the conversation before this turn); other
+    shapes, and a history without text, give None so callers fall back to single-turn behaviour.
+    """
+    structured = _run_input(run_input)
+    if structured is None or max_messages <= 0:
+        return None
+    lines = []
+    for message in structured.remembered_messages[-max_messages:]:
+        text = (_text(message) or "").strip()
+        if message.role and text:
+            lines.append(f"{message.role}: {text}")
+    return "\n".join(lines) or None
 
 
 def get_system_messages_from_run_input(run_input: Any = None) -> list[str]:

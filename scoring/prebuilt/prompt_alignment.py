@@ -4,15 +4,18 @@ A port of Mastra's ``createPromptAlignmentScorerLLM``: one ``analyze`` judge cal
 dimensions (intent, requirements, completeness, appropriateness) in [0, 1]; the score is their
 weighted sum (user weights 0.4/0.3/0.2/0.1, system weights 0.35/0.35/0.15/0.15; ``both`` mixes
 user 70% and system 30% of the same user-weighted analysis, as Mastra does), times ``scale``,
-rounded to two decimals. Mastra's ``includeConversationHistory`` option is not ported.
+rounded to two decimals. ``include_conversation_history`` (Mastra's ``includeConversationHistory``:
+true, or ``{"max_messages": n}``, default 10) puts the run's remembered messages before the prompt so
+short replies to earlier turns ("A", "yes") are judged against what was asked.
 """
 
 # ruff: noqa: E501 -- the prompt templates are Mastra's text, kept line for line
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
@@ -20,8 +23,10 @@ from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
 from scoring.scorer import Need, Scorer, StepContext, create_scorer
 from scoring.utils import (
+    DEFAULT_CONVERSATION_HISTORY_MESSAGES,
     get_assistant_message_from_run_output,
     get_combined_system_prompt,
+    get_conversation_history_from_run_input,
     get_user_message_from_run_input,
 )
 
@@ -223,22 +228,42 @@ Agent Response: "def factorial(n):
 }"""
 
 
-def _prompt_context(mode: EvaluationMode, user_prompt: str, system_prompt: str) -> str:
+CONVERSATION_HISTORY_GUIDANCE = """
+Note on conversation history:
+- The conversation history is provided only to resolve the meaning of the current prompt. Use it to interpret short or referential prompts (e.g. "A", "yes", "the second one") against what was previously asked or offered.
+- Evaluate only the agent response to the current prompt. Do not score earlier turns, and do not credit or penalise the agent for anything it said in them."""
+
+
+def _prompt_context(
+    mode: EvaluationMode, user_prompt: str, system_prompt: str, history: str | None = None
+) -> str:
     user = "User Prompt:\n" + delimit("user prompt", user_prompt)
     system = "System Prompt:\n" + delimit("system prompt", system_prompt)
-    return {"user": user, "system": system, "both": f"{user}\n\n{system}"}[mode]
+    earlier = (
+        "Conversation History (prior turns, for context only):\n"
+        + delimit("conversation history", history)
+        + "\n\n"
+        if history
+        else ""
+    )
+    return earlier + {"user": user, "system": system, "both": f"{user}\n\n{system}"}[mode]
 
 
 def create_analyze_prompt(
-    user_prompt: str, system_prompt: str, agent_response: str, mode: EvaluationMode
+    user_prompt: str,
+    system_prompt: str,
+    agent_response: str,
+    mode: EvaluationMode,
+    conversation_history: str | None = None,
 ) -> str:
     intent, requirements, completeness, appropriateness = _GUIDE[mode]
     return f"""Analyze how well the agent's response aligns with {_TARGET[mode]} across multiple dimensions.
 
-{_prompt_context(mode, user_prompt, system_prompt)}
+{_prompt_context(mode, user_prompt, system_prompt, conversation_history)}
 
 Agent Response:
 {delimit("agent response", agent_response)}
+{CONVERSATION_HISTORY_GUIDANCE if conversation_history else ""}
 
 Evaluate the following aspects:
 
@@ -270,6 +295,7 @@ def create_reason_prompt(
     scale: float,
     analysis: AlignmentAnalysis,
     mode: EvaluationMode,
+    conversation_history: str | None = None,
 ) -> str:
     requirements = analysis.requirementsFulfillment.requirements
     fulfilled = sum(r.isFulfilled for r in requirements)
@@ -302,7 +328,7 @@ def create_reason_prompt(
 Overall Assessment: {analysis.overallAssessment}"""
     return f"""Explain the prompt alignment score based on how well the agent's response addresses the {description}.
 
-{_prompt_context(mode, user_prompt, system_prompt)}
+{_prompt_context(mode, user_prompt, system_prompt, conversation_history)}
 
 Score: {js_number(score)} out of {js_number(scale)}
 
@@ -345,12 +371,37 @@ def weighted_alignment(analysis: AlignmentAnalysis, mode: EvaluationMode) -> flo
     return user_score * BOTH_USER_WEIGHT + system_score * BOTH_SYSTEM_WEIGHT
 
 
+def _history_messages(option: bool | Mapping[str, Any]) -> int | None:
+    """How many remembered messages to show the judge (None: no history), from the option."""
+    if option is False or option is None:
+        return None
+    if option is True:
+        return DEFAULT_CONVERSATION_HISTORY_MESSAGES
+    unknown = set(option) - {"max_messages", "maxMessages"}
+    if unknown:
+        raise ValueError(f"include_conversation_history: unknown keys {sorted(unknown)}")
+    count = option.get("max_messages", option.get("maxMessages", DEFAULT_CONVERSATION_HISTORY_MESSAGES))
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ValueError("include_conversation_history.max_messages must be an integer")
+    return count
+
+
 def create_prompt_alignment_scorer(
-    judge: Judge, scale: float = 1.0, evaluation_mode: EvaluationMode = "both"
+    judge: Judge,
+    scale: float = 1.0,
+    evaluation_mode: EvaluationMode = "both",
+    include_conversation_history: bool | Mapping[str, Any] = False,
 ) -> Scorer:
     """Mastra's prompt-alignment scorer (``prompt-alignment-scorer``) judged by ``judge``."""
     if scale <= 0:
         raise ValueError("scale must be > 0")
+    history_messages = _history_messages(include_conversation_history)
+
+    def history(ctx: StepContext) -> str | None:
+        if history_messages is None:
+            return None
+        return get_conversation_history_from_run_input(ctx.run, history_messages)
+
     needs: tuple[Need, ...] = ("output",) if evaluation_mode == "system" else ("input", "output")
     judge = replace(judge, instructions=PROMPT_ALIGNMENT_INSTRUCTIONS)
 
@@ -368,7 +419,7 @@ def create_prompt_alignment_scorer(
             raise ValueError("A user or system prompt is required for combined alignment scoring")
         if not response:
             raise ValueError("Agent response is required for prompt alignment scoring")
-        return create_analyze_prompt(user_prompt, system_prompt, response, evaluation_mode)
+        return create_analyze_prompt(user_prompt, system_prompt, response, evaluation_mode, history(ctx))
 
     def score(ctx: StepContext) -> float:
         analysis: AlignmentAnalysis = ctx.results["analyze_step_result"]
@@ -378,7 +429,9 @@ def create_prompt_alignment_scorer(
         user_prompt, system_prompt = prompts(ctx)
         analysis: AlignmentAnalysis = ctx.results["analyze_step_result"]
         assert ctx.score is not None  # generate_reason runs after generate_score
-        return create_reason_prompt(user_prompt, system_prompt, ctx.score, scale, analysis, evaluation_mode)
+        return create_reason_prompt(
+            user_prompt, system_prompt, ctx.score, scale, analysis, evaluation_mode, history(ctx)
+        )
 
     return (
         create_scorer(

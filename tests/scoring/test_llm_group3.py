@@ -126,6 +126,57 @@ async def test_prompt_alignment_missing_prompts_fail_without_asking_the_judge(
     assert llm_server.chat_requests == []
 
 
+def history_run() -> AgentRun:
+    run = make_run(user="A", answer="Red it is: here are three red paint brands.")
+    remembered = [
+        Message(role="user", content="I need paint."),
+        Message(role="assistant", content="Which colour? A) red B) blue"),
+        Message(role="tool", content=""),  # no text: left out of the transcript
+    ]
+    return run.model_copy(update={"input": run.input.model_copy(update={"remembered_messages": remembered})})
+
+
+@pytest.mark.parametrize(
+    ("option", "expected_history"),
+    [
+        (True, "user: I need paint.\nassistant: Which colour? A) red B) blue"),
+        ({"max_messages": 2}, "assistant: Which colour? A) red B) blue"),  # the last two: one has text
+        ({"maxMessages": 0}, None),
+        (False, None),
+    ],
+)
+async def test_prompt_alignment_conversation_history(
+    llm_server: LLMServer, option: Any, expected_history: str | None
+) -> None:
+    llm_server.script(json_reply(alignment(1.0, 1.0, 1.0, 1.0)), text_reply("The score is 1."))
+    scorer = create_prompt_alignment_scorer(
+        judge_for(llm_server), evaluation_mode="user", include_conversation_history=option
+    )
+    assert (await scorer.run(history_run())).score == 1.0
+    analyze, reason = (str(r.messages[1]["content"]) for r in llm_server.chat_requests)
+    for prompt in (analyze, reason):
+        if expected_history is None:
+            assert "Conversation History" not in prompt and "I need paint" not in prompt
+        else:
+            assert "Conversation History (prior turns, for context only):" in prompt
+            assert f"\n{expected_history}\n" in prompt
+            assert prompt.index("Conversation History") < prompt.index("User Prompt:")
+    # Mastra's guidance on how to use the history goes in the analyze prompt only.
+    assert ("Note on conversation history:" in analyze) == (expected_history is not None)
+    assert "Note on conversation history:" not in reason
+
+
+def test_prompt_alignment_conversation_history_option_is_checked() -> None:
+    with pytest.raises(ValueError, match="unknown keys"):
+        create_prompt_alignment_scorer(Judge(MODEL), include_conversation_history={"turns": 3})
+    with pytest.raises(ValueError, match="integer"):
+        create_prompt_alignment_scorer(Judge(MODEL), include_conversation_history={"max_messages": "3"})
+    scorer = build_scorer(
+        "prompt-alignment", {"judge": MODEL, "includeConversationHistory": {"maxMessages": 4}}
+    )
+    assert scorer.id == "prompt-alignment-scorer"
+
+
 def test_prompt_alignment_needs() -> None:
     judge = Judge(MODEL)
     assert create_prompt_alignment_scorer(judge, evaluation_mode="system").needs == {"output"}
