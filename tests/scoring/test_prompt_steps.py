@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -340,3 +341,33 @@ async def test_judge_calls_in_a_steps_own_code_are_counted(llm_server: LLMServer
     assert result.input_tokens == 20 + 30 + 9 + 7
     assert result.output_tokens == 2 + 3 + 1
     assert result.judge_model == f"{MODEL},openai/test-embed"
+
+
+async def test_one_scorer_instance_scores_many_runs_concurrently(llm_server: LLMServer) -> None:
+    # Run n's answer has n true sentences ("Paris ...") and one false one ("Lyon ..."); the judge
+    # answers by content, with a delay so that every run's calls interleave with the others'.
+    def respond(body: dict[str, Any]) -> Reply:
+        prompt = body["messages"][1]["content"]
+        if prompt.startswith("List the claims."):
+            answer = prompt.split("\n")[2]  # the delimited answer's line
+            claims = [c.strip() for c in answer.split(".") if c.strip()]
+            return json_reply({"claims": claims}, delay_s=0.05, prompt_tokens=len(claims))
+        if prompt.startswith("Question:"):
+            claims = json.loads(prompt.split("\n")[3])
+            verdicts = [{"claim": c, "verdict": "yes" if "Paris" in c else "no"} for c in claims]
+            return json_reply({"verdicts": verdicts}, delay_s=0.05, prompt_tokens=len(claims))
+        return text_reply(prompt, prompt_tokens=1)  # the reason echoes its own prompt
+
+    llm_server.responder = respond
+    scorer = fact_scorer(judge_for(llm_server))
+    runs = [
+        make_run(n, answer=" ".join([f"Paris fact {i}." for i in range(n)] + ["Lyon is the capital."]))
+        for n in range(1, 7)
+    ]
+    results = await asyncio.gather(*(scorer.run(run) for run in runs))
+    for n, (run, result) in enumerate(zip(runs, results, strict=True), start=1):
+        assert result.run_id == run.run_id
+        assert result.score == pytest.approx(n / (n + 1))  # n supported claims out of n + 1
+        assert result.reason == f"Explain the score {n / (n + 1):.2f}."
+        # Each run's usage is its own: n + 1 claims counted twice, plus the reason's one token.
+        assert result.input_tokens == 2 * (n + 1) + 1
