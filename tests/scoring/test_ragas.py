@@ -357,6 +357,50 @@ async def test_answer_relevancy_any_noncommittal_scores_zero(llm_server: LLMServ
     assert not [r for r in llm_server.requests if r.path == "/v1/embeddings"]
 
 
+# VoltAgent's word-overlap formula, worked by hand against the input "what is the capital of france?"
+# (6 words): Jaccard = shared / union of the lower-cased whitespace-split word sets.
+WORD_OVERLAP_CASES = [
+    # identical words: 6/6 = 1 -> 1; 4 shared of 7 ("is the capital of" vs + "what", "france?",
+    # "spain?") = 0.571 -> 1; "capital of france?" 3 shared of 6 = 0.5 -> not > 0.5 but > 0.3 -> 0.3
+    (
+        ["What is the capital of France?", "is the capital of Spain?", "capital of France?"],
+        [0, 0, 0],
+        (1 + 1 + 0.3) / 3,
+    ),
+    # "the capital" 2 shared of 6 = 0.333 -> 0.3; "Paris" 0 of 7 -> 0
+    (["the capital", "Paris"], [0, 0], 0.3 / 2),
+    # one noncommittal of two is a share of 0.5, not above the threshold: scored as usual
+    (["What is the capital of France?", "Paris"], [0, 1], 0.5),
+    # two of three noncommittal (0.667 > 0.5): 0
+    (["What is the capital of France?", "x", "y"], [1, 1, 0], 0.0),
+]
+
+
+@pytest.mark.parametrize(("questions", "flags", "expected"), WORD_OVERLAP_CASES)
+async def test_answer_relevancy_word_overlap(
+    llm_server: LLMServer, questions: list[str], flags: list[int], expected: float
+) -> None:
+    llm_server.script(*(question(q, f) for q, f in zip(questions, flags, strict=True)))
+    scorer = create_ragas_answer_relevancy_scorer(
+        judge_for(llm_server), strictness=len(questions), similarity="word_overlap"
+    )
+    run = make_run().model_copy(
+        update={
+            "input": RunInput(input_messages=[Message(role="user", content="What is the capital of France?")])
+        }
+    )
+    result = await scorer.run(run)
+    assert result.score == pytest.approx(expected)
+    assert not [r for r in llm_server.requests if r.path == "/v1/embeddings"]  # no embeddings
+
+
+def test_answer_relevancy_word_overlap_options() -> None:
+    with pytest.raises(ValueError, match="similarity"):
+        create_ragas_answer_relevancy_scorer(Judge(MODEL), similarity="cosine")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="uncertainty_weight"):
+        create_ragas_answer_relevancy_scorer(Judge(MODEL), uncertainty_weight=2)
+
+
 async def test_answer_relevancy_invalid_noncommittal_fails(llm_server: LLMServer) -> None:
     bad = json_reply({"question": "q", "noncommittal": 0.5})
     llm_server.script(bad, bad)
