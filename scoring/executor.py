@@ -96,6 +96,16 @@ def _build_rules(
     return tuple(tuple(group) for group in groups.values())
 
 
+def _missing_detail(missing: Sequence[str], content_missing: bool) -> str:
+    """Why a run was skipped: the text it lacks, and whether its content was not captured."""
+    texts = [need for need in missing if need != "ground_truth"]
+    parts = [f"no {' or '.join(texts)} text"] if texts else []
+    if "ground_truth" in missing:
+        parts.append("no ground truth")
+    capture = " (content capture off or redacted)" if content_missing and texts else ""
+    return f"run has {' and '.join(parts)}{capture}"
+
+
 class ScoringExecutor:
     """Scores agent runs by the configured rules and writes scores and decisions to ``sink``.
 
@@ -166,9 +176,7 @@ class ScoringExecutor:
                     ):
                         self._add(None, self._decision(run, rule, "sampled_out"))
                     elif missing := rule.scorer.missing_needs(run):
-                        detail = f"run has no {' or '.join(missing)} text" + (
-                            " (content capture off or redacted)" if run.content_missing else ""
-                        )
+                        detail = _missing_detail(missing, run.content_missing)
                         self._add(None, self._decision(run, rule, "skipped_empty", detail))
                     else:
                         await self._queue.put(_Job(run, rule))

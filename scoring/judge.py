@@ -43,7 +43,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scoring.judge_errors import JudgeError, classify
+from scoring.judge_errors import JudgeError, classify, is_timeout
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -358,8 +358,9 @@ class Judge:
                 error = classify(exc)
                 if not error.retriable or retry == self.max_retries:
                     kind = "retriable" if error.retriable else "permanent"
+                    why = f"timed out after {self.timeout_s:g} s" if is_timeout(exc) else error
                     raise JudgeError(
-                        f"judge {model!r} failed ({kind}) after {tally.attempts} attempt(s): {error}",
+                        f"judge {model!r} failed ({kind}) after {tally.attempts} attempt(s): {why}",
                         retriable=error.retriable,
                         attempts=tally.attempts,
                         retry_after_s=error.retry_after_s,

@@ -34,13 +34,21 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
+def is_timeout(exc: BaseException) -> bool:
+    """The call got no answer in time (our own deadline, or the HTTP client's)."""
+    import openai  # litellm's dependency; litellm.Timeout is an openai.APITimeoutError
+
+    return isinstance(exc, TimeoutError | openai.APITimeoutError)
+
+
 def classify(exc: BaseException) -> JudgeError:
     """The ``JudgeError`` for an exception raised by a litellm call."""
     if isinstance(exc, JudgeError):
         return exc
     import litellm  # already imported by the judge client; here only for the exception types
+    import openai  # litellm's dependency: its client raises these where litellm does not map them
 
-    message = f"{type(exc).__name__}: {exc}"
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     retriable_types: tuple[type[BaseException], ...] = (
         litellm.RateLimitError,
         litellm.InternalServerError,
@@ -49,6 +57,7 @@ def classify(exc: BaseException) -> JudgeError:
         litellm.APIConnectionError,  # includes litellm.Timeout
         litellm.Timeout,
         asyncio.TimeoutError,
+        openai.APIConnectionError,  # includes openai.APITimeoutError
     )
     permanent_types: tuple[type[BaseException], ...] = (
         litellm.BadRequestError,  # includes ContextWindowExceededError

@@ -46,6 +46,7 @@ from scoring.prebuilt import (
     create_toxicity_scorer,
     create_trajectory_accuracy_scorer_code,
     create_trajectory_accuracy_scorer_llm,
+    create_trajectory_scorer_code,
     create_translation_scorer,
 )
 from scoring.scorer import Scorer
@@ -58,6 +59,7 @@ SCORERS: dict[str, ScorerFactory] = {
     "content-similarity": create_content_similarity_scorer,
     "tool-call-accuracy-code": create_tool_call_accuracy_scorer_code,
     "trajectory-accuracy-code": create_trajectory_accuracy_scorer_code,
+    "trajectory-code": create_trajectory_scorer_code,
     "completeness": create_completeness_scorer,
     "keyword-coverage": create_keyword_coverage_scorer,
     "tone": create_tone_scorer,
@@ -102,6 +104,7 @@ SCORER_IDS: dict[str, str] = {
     "content-similarity-scorer": "content-similarity",
     "code-tool-call-accuracy-scorer": "tool-call-accuracy-code",
     "code-trajectory-accuracy-scorer": "trajectory-accuracy-code",
+    "code-trajectory-scorer": "trajectory-code",
     "completeness-scorer": "completeness",
     "keyword-coverage-scorer": "keyword-coverage",
     "tone-scorer": "tone",

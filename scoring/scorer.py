@@ -46,7 +46,8 @@ from scoring.judge import Judge, JudgeUsage, metered
 from scoring.prompt_step import PromptObject, PromptStep
 
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
-Need = Literal["input", "output", "context"]
+# ``ground_truth``: the run must carry one (evals and backfills do; live traces never do).
+Need = Literal["input", "output", "context", "ground_truth"]
 # What a scorer reads unless it says otherwise: the user's input text and the agent's output text.
 DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
 STEP_ORDER: tuple[StepName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")
@@ -187,10 +188,12 @@ class Scorer:
 
     def missing_needs(self, run: AgentRun) -> list[Need]:
         """The needed pieces of content this run does not have."""
+        truth = run.ground_truth
         present = {
             "input": any(m.content.strip() for m in run.input.input_messages),
             "output": any(m.content.strip() for m in run.output),
             "context": any(c.strip() for c in run.context),
+            "ground_truth": truth is not None and not (isinstance(truth, str) and not truth.strip()),
         }
         return sorted(need for need in self.needs if not present[need])
 
@@ -307,17 +310,18 @@ def create_scorer(
 ) -> Scorer:
     """Start a scorer pipeline (Mastra's ``createScorer``); add steps by chaining.
 
-    ``needs`` names the run content the scorer reads (``input``, ``output``, ``context``); runs
-    without it are skipped (decision ``skipped_empty``) rather than scored on empty text.
+    ``needs`` names the run content the scorer reads (``input``, ``output``, ``context``,
+    ``ground_truth``); runs without it are skipped (decision ``skipped_empty``) rather than
+    scored on empty text.
     ``judge`` answers the prompt-object steps that have no judge of their own.
     """
     if not id:
         raise ValueError("a scorer needs an id")
     if type != "agent":
         raise ValueError(f"scorer type {type!r} is not supported (only 'agent')")
-    unknown = set(needs) - {"input", "output", "context"}
+    unknown = set(needs) - {"input", "output", "context", "ground_truth"}
     if unknown:
-        raise ValueError(f"unknown needs {sorted(unknown)}; use input, output, context")
+        raise ValueError(f"unknown needs {sorted(unknown)}; use input, output, context, ground_truth")
     return Scorer(
         id=id, description=description, name=name or id, type=type, needs=frozenset(needs), judge=judge
     )

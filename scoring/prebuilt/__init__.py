@@ -38,6 +38,7 @@ from scoring.prebuilt.tone import create_tone_scorer
 from scoring.prebuilt.tool_call_accuracy import create_tool_call_accuracy_scorer_code
 from scoring.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
 from scoring.prebuilt.toxicity import create_toxicity_scorer
+from scoring.prebuilt.trajectory import create_trajectory_scorer_code
 from scoring.prebuilt.trajectory_accuracy import create_trajectory_accuracy_scorer_code
 from scoring.prebuilt.trajectory_accuracy_llm import create_trajectory_accuracy_scorer_llm
 
@@ -55,6 +56,7 @@ __all__ = [
     "create_tool_call_accuracy_scorer_code",
     "create_tool_call_accuracy_scorer_llm",
     "create_trajectory_accuracy_scorer_code",
+    "create_trajectory_scorer_code",
     "create_trajectory_accuracy_scorer_llm",
     "create_noise_sensitivity_scorer",
     "create_prompt_alignment_scorer",

@@ -299,7 +299,7 @@ def create_answer_similarity_scorer(
             id="answer-similarity-scorer",
             name="Answer Similarity Scorer",
             description="Evaluates how similar an agent output is to a ground truth answer for CI/CD testing",
-            needs={"output"},
+            needs={"output", "ground_truth"} if require_ground_truth else {"output"},
             judge=replace(judge, instructions=INSTRUCTIONS),
         )
         .preprocess(

@@ -117,6 +117,8 @@ def create_classifier_scorer(
         return template.choice_scores[ctx.results["analyze_step_result"].choice]
 
     needs: set[Need] = {"output"} | ({"input"} if "input" in uses else set())
+    if "expected" in uses:
+        needs.add("ground_truth")
     return (
         create_scorer(id=id, description=description, needs=needs, judge=judge)
         .analyze(

@@ -260,7 +260,7 @@ def create_context_recall_scorer(
             id="context-recall-scorer",
             name="Context Recall Scorer",
             description="A scorer that evaluates how well retrieved context covers the claims in a ground-truth reference answer",
-            needs=context_needs(context, context_extractor) - {"input", "output"},
+            needs=(context_needs(context, context_extractor) - {"input", "output"}) | {"ground_truth"},
             judge=replace(judge, instructions=CONTEXT_RECALL_AGENT_INSTRUCTIONS),
         )
         .preprocess(

@@ -108,7 +108,7 @@ def create_exact_match_scorer(ignore_case: bool = False) -> Scorer:
         id="exactMatch",
         name="Exact Match",
         description="Exact match of the output with the ground truth",
-        needs={"output"},
+        needs={"output", "ground_truth"},
     ).generate_score(score)
 
 
@@ -128,7 +128,7 @@ def create_levenshtein_scorer() -> Scorer:
         id="levenshtein",
         name="Levenshtein",
         description="Levenshtein similarity of the output and the ground truth",
-        needs={"output"},
+        needs={"output", "ground_truth"},
     ).generate_score(score, heavy=True)
 
 
@@ -158,5 +158,5 @@ def create_numeric_diff_scorer(threshold: float | None = None) -> Scorer:
         id="numericDiff",
         name="Numeric Diff",
         description="Numeric difference of the output and the ground truth",
-        needs={"output"},
+        needs={"output", "ground_truth"},
     ).generate_score(score)

@@ -74,5 +74,5 @@ def create_json_diff_scorer() -> Scorer:
         id="jsonDiff",
         name="JSON Diff",
         description="Structural similarity of the output JSON and the ground truth",
-        needs={"output"},
+        needs={"output", "ground_truth"},
     ).generate_score(score, heavy=True)

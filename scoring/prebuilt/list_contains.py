@@ -84,5 +84,5 @@ def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
         id="listContains",
         name="List Contains",
         description="Fuzzy one-to-one overlap of the output items with the expected items",
-        needs={"output"},
+        needs={"output", "ground_truth"},
     ).generate_score(score, heavy=True)

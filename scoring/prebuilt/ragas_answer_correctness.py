@@ -131,7 +131,7 @@ def create_ragas_answer_correctness_scorer(
             id="answerCorrectness",
             name="Answer Correctness",
             description="RAGAS answer correctness: statement F1 against the ground truth, plus similarity",
-            needs={"input", "output"},
+            needs={"input", "output", "ground_truth"},
             judge=replace(judge, instructions="You classify statements for answer correctness evaluation"),
         )
         .preprocess(

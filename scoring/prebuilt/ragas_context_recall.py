@@ -123,7 +123,7 @@ def create_ragas_context_recall_scorer(
             id="contextRecall",
             name="Context Recall",
             description="RAGAS context recall: how much of the ground truth the context supports",
-            needs={"context"},
+            needs={"context", "ground_truth"},
             judge=judging,
         )
         .preprocess(

@@ -162,7 +162,7 @@ def test_translation_needs_a_language() -> None:
 def test_needs() -> None:
     judge = Judge(MODEL)
     assert create_humor_scorer(judge).needs == {"output"}
-    assert create_factuality_scorer(judge).needs == {"input", "output"}
+    assert create_factuality_scorer(judge).needs == {"input", "output", "ground_truth"}
     assert create_moderation_scorer(judge).needs == {"output"}
 
 

@@ -20,6 +20,7 @@ from scoring.executor import ScoringExecutor
 from scoring.prebuilt import create_textual_difference_scorer
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
+from scoring.text import output_text
 
 SALT = "test-salt"
 
@@ -263,6 +264,30 @@ async def test_runs_without_the_content_a_scorer_needs_are_skipped_empty() -> No
     assert {(r.span_id, r.scorer_id) for r in sink.records} == {
         (with_context.span_id, "uses-context"),
         (with_context.span_id, "text"),
+    }
+
+
+async def test_ground_truth_scorers_skip_live_runs_without_ground_truth() -> None:
+    # Live traces carry no ground truth: the ground-truth scorers skip them instead of failing.
+    sink = RecordingSink()
+    cfg = config(ScorerRule(scorer="exact-match"), ScorerRule(scorer="levenshtein"))
+    live = make_run(1)
+    blank = make_run(2).model_copy(update={"ground_truth": "  "})
+    captured_off = make_run(3).model_copy(update={"output": [], "content_missing": True})
+    labelled = make_run(4).model_copy(update={"ground_truth": output_text(make_run(4))})
+    async with running(cfg, sink) as executor:
+        await executor.consume_runs([live, blank, captured_off, labelled])
+        await executor.drain()
+    decisions = {(d.span_id, d.scorer_id): (d.decision, d.detail) for d in sink.decisions}
+    for run in (live, blank):
+        assert decisions[(run.span_id, "exactMatch")] == ("skipped_empty", "run has no ground truth")
+    assert decisions[(captured_off.span_id, "levenshtein")] == (
+        "skipped_empty",
+        "run has no output text and no ground truth (content capture off or redacted)",
+    )
+    assert {(r.span_id, r.scorer_id, r.score) for r in sink.records} == {
+        (labelled.span_id, "exactMatch", 1.0),
+        (labelled.span_id, "levenshtein", 1.0),
     }
 
 

@@ -127,6 +127,7 @@ async def test_timeout_is_retried_then_fails(llm_server: LLMServer) -> None:
         await judge(llm_server, timeout_s=0.3, max_retries=1).structured("x", Verdict)
 
     assert caught.value.retriable is True
+    assert "failed (retriable) after 2 attempt(s): timed out after 0.3 s" in str(caught.value)
     assert len(llm_server.chat_requests) == 2
     assert time.monotonic() - started < 2.5  # each attempt was cut at its timeout
 

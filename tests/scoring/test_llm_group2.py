@@ -430,8 +430,8 @@ async def test_context_recall_ground_truth_edge_cases(llm_server: LLMServer) -> 
 
 async def test_context_recall_context_option_and_needs(llm_server: LLMServer) -> None:
     judge = judge_for(llm_server)
-    assert create_context_recall_scorer(judge).needs == {"context"}
-    assert create_context_recall_scorer(judge, context=["fixed"]).needs == set()
+    assert create_context_recall_scorer(judge).needs == {"context", "ground_truth"}
+    assert create_context_recall_scorer(judge, context=["fixed"]).needs == {"ground_truth"}
     with pytest.raises(ValueError, match="cannot be empty"):
         create_context_recall_scorer(judge, context=[])
     llm_server.script(json_reply({"claims": ["a"]}), verdicts("verdicts", "verdict", ["no"]), text_reply("-"))
