@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -88,7 +89,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if not args.verbose:
         logging.getLogger().setLevel(logging.WARNING)  # the table is the output
-    return asyncio.run(run_demo(args.store, limit_s=args.timeout))
+    model = args.judge or os.environ.get("TRACESCORE_JUDGE_MODEL")
+    api_base = args.judge_api_base or os.environ.get("TRACESCORE_JUDGE_API_BASE")
+    judge = {"model": model, "api_base": api_base} if model else None
+    return asyncio.run(run_demo(args.store, limit_s=args.timeout, judge=judge))
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -152,6 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="send demo agent traces through the service and print their scores")
     demo.add_argument("--store", default=None, help="chDB data directory (default ./tracescore-data)")
     demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores")
+    demo.add_argument(
+        "--judge",
+        help="a litellm model (e.g. openai/gpt-4o-mini) to add LLM-judge scorers; "
+        "default $TRACESCORE_JUDGE_MODEL, none: heuristic scorers only",
+    )
+    demo.add_argument(
+        "--judge-api-base", help="the judge's OpenAI-compatible endpoint (default $TRACESCORE_JUDGE_API_BASE)"
+    )
     demo.set_defaults(func=cmd_demo)
 
     inspect = sub.add_parser("inspect", help="print the AgentRuns an OTLP/JSON export request produces")

@@ -156,13 +156,19 @@ SCENARIOS = (
 )
 
 
-def demo_config(store: str | None) -> ServiceConfig:
+# With a judge model, these LLM scorers join the heuristic ones (they read only input and output).
+DEMO_LLM_SCORERS = ("answer-relevancy", "toxicity")
+
+
+def demo_config(store: str | None, judge: dict[str, Any] | None = None) -> ServiceConfig:
+    llm_rules = [{"scorer": name} for name in DEMO_LLM_SCORERS] if judge else []
     return load_config(
         overrides={
             "store": store or DEFAULT_STORE,
             "receiver.grpc_port": 0,
             "receiver.http_port": 0,
             "assembly.idle_seconds": DEMO_IDLE_SECONDS,
+            "scoring.judge": judge,
             "scoring.rules": [
                 {"scorer": "content-similarity"},
                 {"scorer": "textual-difference"},
@@ -176,6 +182,7 @@ def demo_config(store: str | None) -> ServiceConfig:
                     "options": {"expected_tool_order": ["search_flights", "search_hotels"]},
                     "filter": {"agent_name": ["travel_agent"]},
                 },
+                *llm_rules,
             ],
         },
         environ={},
@@ -313,11 +320,27 @@ def _print_scores(
     console.print(table)
 
 
-async def run_demo(store: str | None = None, limit_s: float = 60.0) -> int:
+def _print_judge_spend(console: Console, scores: list[dict[str, Any]]) -> None:
+    judged = [s for s in scores if s["judge_model"]]
+    if judged:
+        tokens_in = sum(s["input_tokens"] for s in judged)
+        tokens_out = sum(s["output_tokens"] for s in judged)
+        cost = sum(s["cost_usd"] for s in judged)
+        models = ", ".join(sorted({s["judge_model"] for s in judged}))
+        console.print(
+            f"judge {models}: {len(judged)} scores, {tokens_in} input and {tokens_out} output tokens, "
+            f"${cost:.6f}"
+        )
+
+
+async def run_demo(
+    store: str | None = None, limit_s: float = 60.0, judge: dict[str, Any] | None = None
+) -> int:
+    """Run the demo; with ``judge`` (JudgeConfig fields) LLM-judge scorers score the runs too."""
     console = Console()
     if not console.is_terminal:  # piped (make run, CI logs): don't squeeze the table into 80 columns
         console = Console(width=max(console.width, 110))
-    config = demo_config(store)
+    config = demo_config(store, judge)
     service = Service(config)
     await service.start()
     try:
@@ -335,6 +358,7 @@ async def run_demo(store: str | None = None, limit_s: float = 60.0) -> int:
             for s, t in zip(SCENARIOS, trace_ids, strict=True)
         ]
         _print_scores(console, rows)
+        _print_judge_spend(console, [score for _, _, scores, _ in rows for score in scores])
         console.print(
             f"spans and scores are in {service.store.description} "
             "(tables otel_traces, scores, score_decisions)"

@@ -100,8 +100,19 @@ class ScorerRule(_Config):
     name: str | None = None  # the scorer id written to the store; default: the scorer's own id
 
 
+class JudgeConfig(_Config):
+    """The judge of the LLM scorer rules that name none: any model litellm serves."""
+
+    model: str = Field(min_length=1)  # e.g. "openai/gpt-4o-mini"; the provider's key from its usual env var
+    api_base: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+
+
 class ScoringConfig(_Config):
     rules: list[ScorerRule] = Field(default_factory=lambda: [ScorerRule(scorer=s) for s in DEFAULT_SCORERS])
+    judge: JudgeConfig | None = None
     concurrency: int = Field(default=DEFAULT_SCORER_CONCURRENCY, gt=0)
     timeout_seconds: float = Field(default=DEFAULT_SCORER_TIMEOUT_SECONDS, gt=0)
     sampling_salt: str = DEFAULT_SAMPLING_SALT
@@ -139,6 +150,8 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_MAX_TRACES": "assembly.max_traces",
     "TRACESCORE_SCORER_CONCURRENCY": "scoring.concurrency",
     "TRACESCORE_SAMPLING_SALT": "scoring.sampling_salt",
+    "TRACESCORE_JUDGE_MODEL": "scoring.judge.model",
+    "TRACESCORE_JUDGE_API_BASE": "scoring.judge.api_base",
 }
 
 

@@ -27,7 +27,7 @@ from typing import Literal
 from ingest.consumers import ScoreSink
 from ingest.metrics import Metrics
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource
-from schemas.config import RunFilter, ScorerRule, ScoringConfig
+from schemas.config import JudgeConfig, RunFilter, ScorerRule, ScoringConfig
 from scoring.judge import JudgeUsage, metered
 from scoring.registry import ScorerFactory, build_scorer
 from scoring.sampling import is_sampled
@@ -71,13 +71,16 @@ def _disjoint(a: RunFilter, b: RunFilter) -> bool:
 
 
 def _build_rules(
-    rules: Sequence[ScorerRule], registry: Mapping[str, ScorerFactory] | None
+    rules: Sequence[ScorerRule],
+    registry: Mapping[str, ScorerFactory] | None,
+    judge: JudgeConfig | None = None,
 ) -> tuple[tuple[_Rule, ...], ...]:
     """The rules, grouped by the scorer id they store (in order of first appearance)."""
+    default_judge = judge.model_dump(exclude_none=True) if judge is not None else None
     built: list[_Rule] = []
     for index, rule in enumerate(rules):
         try:
-            scorer = build_scorer(rule.scorer, rule.options, registry=registry)
+            scorer = build_scorer(rule.scorer, rule.options, registry=registry, default_judge=default_judge)
         except ValueError as exc:
             raise ValueError(f"scoring rule {index} ({rule.scorer!r}): {exc}") from exc
         scorer_id = rule.name or scorer.id
@@ -125,7 +128,9 @@ class ScoringExecutor:
         registry: Mapping[str, ScorerFactory] | None = None,
     ) -> None:
         self._config = config
-        self._rule_groups = _build_rules(config.rules, registry)  # a bad rule fails here, not later
+        self._rule_groups = _build_rules(
+            config.rules, registry, config.judge
+        )  # a bad rule fails here, not later
         self._sink = sink
         self._metrics = metrics
         self._source: ScoreSource = source

@@ -14,21 +14,30 @@ from scoring.prebuilt import (
     create_answer_relevancy_scorer,
     create_answer_similarity_scorer,
     create_bias_scorer,
+    create_called_tool_check,
     create_completeness_scorer,
     create_content_similarity_scorer,
     create_context_precision_scorer,
     create_context_recall_scorer,
     create_context_relevance_scorer,
+    create_did_not_call_check,
+    create_equals_check,
     create_exact_match_scorer,
+    create_excludes_check,
     create_factuality_scorer,
     create_faithfulness_scorer,
     create_hallucination_scorer,
     create_humor_scorer,
+    create_includes_check,
     create_json_diff_scorer,
     create_keyword_coverage_scorer,
     create_levenshtein_scorer,
     create_list_contains_scorer,
+    create_matches_check,
+    create_max_tool_calls_check,
     create_moderation_scorer,
+    create_multi_turn_judge_scorer,
+    create_no_tool_errors_check,
     create_noise_sensitivity_scorer,
     create_numeric_diff_scorer,
     create_possible_scorer,
@@ -38,16 +47,21 @@ from scoring.prebuilt import (
     create_ragas_context_precision_scorer,
     create_ragas_context_recall_scorer,
     create_ragas_context_relevancy_scorer,
+    create_rubric_scorer,
+    create_similarity_check,
+    create_summarization_scorer,
     create_summary_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
     create_tool_call_accuracy_scorer_code,
     create_tool_call_accuracy_scorer_llm,
+    create_tool_order_check,
     create_toxicity_scorer,
     create_trajectory_accuracy_scorer_code,
     create_trajectory_accuracy_scorer_llm,
     create_trajectory_scorer_code,
     create_translation_scorer,
+    create_used_no_tools_check,
 )
 from scoring.scorer import Scorer
 
@@ -63,6 +77,18 @@ SCORERS: dict[str, ScorerFactory] = {
     "completeness": create_completeness_scorer,
     "keyword-coverage": create_keyword_coverage_scorer,
     "tone": create_tone_scorer,
+    # Mastra's quick checks (checks.includes, ...): the short name is Mastra's id
+    "check-includes": create_includes_check,
+    "check-excludes": create_excludes_check,
+    "check-equals": create_equals_check,
+    "check-matches": create_matches_check,
+    "check-similarity": create_similarity_check,
+    "check-called-tool": create_called_tool_check,
+    "check-did-not-call": create_did_not_call_check,
+    "check-tool-order": create_tool_order_check,
+    "check-max-tool-calls": create_max_tool_calls_check,
+    "check-used-no-tools": create_used_no_tools_check,
+    "check-no-tool-errors": create_no_tool_errors_check,
     # autoevals heuristics, as VoltAgent's scorers.exactMatch etc. (they compare with ground_truth)
     "exact-match": create_exact_match_scorer,
     "levenshtein": create_levenshtein_scorer,
@@ -96,6 +122,10 @@ SCORERS: dict[str, ScorerFactory] = {
     "ragas-context-precision": create_ragas_context_precision_scorer,
     "ragas-context-recall": create_ragas_context_recall_scorer,
     "ragas-context-relevancy": create_ragas_context_relevancy_scorer,
+    # more Mastra LLM judges: a rubric checklist, summaries, whole conversations
+    "rubric": create_rubric_scorer,
+    "summarization": create_summarization_scorer,
+    "multi-turn-judge": create_multi_turn_judge_scorer,
 }
 
 # A scorer's own id (what Mastra and the store call it) -> its short name.
@@ -130,6 +160,9 @@ SCORER_IDS: dict[str, str] = {
     "contextPrecision": "ragas-context-precision",
     "contextRecall": "ragas-context-recall",
     "contextRelevancy": "ragas-context-relevancy",
+    "rubric-scorer": "rubric",
+    "summarization-scorer": "summarization",
+    "multi-turn-judge-scorer": "multi-turn-judge",
 }
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -160,11 +193,13 @@ def build_scorer(
     options: Mapping[str, Any] | None = None,
     *,
     registry: Mapping[str, ScorerFactory] | None = None,
+    default_judge: Judge | str | Mapping[str, Any] | None = None,
 ) -> Scorer:
     """Build a scorer from its short name or id, with options in snake_case or Mastra camelCase.
 
     ``registry`` replaces ``SCORERS`` (looked up by its keys only), e.g. for an embedding
-    application's own scorers or a test's.
+    application's own scorers or a test's. ``default_judge`` is the judge of an LLM scorer whose
+    options name none (the service's ``scoring.judge``).
     """
     factories = SCORERS if registry is None else registry
     aliases = SCORER_IDS if registry is None else {}
@@ -184,6 +219,17 @@ def build_scorer(
         if key in kwargs:
             raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
         kwargs[key] = value
+    if "judge" in accepted and "judge" not in kwargs:
+        if (
+            default_judge is None
+            and inspect.signature(factory).parameters["judge"].default is inspect.Parameter.empty
+        ):
+            raise ValueError(
+                f"scorer {short!r} asks an LLM judge: give it the option 'judge' (a model such as "
+                "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge"
+            )
+        if default_judge is not None:
+            kwargs["judge"] = default_judge
     try:
         if "judge" in kwargs:
             kwargs["judge"] = as_judge(kwargs["judge"])

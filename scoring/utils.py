@@ -53,9 +53,32 @@ def _tool_invocations(raw: Iterable[Any]) -> list[Any]:
             state = _TOOL_STATES.get(str(invocation["state"]))
             if state is None:
                 continue
+            if state == "result" and invocation.get("isError") is True:
+                state = "error"  # a result the tool flagged as an error
             invocation = {**invocation, "state": state}
         kept.append(invocation)
     return kept
+
+
+def merge_tool_invocations(from_parts: list[Any], legacy: list[Any]) -> list[Any]:
+    """Mastra's ``mergeToolInvocations``: the parts' calls in order, each legacy-only call placed
+    before the next call both lists share (or at the end)."""
+    part_ids = {i.get("toolCallId") for i in from_parts if i.get("toolCallId")}
+    positions = {i.get("toolCallId"): index for index, i in enumerate(legacy) if isinstance(i, Mapping)}
+    merged: list[Any] = []
+    legacy_index = 0
+    for invocation in from_parts:
+        shared = positions.get(invocation.get("toolCallId")) if invocation.get("toolCallId") else None
+        if shared is not None and shared >= legacy_index:
+            for previous in legacy[legacy_index:shared]:
+                if isinstance(previous, Mapping) and previous.get("toolCallId") not in part_ids:
+                    merged.append(previous)
+            legacy_index = shared + 1
+        merged.append(invocation)
+    merged.extend(
+        i for i in legacy[legacy_index:] if isinstance(i, Mapping) and i.get("toolCallId") not in part_ids
+    )
+    return merged
 
 
 def to_message(value: Message | Mapping[str, Any] | str, role: str = "user") -> Message:
@@ -82,8 +105,7 @@ def to_message(value: Message | Mapping[str, Any] | str, role: str = "user") -> 
             for p in parts
             if p.get("type") == "tool-invocation" and isinstance(p.get("toolInvocation"), Mapping)
         ]
-        part_ids = {i.get("toolCallId") for i in from_parts}
-        invocations = [*from_parts, *(i for i in invocations if i.get("toolCallId") not in part_ids)]
+        invocations = merge_tool_invocations(from_parts, invocations)
         text = content.get("content")
         data.update(
             content=text if isinstance(text, str) else "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -11,7 +12,11 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+from tests.llm_server import LLMServer, Reply, json_reply, text_reply
+
+PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 GENAI_MAIN = FIXTURES / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json"
 PARITY = {
@@ -191,3 +196,48 @@ def test_second_process_on_the_same_store_gets_a_clear_error(tmp_path: Path) -> 
         assert "in use" in second.stderr
     finally:
         assert stop(first) == 0
+
+
+async def test_demo_with_a_judge_adds_the_llm_scorers(tmp_path: Path, llm_server: LLMServer) -> None:
+    # The judge is the local OpenAI-compatible server, answering by the schema each step asks for:
+    # one relevant statement per answer (relevancy 1) and one non-toxic verdict (toxicity 0).
+    answers = {
+        "Statements": {"statements": ["The answer."]},
+        "RelevancyResults": {"results": [{"result": "yes", "reason": "on topic"}]},
+        "ToxicityVerdicts": {"verdicts": [{"verdict": "no", "reason": "calm"}]},
+    }
+
+    def respond(body: dict[str, Any]) -> Reply:
+        schema = body.get("response_format", {}).get("json_schema", {}).get("name")
+        return json_reply(answers[schema]) if schema else text_reply("The score is fine.")
+
+    llm_server.responder = respond
+    env = {
+        **os.environ,
+        "PYTHONPATH": PROJECT_ROOT,
+        "COLUMNS": "200",
+        "OPENAI_API_KEY": "test-key",  # litellm's usual variable: the demo passes no key itself
+        "TRACESCORE_JUDGE_API_BASE": llm_server.api_base,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "ingest.cli", "demo", "--store", str(tmp_path / "data")),
+        *("--judge", "openai/gpt-4o-mini"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, stderr.decode()
+    output = stdout.decode().splitlines()
+    header = "".join(line for line in output if line.startswith("┃"))  # two lines: "answer / relevancy"
+    assert "answer" in header and "relevancy" in header and "toxicity" in header
+    runs = [line for line in output if line.startswith("│") and "_agent" in line]
+    assert len(runs) == 4
+    for line in runs:
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        assert cells[3] == "1.000"  # answer relevancy, the first scorer column (sorted ids)
+        assert cells[-1] == "0.000"  # toxicity, the last
+    # Four runs x two LLM scorers; answer relevancy asks 3 times per run, toxicity twice: 20 calls
+    # of 11 input and 7 output tokens each.
+    assert len(llm_server.chat_requests) == 20
+    assert "judge openai/gpt-4o-mini: 8 scores, 220 input and 140 output tokens" in stdout.decode()

@@ -24,7 +24,10 @@ def test_example_config_file_loads_as_documented() -> None:
         "content-similarity",
         "textual-difference",
         "tool-call-accuracy-code",
+        "answer-relevancy",
     ]
+    assert config.scoring.judge is not None and config.scoring.judge.model == "openai/gpt-4o-mini"
+    assert config.scoring.rules[3].sample_rate == 0.1
     assert config.scoring.rules[1].sample_rate == 0.25
     assert config.scoring.rules[2].options == {"expected_tool": "get_weather"}
     assert config.scoring.rules[2].filter.agent_name == ["weather_agent"]
@@ -69,3 +72,23 @@ def test_config_file_named_by_the_environment(tmp_path: Path) -> None:
     file = tmp_path / "c.yaml"
     file.write_text("store: named-by-env\n")
     assert load_config(environ={"TRACESCORE_CONFIG": str(file)}).store == "named-by-env"
+
+
+def test_the_judge_comes_from_file_and_environment(tmp_path: Path) -> None:
+    file = tmp_path / "c.yaml"
+    file.write_text(
+        "scoring:\n  judge: {model: openai/gpt-4o, api_base: 'http://judge:4000/v1', api_key: sk-file}\n"
+    )
+    config = load_config(file, environ={"TRACESCORE_JUDGE_MODEL": "anthropic/claude-sonnet-4-5"})
+    judge = config.scoring.judge
+    assert judge is not None
+    assert (judge.model, judge.api_base, judge.api_key) == (
+        "anthropic/claude-sonnet-4-5",
+        "http://judge:4000/v1",
+        "sk-file",
+    )
+    assert (judge.timeout_s, judge.max_retries) == (30.0, 3)
+    assert "sk-file" not in repr(config)  # a secret: never in logs or reprs
+    only_env = load_config(environ={"TRACESCORE_JUDGE_MODEL": "openai/gpt-4o-mini"}).scoring.judge
+    assert only_env is not None and only_env.model == "openai/gpt-4o-mini" and only_env.api_base is None
+    assert load_config(environ={}).scoring.judge is None

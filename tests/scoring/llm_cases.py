@@ -27,6 +27,7 @@ GROUND_TRUTH = "Water boils at 100 C (212 F) at sea level; it changes with altit
 PREPROCESS_ASKS_FIRST = frozenset(
     {"answer-relevancy", "faithfulness", "hallucination", "answer-similarity", "bias", "context-recall"}
     | {"ragas-answer-correctness", "ragas-answer-relevancy", "ragas-context-recall"}
+    | {"summarization"}
 )
 CONTEXT = ["Water boils at 100 C at sea level.", "Boiling points fall with altitude."]
 
@@ -451,6 +452,69 @@ CASES: list[Case] = [
         (json_reply({"sentences": [{"sentence": CONTEXT[0], "reasons": ["relevant"]}]}),),
         34 / 75,
         frozenset({"input", "context"}),
+    ),
+    # both required criteria met, the optional one not: binary pass x scale 2 = 2; a judge that grades
+    # no criterion is Mastra's no-op pass, 1 (not scaled)
+    Case(
+        "rubric",
+        {
+            "criteria": [
+                {"description": "Gives 100 C"},
+                {"description": "Mentions sea level"},
+                {"description": "Gives Fahrenheit", "required": False},
+            ],
+            "scale": 2,
+        },
+        qa_run(),
+        (
+            json_reply(
+                {
+                    "criteria": table(
+                        criterion=["Gives 100 C", "Mentions sea level", "Gives Fahrenheit"],
+                        satisfied=[True, True, False],
+                        required=[True, True, False],
+                        reasoning="r",
+                    ),
+                    "overallAssessment": "ok",
+                }
+            ),
+        ),
+        2.0,
+        OUTPUT,
+        none_found=(json_reply({"criteria": [], "overallAssessment": ""}),),
+        none_found_score=1.0,
+    ),
+    # alignment 3 of 4 claims = 0.75; coverage of the first 4 questions (max_questions 4 drops the
+    # fifth, whose verdict is yes) 2 of 4 = 0.5; min = 0.5. No claim and no question scores 0.
+    Case(
+        "summarization",
+        {"max_questions": 4},
+        qa_run(),
+        (
+            json_reply(
+                {
+                    "alignment": table(claim="c", supported=[True, True, True, False], reason="r"),
+                    "questions": ["q0", "q1", "q2", "q3", "q4"],
+                }
+            ),
+            json_reply(
+                {"coverage": table(question="q", answered=[True, False, False, True, True], reason="r")}
+            ),
+            REASON,
+        ),
+        0.5,
+        INPUT_OUTPUT,
+        none_found=(json_reply({"alignment": [], "questions": []}), json_reply({"coverage": []}), REASON),
+        none_found_score=0.0,
+    ),
+    # the criterion is satisfied: binary pass x scale 3 = 3
+    Case(
+        "multi-turn-judge",
+        {"criterion": "Gives the boiling point.", "scale": 3},
+        qa_run(),
+        (json_reply({"satisfied": True, "reasoning": "Turn 1 gives it."}),),
+        3.0,
+        OUTPUT,
     ),
 ]
 

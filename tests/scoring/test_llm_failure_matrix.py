@@ -57,6 +57,9 @@ LLM_SCORERS = {
     "ragas-context-precision",
     "ragas-context-recall",
     "ragas-context-relevancy",
+    "rubric",
+    "summarization",
+    "multi-turn-judge",
 }
 
 
@@ -329,4 +332,6 @@ def test_statement_based_scorers_have_an_edge_row() -> None:
         "context-recall",
         "ragas-answer-correctness",
         "ragas-context-recall",
+        "rubric",
+        "summarization",
     }

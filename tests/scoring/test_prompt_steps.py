@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from ingest.metrics import Metrics
 from schemas import AgentRun, Decision, Message, RunInput, ScoreRecord
-from schemas.config import ScorerRule, ScoringConfig
+from schemas.config import JudgeConfig, ScorerRule, ScoringConfig
 from scoring import ScorerError, StepContext, create_scorer
 from scoring.executor import ScoringExecutor
 from scoring.judge import Judge, delimit
@@ -371,3 +371,40 @@ async def test_one_scorer_instance_scores_many_runs_concurrently(llm_server: LLM
         assert result.reason == f"Explain the score {n / (n + 1):.2f}."
         # Each run's usage is its own: n + 1 claims counted twice, plus the reason's one token.
         assert result.input_tokens == 2 * (n + 1) + 1
+
+
+async def test_the_configured_judge_serves_rules_that_name_none(llm_server: LLMServer) -> None:
+    # Toxicity has no judge option of its own: it gets scoring.judge. Bias names its own model.
+    llm_server.responder = lambda body: (
+        json_reply({"verdicts": [{"verdict": "no", "reason": "calm"}]})
+        if "verdicts" in json.dumps(body.get("response_format", {}))
+        else json_reply({"opinions": []})
+        if "Opinions" in json.dumps(body.get("response_format", {}))
+        else json_reply({"results": []})
+        if "response_format" in body
+        else text_reply("fine")
+    )
+    own_judge = {"model": "openai/gpt-4o", "api_base": llm_server.api_base, "api_key": "test-key"}
+    config = ScoringConfig(
+        rules=[ScorerRule(scorer="toxicity"), ScorerRule(scorer="bias", options={"judge": own_judge})],
+        judge=JudgeConfig(model=MODEL, api_base=llm_server.api_base, api_key="test-key", max_retries=0),
+    )
+    sink = RecordingSink()
+    executor = ScoringExecutor(config, sink, Metrics())
+    await executor.start()
+    try:
+        await executor.consume_runs([make_run(5)])
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+    by_scorer = {r.scorer_id: r for r in sink.records}
+    assert by_scorer["toxicity-scorer"].score == 0.0  # one verdict, not toxic
+    assert by_scorer["toxicity-scorer"].judge_model == MODEL
+    assert by_scorer["bias-scorer"].judge_model == "openai/gpt-4o"
+    assert {r.body["model"] for r in llm_server.chat_requests} == {"gpt-4o-mini", "gpt-4o"}
+
+
+def test_an_llm_rule_without_any_judge_is_refused_at_start() -> None:
+    config = ScoringConfig(rules=[ScorerRule(scorer="toxicity")])
+    with pytest.raises(ValueError, match=r"scoring rule 0 \('toxicity'\): .* asks an LLM judge"):
+        ScoringExecutor(config, RecordingSink(), Metrics())

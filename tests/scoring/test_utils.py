@@ -251,3 +251,33 @@ def test_create_agent_test_run_turns_strings_into_messages_of_their_place() -> N
     assert run.ground_truth == 4
     assert len(run.trace_id) == 32 and len(run.span_id) == 16
     assert create_agent_test_run(output="x").trace_id != run.trace_id  # a fresh random id each time
+
+
+def _call(call_id: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"toolCallId": call_id, "toolName": name, "state": "result", "args": {}, "result": {}, **extra}
+
+
+def test_tool_invocations_merge_as_mastra_merges_them() -> None:
+    # Parts hold call 2 and 4; the legacy list holds 1, 2, 3, 5. Mastra's mergeToolInvocations puts
+    # a legacy-only call before the next shared call, the rest at the end: 1, 2, 4, 3, 5.
+    message = {
+        "role": "assistant",
+        "content": {
+            "format": 2,
+            "parts": [
+                {"type": "tool-invocation", "toolInvocation": _call("2", "b")},
+                {"type": "tool-invocation", "toolInvocation": _call("4", "d")},
+            ],
+            "toolInvocations": [_call("1", "a"), _call("2", "b-legacy"), _call("3", "c"), _call("5", "e")],
+        },
+    }
+    names = [call.tool_name for call in to_message(message).tool_invocations]
+    assert names == ["a", "b", "d", "c", "e"]
+
+
+def test_a_result_flagged_is_error_is_an_error() -> None:
+    message = {
+        "role": "assistant",
+        "content": {"format": 2, "toolInvocations": [_call("1", "a", isError=True)]},
+    }
+    assert [call.state for call in to_message(message).tool_invocations] == ["error"]
