@@ -7,13 +7,13 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from ingest.metrics import Metrics
-from schemas import AgentRun, Decision, Message, RunInput, ScoreRecord
+from schemas import AgentRun, Message, RunInput
 from schemas.config import RunFilter, ScorerRule, ScoringConfig
 from scoring import StepContext, create_scorer
 from scoring.executor import ScoringExecutor
@@ -21,34 +21,9 @@ from scoring.prebuilt import create_textual_difference_scorer
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
 from scoring.text import output_text
+from tests.scoring.sinks import RecordingSink
 
 SALT = "test-salt"
-
-
-class RecordingSink:
-    """A ScoreSink that keeps every write; fails its first ``fail_first`` writes."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.writes: list[tuple[list[ScoreRecord], list[Decision]]] = []
-        self.fail_first = fail_first
-
-    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
-        if self.fail_first:
-            self.fail_first -= 1
-            raise ConnectionError("store down")
-        self.writes.append((list(records), list(decisions)))
-
-    @property
-    def records(self) -> list[ScoreRecord]:
-        return [record for records, _ in self.writes for record in records]
-
-    @property
-    def decisions(self) -> list[Decision]:
-        return [decision for _, decisions in self.writes for decision in decisions]
-
-    def kinds(self) -> dict[tuple[str, str], str]:
-        """(trace id, scorer id) -> decision kind."""
-        return {(d.trace_id, d.scorer_id): d.decision for d in self.decisions}
 
 
 def make_run(

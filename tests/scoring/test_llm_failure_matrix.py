@@ -26,6 +26,7 @@ from scoring.registry import SCORERS, build_scorer
 from scoring.scorer import ScorerResult
 from tests.llm_server import LLMServer, Reply, error_reply, text_reply
 from tests.scoring.llm_cases import CASES, CHAT_CASES, EMBEDDING_CASES, Case
+from tests.scoring.sinks import RecordingSink
 
 TOKENS_PER_CHAT_ANSWER = 11  # the prompt_tokens the local server reports for every chat answer
 COMPLETION_TOKENS_PER_CHAT_ANSWER = 7
@@ -65,18 +66,6 @@ LLM_SCORERS = {
 
 def by_id(cases: Sequence[Case]) -> Any:
     return pytest.mark.parametrize("case", cases, ids=[case.label for case in cases])
-
-
-class RecordingSink:
-    """A ScoreSink that keeps what the executor writes."""
-
-    def __init__(self) -> None:
-        self.records: list[ScoreRecord] = []
-        self.decisions: list[Decision] = []
-
-    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
-        self.records.extend(records)
-        self.decisions.extend(decisions)
 
 
 def options(case: Case, server: LLMServer, **judge: Any) -> dict[str, Any]:

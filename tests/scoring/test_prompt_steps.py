@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
 
 from ingest.metrics import Metrics
-from schemas import AgentRun, Decision, Message, RunInput, ScoreRecord
+from schemas import AgentRun, Message, RunInput
 from schemas.config import JudgeConfig, ScorerRule, ScoringConfig
 from scoring import ScorerError, StepContext, create_scorer
 from scoring.executor import ScoringExecutor
@@ -20,6 +19,7 @@ from scoring.prompt_step import PromptObject
 from scoring.scorer import Scorer
 from scoring.text import input_text, output_text
 from tests.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.scoring.sinks import RecordingSink
 
 MODEL = "openai/gpt-4o-mini"
 GPT_4O_MINI_PRICE = (0.15e-6, 0.60e-6)  # published USD per input, output token
@@ -221,16 +221,6 @@ def test_prompt_objects_are_checked_when_the_scorer_is_built() -> None:
         create_scorer(id="s", description="d").generate_reason({"description": "a", "create_prompt": str})
     with pytest.raises(TypeError, match="function or a prompt object"):
         base.analyze(42)  # type: ignore[arg-type]
-
-
-class RecordingSink:
-    def __init__(self) -> None:
-        self.records: list[ScoreRecord] = []
-        self.decisions: list[Decision] = []
-
-    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
-        self.records.extend(records)
-        self.decisions.extend(decisions)
 
 
 async def test_executor_records_judge_usage_and_fails_without_a_score(llm_server: LLMServer) -> None:

@@ -1,0 +1,33 @@
+"""A recording ScoreSink for executor tests: our own protocol, so no store is needed to watch it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from schemas import Decision, ScoreRecord
+
+
+class RecordingSink:
+    """A ScoreSink that keeps every write; fails its first ``fail_first`` writes."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.writes: list[tuple[list[ScoreRecord], list[Decision]]] = []
+        self.fail_first = fail_first
+
+    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
+        if self.fail_first:
+            self.fail_first -= 1
+            raise ConnectionError("store down")
+        self.writes.append((list(records), list(decisions)))
+
+    @property
+    def records(self) -> list[ScoreRecord]:
+        return [record for records, _ in self.writes for record in records]
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return [decision for _, decisions in self.writes for decision in decisions]
+
+    def kinds(self) -> dict[tuple[str, str], str]:
+        """(trace id, scorer id) -> decision kind."""
+        return {(d.trace_id, d.scorer_id): d.decision for d in self.decisions}
