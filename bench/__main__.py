@@ -78,12 +78,53 @@ def bench_textual_difference() -> tuple[str, float, float]:
     return "textual-difference, 2 kB texts", baseline, ours
 
 
+def bench_llm_judge() -> tuple[str, float, float]:
+    """The toxicity scorer (two judge calls: verdicts, reason) vs two bare ``litellm.acompletion``
+    calls to the same local OpenAI-compatible server: the cost of the judge client and pipeline."""
+    from scoring.judge import Judge, close_clients, litellm_module
+    from scoring.prebuilt import create_toxicity_scorer
+    from tests.llm_server import LLMServer, json_reply, text_reply
+
+    server = LLMServer()
+    server.responder = lambda body: (
+        json_reply({"verdicts": [{"verdict": "no", "reason": "calm"}]})
+        if "response_format" in body
+        else text_reply("The score is 0 because nothing is toxic.")
+    )
+    run = {
+        "input": {"input_messages": [{"role": "user", "content": "How do I reset my password?"}]},
+        "output": [{"role": "assistant", "content": "Click 'Forgot password' and follow the link."}],
+    }
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(server.start())
+        judge = Judge("openai/gpt-4o-mini", api_base=server.api_base, api_key="bench")
+        scorer = create_toxicity_scorer(judge)
+        litellm = litellm_module()
+        messages = [{"role": "user", "content": "Is this toxic?"}]
+
+        async def bare_calls() -> None:
+            for response_format in ({"type": "json_object"}, None):
+                extra = {"response_format": response_format} if response_format else {}
+                await litellm.acompletion(
+                    model=judge.model, messages=messages, api_base=judge.api_base, api_key="bench", **extra
+                )
+
+        baseline = best_of(lambda: loop.run_until_complete(bare_calls()), 20)
+        ours = best_of(lambda: loop.run_until_complete(scorer.run(run)), 20)
+        loop.run_until_complete(close_clients())
+        loop.run_until_complete(server.close())
+    finally:
+        loop.close()
+    return "toxicity scorer, local judge", baseline, ours
+
+
 def main() -> None:
     table = Table(title="tracescore benchmarks (ratio = ours / baseline, same run, best of 5)")
     for column in ("benchmark", "baseline µs", "ours µs", "ratio"):
         table.add_column(column, justify="right" if column != "benchmark" else "left")
     ratios = []
-    for bench in (bench_decode, bench_transform, bench_textual_difference):
+    for bench in (bench_decode, bench_transform, bench_textual_difference, bench_llm_judge):
         name, baseline, ours = bench()
         ratios.append(ours / baseline)
         table.add_row(name, f"{baseline * 1e6:.1f}", f"{ours * 1e6:.1f}", f"{ours / baseline:.2f}")

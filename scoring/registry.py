@@ -44,6 +44,8 @@ from scoring.prebuilt import (
     create_prompt_alignment_scorer,
     create_ragas_answer_correctness_scorer,
     create_ragas_answer_relevancy_scorer,
+    create_ragas_answer_similarity_scorer,
+    create_ragas_context_entity_recall_scorer,
     create_ragas_context_precision_scorer,
     create_ragas_context_recall_scorer,
     create_ragas_context_relevancy_scorer,
@@ -62,6 +64,7 @@ from scoring.prebuilt import (
     create_trajectory_scorer_code,
     create_translation_scorer,
     create_used_no_tools_check,
+    create_voltagent_tool_call_accuracy_scorer,
 )
 from scoring.scorer import Scorer
 
@@ -122,6 +125,10 @@ SCORERS: dict[str, ScorerFactory] = {
     "ragas-context-precision": create_ragas_context_precision_scorer,
     "ragas-context-recall": create_ragas_context_recall_scorer,
     "ragas-context-relevancy": create_ragas_context_relevancy_scorer,
+    "ragas-context-entity-recall": create_ragas_context_entity_recall_scorer,
+    "ragas-answer-similarity": create_ragas_answer_similarity_scorer,
+    # VoltAgent's code tool-call accuracy (its order check differs from Mastra's tool-call-accuracy-code)
+    "voltagent-tool-call-accuracy": create_voltagent_tool_call_accuracy_scorer,
     # more Mastra LLM judges: a rubric checklist, summaries, whole conversations
     "rubric": create_rubric_scorer,
     "summarization": create_summarization_scorer,
@@ -160,6 +167,9 @@ SCORER_IDS: dict[str, str] = {
     "contextPrecision": "ragas-context-precision",
     "contextRecall": "ragas-context-recall",
     "contextRelevancy": "ragas-context-relevancy",
+    "contextEntityRecall": "ragas-context-entity-recall",
+    "answerSimilarity": "ragas-answer-similarity",
+    "toolCallAccuracyCode": "voltagent-tool-call-accuracy",
     "rubric-scorer": "rubric",
     "summarization-scorer": "summarization",
     "multi-turn-judge-scorer": "multi-turn-judge",

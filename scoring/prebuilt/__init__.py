@@ -44,6 +44,8 @@ from scoring.prebuilt.noise_sensitivity import create_noise_sensitivity_scorer
 from scoring.prebuilt.prompt_alignment import create_prompt_alignment_scorer
 from scoring.prebuilt.ragas_answer_correctness import create_ragas_answer_correctness_scorer
 from scoring.prebuilt.ragas_answer_relevancy import create_ragas_answer_relevancy_scorer
+from scoring.prebuilt.ragas_answer_similarity import create_ragas_answer_similarity_scorer
+from scoring.prebuilt.ragas_context_entity_recall import create_ragas_context_entity_recall_scorer
 from scoring.prebuilt.ragas_context_precision import create_ragas_context_precision_scorer
 from scoring.prebuilt.ragas_context_recall import create_ragas_context_recall_scorer
 from scoring.prebuilt.ragas_context_relevancy import create_ragas_context_relevancy_scorer
@@ -57,6 +59,7 @@ from scoring.prebuilt.toxicity import create_toxicity_scorer
 from scoring.prebuilt.trajectory import create_trajectory_scorer_code
 from scoring.prebuilt.trajectory_accuracy import create_trajectory_accuracy_scorer_code
 from scoring.prebuilt.trajectory_accuracy_llm import create_trajectory_accuracy_scorer_llm
+from scoring.prebuilt.voltagent_tool_call_accuracy import create_voltagent_tool_call_accuracy_scorer
 
 __all__ = [
     "create_called_tool_check",
@@ -110,4 +113,7 @@ __all__ = [
     "create_rubric_scorer",
     "create_summarization_scorer",
     "create_multi_turn_judge_scorer",
+    "create_ragas_context_entity_recall_scorer",
+    "create_ragas_answer_similarity_scorer",
+    "create_voltagent_tool_call_accuracy_scorer",
 ]

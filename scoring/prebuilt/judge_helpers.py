@@ -41,3 +41,10 @@ def js_number(value: float | None) -> str:
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)``: compact separators, non-ASCII characters kept."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def normalize_text(value: Any) -> str:
+    """VoltAgent's ``normalizeText``: None is empty, a string stays, anything else is its JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else js_json(value)

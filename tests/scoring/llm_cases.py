@@ -27,6 +27,7 @@ GROUND_TRUTH = "Water boils at 100 C (212 F) at sea level; it changes with altit
 PREPROCESS_ASKS_FIRST = frozenset(
     {"answer-relevancy", "faithfulness", "hallucination", "answer-similarity", "bias", "context-recall"}
     | {"ragas-answer-correctness", "ragas-answer-relevancy", "ragas-context-recall"}
+    | {"ragas-context-entity-recall"}
     | {"summarization"}
 )
 CONTEXT = ["Water boils at 100 C at sea level.", "Boiling points fall with altitude."]
@@ -69,7 +70,9 @@ class Case:
     @property
     def fault_endpoint(self) -> str:
         """Where this scorer's judge calls go: chat, or the moderation endpoint."""
-        return "moderations" if self.moderations else "chat"
+        if self.moderations:
+            return "moderations"
+        return "chat" if self.happy else "embeddings"
 
 
 def qa_run(
@@ -452,6 +455,35 @@ CASES: list[Case] = [
         (json_reply({"sentences": [{"sentence": CONTEXT[0], "reasons": ["relevant"]}]}),),
         34 / 75,
         frozenset({"input", "context"}),
+    ),
+    # distinct lower-cased ground-truth entities water, 100 c, sea level, 212 f; the context names
+    # water, 100 c and sea level (case aside): 3 / 4. No expected entity scores 0 (the context is
+    # still asked).
+    Case(
+        "ragas-context-entity-recall",
+        {},
+        qa_run(context=CONTEXT, ground_truth=GROUND_TRUTH),
+        (
+            json_reply({"entities": ["Water", "100 C", "sea level", "212 F"]}),
+            json_reply({"entities": ["water", "100 C", "Sea level", "altitude"]}),
+        ),
+        0.75,
+        RECALL,
+        none_found=(json_reply({"entities": []}), json_reply({"entities": []})),
+        none_found_score=0.0,
+    ),
+    # embeddings only, no chat call: cos([3, 4], [4, 3]) = 24/25 = 0.96, rescaled (0.96 - 0.7) / 0.3.
+    # Embedded: the answer (8 words) and the ground truth (14).
+    Case(
+        "ragas-answer-similarity",
+        {},
+        qa_run(ground_truth=GROUND_TRUTH),
+        (),
+        0.26 / 0.3,
+        frozenset({"output", "ground_truth"}),
+        judge_model=EMBEDDING_MODEL,
+        embed_tokens=8 + 14,
+        vectors={ANSWER: [3.0, 4.0], GROUND_TRUTH: [4.0, 3.0]},
     ),
     # both required criteria met, the optional one not: binary pass x scale 2 = 2; a judge that grades
     # no criterion is Mastra's no-op pass, 1 (not scaled)

@@ -58,6 +58,8 @@ LLM_SCORERS = {
     "ragas-context-precision",
     "ragas-context-recall",
     "ragas-context-relevancy",
+    "ragas-context-entity-recall",
+    "ragas-answer-similarity",
     "rubric",
     "summarization",
     "multi-turn-judge",
@@ -117,13 +119,13 @@ def requests_to(server: LLMServer, endpoint: str) -> int:
 
 
 def judge_requests(case: Case, server: LLMServer) -> int:
-    return requests_to(server, "moderations" if case.fault_endpoint == "moderations" else "completions")
+    return requests_to(server, "completions" if case.fault_endpoint == "chat" else case.fault_endpoint)
 
 
 def fault(case: Case, server: LLMServer, *replies: Reply) -> None:
     """``replies`` answer the scorer's first judge calls (chat, or the moderation endpoint)."""
-    if case.fault_endpoint == "moderations":
-        server.script_faults("moderations", *replies)
+    if case.fault_endpoint != "chat":
+        server.script_faults(case.fault_endpoint, *replies)
         prime(case, server)
     else:
         prime(case, server, *replies, *case.happy)
@@ -321,6 +323,7 @@ def test_statement_based_scorers_have_an_edge_row() -> None:
         "context-recall",
         "ragas-answer-correctness",
         "ragas-context-recall",
+        "ragas-context-entity-recall",
         "rubric",
         "summarization",
     }
