@@ -83,44 +83,35 @@ class _BatchBuilder:
         )
 
 
-def decode_otlp_proto(payload: bytes) -> SpanBatch:
-    try:
-        request = ExportTraceServiceRequest.FromString(payload)
-    except protobuf_message.DecodeError as exc:
-        raise DecodeError(f"payload is not a protobuf ExportTraceServiceRequest: {exc}") from None
-    return request_to_batch(request)
-
-
-def decode_otlp_json(payload: bytes) -> SpanBatch:
-    try:
-        parsed = parse_trace_request(payload)
-    except JsonRequestError as exc:
-        raise DecodeError(str(exc)) from None
-    return request_to_batch(parsed.request, _BatchBuilder(parsed.rejected_spans, parsed.errors))
-
-
-def decode_logs_otlp_proto(payload: bytes) -> SpanBatch:
-    try:
-        request = ExportLogsServiceRequest.FromString(payload)
-    except protobuf_message.DecodeError as exc:
-        raise DecodeError(f"payload is not a protobuf ExportLogsServiceRequest: {exc}") from None
-    return logs_request_to_batch(request)
-
-
-def decode_logs_otlp_json(payload: bytes) -> SpanBatch:
-    try:
-        parsed = parse_logs_request(payload)
-    except JsonRequestError as exc:
-        raise DecodeError(str(exc)) from None
-    return logs_request_to_batch(parsed.request, _BatchBuilder(parsed.rejected_spans, parsed.errors))
-
-
 Decoder = Callable[[bytes], SpanBatch]
 
-ENCODINGS: dict[str, Decoder] = {"otlp_proto": decode_otlp_proto, "otlp_json": decode_otlp_json}
-LOG_ENCODINGS: dict[str, Decoder] = {"otlp_proto": decode_logs_otlp_proto, "otlp_json": decode_logs_otlp_json}
-# The one registry: signal -> encoding -> decoder.
-DECODERS: dict[str, dict[str, Decoder]] = {SIGNAL_TRACES: ENCODINGS, SIGNAL_LOGS: LOG_ENCODINGS}
+
+def _protobuf_decoder(
+    request_type: type[ExportTraceServiceRequest] | type[ExportLogsServiceRequest],
+    to_batch: Callable[[Any], SpanBatch],
+) -> Decoder:
+    def decode_protobuf(payload: bytes) -> SpanBatch:
+        try:
+            request = request_type.FromString(payload)
+        except protobuf_message.DecodeError as exc:
+            raise DecodeError(f"payload is not a protobuf {request_type.__name__}: {exc}") from None
+        return to_batch(request)
+
+    return decode_protobuf
+
+
+def _json_decoder(
+    parse: Callable[[bytes], Any], to_batch: Callable[[Any, _BatchBuilder], SpanBatch]
+) -> Decoder:
+    def decode_json(payload: bytes) -> SpanBatch:
+        try:
+            parsed = parse(payload)
+        except JsonRequestError as exc:
+            raise DecodeError(str(exc)) from None
+        # Spans or records the JSON reader already refused are counted with the rest.
+        return to_batch(parsed.request, _BatchBuilder(parsed.rejected_spans, parsed.errors))
+
+    return decode_json
 
 
 def decode(signal: str, encoding: str, payload: bytes) -> SpanBatch:
@@ -337,3 +328,16 @@ def _any_value(value: AnyValue) -> Any:
     if kind == "kvlist_value":
         return _attributes(value.kvlist_value.values)
     return getattr(value, kind)
+
+
+# Built last: the decoders wrap the request readers above.
+ENCODINGS: dict[str, Decoder] = {
+    "otlp_proto": _protobuf_decoder(ExportTraceServiceRequest, request_to_batch),
+    "otlp_json": _json_decoder(parse_trace_request, request_to_batch),
+}
+LOG_ENCODINGS: dict[str, Decoder] = {
+    "otlp_proto": _protobuf_decoder(ExportLogsServiceRequest, logs_request_to_batch),
+    "otlp_json": _json_decoder(parse_logs_request, logs_request_to_batch),
+}
+# The one registry: signal -> encoding -> decoder.
+DECODERS: dict[str, dict[str, Decoder]] = {SIGNAL_TRACES: ENCODINGS, SIGNAL_LOGS: LOG_ENCODINGS}
