@@ -64,6 +64,7 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
             except Exception:
                 log.warning("adapter %s cannot classify span %s", candidate.name, span.span_id, exc_info=True)
         nodes[span.span_id] = Node(span, adapter, role if isinstance(role, SpanRole) else SpanRole.OTHER)
+    _apply_top_roles(nodes)
     index = TraceIndex(nodes)
     for node in nodes.values():
         if node.role is SpanRole.LLM and isinstance(call := read_span("llm_call", node), LlmCall):
@@ -84,6 +85,21 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
                 index.tools.setdefault(tool.call_id, tool)
     _fold_nested_calls(index)
     return index
+
+
+def _apply_top_roles(nodes: dict[str, Node]) -> None:
+    """Give a span its adapter's ``top_role`` when no span of the same adapter is above it."""
+    for span_id, node in list(nodes.items()):
+        top_role = getattr(node.adapter, "top_role", None)
+        if top_role is None or any(a.adapter is node.adapter for a in ancestors(node, nodes)):
+            continue
+        try:
+            role = top_role(node.span)
+        except Exception:
+            log.warning("adapter %s cannot classify span %s", node.adapter.name, span_id, exc_info=True)
+            continue
+        if isinstance(role, SpanRole):
+            nodes[span_id] = replace(node, role=role)
 
 
 def _fold_nested_calls(index: TraceIndex) -> None:

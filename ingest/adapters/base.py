@@ -88,6 +88,9 @@ class ConventionAdapter(Protocol):
 
     def classify(self, span: Span) -> SpanRole: ...
 
+    # Optional: ``top_role(span) -> SpanRole | None``, the role a span takes instead when no span
+    # of the same convention is above it in the trace (None: keep ``classify``'s).
+
     def llm_call(self, span: Span) -> LlmCall: ...
 
     def tool_execution(self, span: Span) -> ToolExecution: ...

@@ -5,13 +5,15 @@ flattened message keys are read by ``openinference_messages``; the raw ``input.v
 ``output.value`` payloads, often the only record of a turn or an answer, by
 ``openinference_values``.
 
-Run roots: an AGENT span, and also a CHAIN span at the top of its trace (LangChain, LangGraph,
-LlamaIndex query engines and the AI SDK converter record the whole request as a top-level CHAIN with
-no AGENT). A trace of retrievals only is made into runs by the transform; ``agent_info`` of a
-RETRIEVER span gives its query as the run's input. AGENT-kind spans that are not
-agents are demoted: HTTP server spans and Mastra 0.x helper methods (``agent.fetchMemory``...),
-which openinference-mastra marks AGENT, and LangGraph node spans, which the LangChain instrumentor
-marks AGENT when a node's name contains "agent" (the graph, not each node, is the run).
+Run roots: an AGENT span, and also the topmost CHAIN of the OpenInference spans (LangChain,
+LangGraph, LlamaIndex query engines and the AI SDK converter record the whole request as a CHAIN with
+no AGENT), also when it sits under a span of another instrumentation (a web server's request span)
+or under a parent from another service (``top_role``). A trace of retrievals only is made into runs
+by the transform; ``agent_info`` of a RETRIEVER span gives its query as the run's input. AGENT-kind
+spans that are not agents are demoted: HTTP server spans and Mastra 0.x helper methods
+(``agent.fetchMemory``...), which openinference-mastra marks AGENT, and LangGraph node spans, which
+the LangChain instrumentor marks AGENT when a node's name contains "agent" (the graph, not each
+node, is the run).
 
 Converters (pydantic-ai's OpenInferenceSpanProcessor, openinference-vercel/-mastra) add the
 OpenInference keys to spans that keep their own: this adapter claims those spans first, so it reads
@@ -235,7 +237,7 @@ class OpenInferenceAdapter:
         return isinstance(kind, str) and bool(kind.strip())
 
     def classify(self, span: Span) -> SpanRole:
-        kind, top = _kind(span), not span.parent_span_id
+        kind = _kind(span)
         if kind == "LLM":
             return SpanRole.LLM
         if kind == "TOOL":
@@ -243,11 +245,15 @@ class OpenInferenceAdapter:
         if kind == "AGENT":
             return SpanRole.OTHER if _not_an_agent(span) else SpanRole.AGENT
         if kind == "CHAIN":
-            return SpanRole.AGENT if top else SpanRole.OTHER
+            return SpanRole.OTHER  # a step of the chain above it; the topmost one: see top_role
         if kind == "RETRIEVER":
             return SpanRole.RETRIEVER  # a trace of retrievals only: the transform makes each a run
         # EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR, PROMPT, UNKNOWN: not part of the agent's turn.
         return SpanRole.OTHER
+
+    def top_role(self, span: Span) -> SpanRole | None:
+        """The role of a span with no OpenInference span above it: a CHAIN there is the request."""
+        return SpanRole.AGENT if _kind(span) == "CHAIN" else None
 
     def llm_call(self, span: Span) -> LlmCall:
         attrs, sid = span.attributes, span.span_id

@@ -236,7 +236,7 @@ def test_only_spans_with_an_openinference_kind_are_claimed() -> None:
         ("llm", True, SpanRole.LLM),
         ("TOOL", False, SpanRole.TOOL),
         ("AGENT", False, SpanRole.AGENT),
-        ("CHAIN", True, SpanRole.AGENT),
+        ("CHAIN", True, SpanRole.OTHER),  # the topmost chain is the run: see test_the_topmost_chain...
         ("CHAIN", False, SpanRole.OTHER),
         ("RETRIEVER", False, SpanRole.RETRIEVER),
         ("RETRIEVER", True, SpanRole.RETRIEVER),
@@ -825,6 +825,41 @@ def test_langgraph_graph_is_one_run_and_its_agent_nodes_are_steps() -> None:
     # The tool span's id is in its LangChain ToolMessage output: one call, joined by id.
     assert calls(run.output[0]) == [("get_weather", "call_1", {"city": "Oslo"}, "snow", "result")]
     assert (run.usage.input_tokens, run.usage.output_tokens) == (50, 11)
+
+
+def _with_foreign_parent(spans: list[Any], parent_id: str, present: bool) -> list[Any]:
+    """The graph under ``parent_id``: a web server's request span (present) or a remote parent."""
+    root = spans[0]
+    moved = [root.model_copy(update={"parent_span_id": parent_id}), *spans[1:]]
+    if not present:
+        return moved
+    http = make_span(
+        parent_id,
+        attributes={"http.request.method": "POST", "url.path": "/chat"},
+        name="POST /chat",
+        start=50,
+        end=1_100,
+    )
+    return [http, *moved]
+
+
+@pytest.mark.parametrize("present", [True, False], ids=["web-server-parent", "remote-parent"])
+def test_the_topmost_chain_is_the_run_under_a_span_of_another_instrumentation(present: bool) -> None:
+    # FastAPI (or another service) instrumented with plain OpenTelemetry above a LangGraph graph:
+    # the graph's CHAIN is still the one run, with the same reading as at the top of the trace.
+    alone = only_run(build_runs(langgraph_trace()))
+    under = only_run(build_runs(_with_foreign_parent(langgraph_trace(), "00000000000000f0", present)))
+    assert under.span_id == "0000000000000001"
+    assert under.model_dump(exclude={"span_id"}) == alone.model_dump(exclude={"span_id"})
+
+
+def test_a_chain_under_another_openinference_span_is_a_step() -> None:
+    # The "tools" CHAIN (span 4) sits under the graph's CHAIN: it never becomes a run of its own.
+    spans = langgraph_trace()
+    runs = build_runs(spans)
+    assert [run.span_id for run in runs] == ["0000000000000001"]
+    assert ADAPTER.top_role(spans[3]) is SpanRole.AGENT  # what it would be with nothing above it
+    assert ADAPTER.top_role(make_span("a000000000000001", attributes=oi("LLM"))) is None
 
 
 def test_mastra_openinference_export_is_one_agent_run() -> None:
