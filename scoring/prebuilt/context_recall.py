@@ -31,7 +31,7 @@ from scoring.prebuilt.context_precision import (
     numbered,
     resolve_context,
 )
-from scoring.prebuilt.judge_helpers import YesNo, js_json, js_number, round_to_two_decimals
+from scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
 from scoring.scorer import Scorer, StepContext, create_scorer
 
 CONTEXT_RECALL_AGENT_INSTRUCTIONS = """You are a precise context recall evaluator. Your job is to determine if the retrieved context contains enough information to support all the claims in a ground-truth reference answer.
@@ -169,12 +169,6 @@ Example responses:
 "The score is 1.0 because all claims in the ground-truth answer are fully supported by the retrieval context."
 "The score is 0.0 because none of the ground-truth claims could be attributed to the retrieval context.\""""
 )
-
-
-class Claims(BaseModel):
-    """The ground truth's atomic claims (preprocess)."""
-
-    claims: list[str]
 
 
 class ClaimVerdict(BaseModel):

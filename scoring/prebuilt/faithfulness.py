@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import YesNoUnsure, js_json, js_number, round_to_two_decimals
+from scoring.prebuilt.judge_helpers import Claims, YesNoUnsure, js_json, js_number, round_to_two_decimals
 from scoring.scorer import Scorer, StepContext, create_scorer
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
@@ -35,10 +35,6 @@ Key Principles:
 7. Focus on factual consistency, not relevance or completeness
 8. Never use prior knowledge in judgments
 9. Claims with speculative language (may, might, possibly) should be marked as "unsure\""""
-
-
-class Claims(BaseModel):
-    claims: list[str]
 
 
 class FaithfulnessVerdict(BaseModel):

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import YesNo, js_json, js_number, round_to_two_decimals
+from scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
 from scoring.scorer import Scorer, StepContext, create_scorer
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
@@ -56,10 +56,6 @@ class GetContextParams:
 
 
 GetContextFn = Callable[[GetContextParams], list[str] | Awaitable[list[str]]]
-
-
-class Claims(BaseModel):
-    claims: list[str]
 
 
 class HallucinationVerdict(BaseModel):

@@ -12,7 +12,7 @@ import math
 import sys
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator
+from pydantic import BaseModel, BeforeValidator
 
 
 def _normalise(value: Any) -> Any:
@@ -48,3 +48,9 @@ def normalize_text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else js_json(value)
+
+
+class Claims(BaseModel):
+    """A judge's list of atomic claims (the preprocess answer of the claim-based scorers)."""
+
+    claims: list[str]
