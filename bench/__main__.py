@@ -23,7 +23,7 @@ from ingest.otlp_json import parse_trace_request
 from ingest.transform import build_runs
 from scoring.prebuilt import create_textual_difference_scorer
 
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "conventions" / "otlp"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "conventions" / "otlp"
 REPEATS = 5
 
 
@@ -83,7 +83,7 @@ def bench_llm_judge() -> tuple[str, float, float]:
     calls to the same local OpenAI-compatible server: the cost of the judge client and pipeline."""
     from scoring.judge import Judge, close_clients, litellm_module
     from scoring.prebuilt import create_toxicity_scorer
-    from tests.llm_server import LLMServer, json_reply, text_reply
+    from tests.support.llm_server import LLMServer, json_reply, text_reply
 
     server = LLMServer()
     server.responder = lambda body: (

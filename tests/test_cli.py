@@ -14,15 +14,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.llm_server import LLMServer, Reply, json_reply, text_reply
+from tests.support.fixture_files import OTLP_DIR, PARITY_DIR
+from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 
 PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-GENAI_MAIN = FIXTURES / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json"
-PARITY = {
-    c["id"]: c["scores"] for c in json.loads((FIXTURES / "mastra_parity" / "reference.json").read_text())
-}
-CASES = {c["id"]: c for c in json.loads((FIXTURES / "mastra_parity" / "cases.json").read_text())}
+GENAI_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
+PARITY = {c["id"]: c["scores"] for c in json.loads((PARITY_DIR / "reference.json").read_text())}
+CASES = {c["id"]: c for c in json.loads((PARITY_DIR / "cases.json").read_text())}
 
 
 def tracescore(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -26,7 +26,7 @@ from ingest.service import RunBuilder, SpanSink
 from ingest.store import Store
 from schemas import AgentRun
 from schemas.config import AssemblyConfig, ReceiverConfig
-from tests.fixtures import OTLP_DIR
+from tests.support.fixture_files import OTLP_DIR
 
 GOLDEN_DIR = Path(__file__).parent / "ingest" / "golden"
 UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"

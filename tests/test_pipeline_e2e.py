@@ -28,12 +28,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ingest.demo import LlmStep, Scenario, emit_scenario
 from ingest.service import Service
 from schemas.config import ServiceConfig, load_config
+from tests.support.fixture_files import OTLP_DIR, PARITY_DIR
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-PARITY = {
-    c["id"]: c["scores"] for c in json.loads((FIXTURES / "mastra_parity" / "reference.json").read_text())
-}
-CASES = {c["id"]: c for c in json.loads((FIXTURES / "mastra_parity" / "cases.json").read_text())}
+PARITY = {c["id"]: c["scores"] for c in json.loads((PARITY_DIR / "reference.json").read_text())}
+CASES = {c["id"]: c for c in json.loads((PARITY_DIR / "cases.json").read_text())}
 
 
 def _config(tmp_path: Path, **overrides: Any) -> ServiceConfig:
@@ -119,7 +117,7 @@ async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
 
 
 async def test_fixture_json_posted_over_http_scores_via_api(service: Service) -> None:
-    body = (FIXTURES / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json").read_bytes()
+    body = (OTLP_DIR / "otel_genai_semconv__main.traces.json").read_bytes()
     trace_id = json.loads(body)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
     base = f"http://127.0.0.1:{service.http.port}"
     async with aiohttp.ClientSession() as http:
@@ -221,9 +219,7 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
 
 async def test_late_span_rescores_the_run_without_double_counting(service: Service) -> None:
     """The final answer's span arrives after the run was scored: one row per scorer, now on the whole run."""
-    document = json.loads(
-        (FIXTURES / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json").read_text()
-    )
+    document = json.loads((OTLP_DIR / "otel_genai_semconv__main.traces.json").read_text())
     spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
     trace_id = spans[0]["traceId"]
     final_chat = spans[-1]

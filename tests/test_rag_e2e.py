@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.service import Service
 from schemas.config import load_config
-from tests.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
 
 QUESTION = "When are Paris trips rescheduled?"  # 5 whitespace words
 ANSWER = "Paris trips are rescheduled when rain exceeds 10mm."

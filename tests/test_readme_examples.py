@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas import AgentRun, Message, RunInput
-from tests.llm_server import LLMServer, Reply, json_reply, text_reply
+from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

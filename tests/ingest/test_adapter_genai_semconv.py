@@ -1,6 +1,6 @@
 """The OTel GenAI semantic-conventions adapter, every generation, through the transform.
 
-On the shared fixtures (v1.37+ main trace, the v1.28-v1.36 trace whose content is in log records, the
+On the convention fixtures (v1.37+ main trace, the v1.28-v1.36 trace whose content is in log records, the
 v1.40 retrieval span) and on hand-built spans for the shapes the fixtures lack, each taken from the
 emitting library's code: v1.26-v1.27 content events (Semantic Kernel, OpenLIT), message events as span
 events (Semantic Kernel .NET ``gen_ai.event.content``, Strands flat attributes) and as log records
@@ -23,8 +23,8 @@ from ingest.decode import decode_logs
 from ingest.transform import build_runs
 from schemas import AgentRun, LogRecord, Message, Span, SpanEvent
 from schemas.spans import STATUS_ERROR
-from tests.fixtures import OTLP_DIR, TRACE_ID, load_otlp_spans, make_span
-from tests.run_helpers import invocations, only_run, parts, texts
+from tests.support.fixture_files import OTLP_DIR, TRACE_ID, load_otlp_spans, make_span
+from tests.support.runs import invocations, only_run, parts, texts
 
 ADAPTER = GenAiSemconvAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the get_weather tool."
@@ -78,7 +78,7 @@ def runs_per_trace(spans: list[Span], logs: list[LogRecord]) -> list[AgentRun]:
     ]
 
 
-# --- the shared fixtures ---------------------------------------------------------------------------
+# --- the convention fixtures ---------------------------------------------------------------------------
 
 
 def test_main_fixture_spans_are_classified_and_read_one_by_one() -> None:

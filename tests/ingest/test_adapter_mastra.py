@@ -1,5 +1,5 @@
 """The Mastra adapter (1.x observability, otel-exporter 0.x, 0.x built-in telemetry) through the
-transform, on the shared fixtures and on hand-built spans for the shapes the fixtures lack.
+transform, on the convention fixtures and on hand-built spans for the shapes the fixtures lack.
 
 Expected values are written by hand from the spans (FIELD-GUIDE section 4, mastra-ai/mastra's
 otel-exporter ``gen-ai-semantics.ts`` / ``gen-ai-messages.ts`` / ``span-converter.ts``, its model
@@ -20,8 +20,8 @@ from ingest.adapters.mastra_messages import convert_messages, split_new_turn
 from ingest.transform import build_runs
 from schemas import Span
 from schemas.spans import STATUS_ERROR
-from tests.fixtures import all_otlp_fixture_names, load_otlp_spans, make_span
-from tests.run_helpers import invocations, only_run, parts, texts
+from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
+from tests.support.runs import invocations, only_run, parts, texts
 
 ADAPTER = MastraAdapter()
 MAIN = "mastra__main"
@@ -43,7 +43,7 @@ def mastra_span(span_id: str, parent: str, name: str, start: int, **attrs: Any) 
     )
 
 
-# --- the shared fixtures ---------------------------------------------------------------------------
+# --- the convention fixtures ---------------------------------------------------------------------------
 
 
 def test_main_fixture_1x_gives_one_faithful_run() -> None:

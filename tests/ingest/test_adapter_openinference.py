@@ -1,4 +1,4 @@
-"""The OpenInference adapter on the shared fixtures and on hand-built spans of shapes they lack.
+"""The OpenInference adapter on the convention fixtures and on hand-built spans of shapes they lack.
 
 Expected values are written by hand from the spans (FIELD-GUIDE section 3, the OpenInference spec
 and the instrumentations' code), never computed by the code under test.
@@ -20,8 +20,8 @@ from ingest.adapters.openinference_values import request_messages, response_mess
 from ingest.transform import build_runs
 from schemas import Message, SpanEvent
 from schemas.spans import STATUS_ERROR
-from tests.fixtures import load_otlp_spans, make_span
-from tests.run_helpers import only_run, parts, texts
+from tests.support.fixture_files import load_otlp_spans, make_span
+from tests.support.runs import only_run, parts, texts
 
 ADAPTER = OpenInferenceAdapter()
 MAIN = "openinference__main"

@@ -13,8 +13,8 @@ from ingest.adapters import GenAiSemconvAdapter, OpenLlmetryAdapter, SpanRole, a
 from ingest.transform import build_runs
 from schemas import LogRecord, SpanEvent
 from schemas.spans import STATUS_ERROR
-from tests.fixtures import TRACE_ID, load_otlp_spans, make_span
-from tests.run_helpers import only_run, texts
+from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
+from tests.support.runs import only_run, texts
 
 MAIN = "openllmetry_traceloop__main"
 LANGGRAPH = "openllmetry_traceloop__langgraph-react-agent-through-opentelemetry-instrumentation-"

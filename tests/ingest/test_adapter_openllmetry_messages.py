@@ -17,7 +17,7 @@ from ingest.adapters import OpenLlmetryAdapter
 from ingest.adapters.openllmetry_messages import content_parts, lc_message
 from ingest.transform import build_runs
 from schemas import LogRecord, Message, SpanEvent
-from tests.fixtures import TRACE_ID, load_otlp_spans, make_span
+from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
 
 ADAPTER = OpenLlmetryAdapter()
 

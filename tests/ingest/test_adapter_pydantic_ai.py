@@ -19,8 +19,8 @@ from ingest.adapters.pydantic_ai_messages import request_groups
 from ingest.transform import build_runs
 from schemas import LogRecord, Span
 from schemas.spans import STATUS_ERROR
-from tests.fixtures import TRACE_ID, load_otlp_spans, make_span
-from tests.run_helpers import invocations, only_run, texts
+from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
+from tests.support.runs import invocations, only_run, texts
 
 ADAPTER = PydanticAiAdapter()
 INSTRUCTIONS = "You are a helpful weather assistant. Always use the get_weather tool."
@@ -112,7 +112,7 @@ def tool_span(
     return pai(span_id, ROOT, f"execute_tool {name}", start, {**base, **attrs}, **status)
 
 
-# --- the shared fixtures ---------------------------------------------------------------------------
+# --- the convention fixtures ---------------------------------------------------------------------------
 
 
 def test_main_fixture_format_5_gives_one_faithful_run() -> None:

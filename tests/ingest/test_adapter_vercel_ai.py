@@ -1,5 +1,5 @@
 """The Vercel AI SDK adapter: legacy ``ai.*`` spans (v4 – v7) and ``@ai-sdk/otel`` spans, through the
-transform, on the shared fixtures and on hand-built spans for the shapes the fixtures lack.
+transform, on the convention fixtures and on hand-built spans for the shapes the fixtures lack.
 
 Expected values are written by hand from the spans (FIELD-GUIDE section 5, the SDK's telemetry code and
 test snapshots), never computed by the code under test.
@@ -15,8 +15,8 @@ from ingest.adapters.vercel_ai import VercelAiAdapter
 from ingest.transform import build_runs
 from schemas import Span
 from schemas.spans import STATUS_ERROR
-from tests.fixtures import load_otlp_spans, make_span
-from tests.run_helpers import invocations, only_run, texts
+from tests.support.fixture_files import load_otlp_spans, make_span
+from tests.support.runs import invocations, only_run, texts
 
 ADAPTER = VercelAiAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the weather tool."
@@ -38,7 +38,7 @@ def otel_span(span_id: str, parent: str, name: str, start: int, scope: str = "ge
     )
 
 
-# --- the shared fixtures ---------------------------------------------------------------------------
+# --- the convention fixtures ---------------------------------------------------------------------------
 
 
 def test_main_fixture_ai5_generate_text_gives_one_faithful_run() -> None:

@@ -16,7 +16,7 @@ from ingest.assemble import ManualClock, TraceAssembler
 from ingest.metrics import Metrics
 from schemas import LogRecord, Span, SpanBatch
 from schemas.config import AssemblyConfig
-from tests.fixtures import make_span
+from tests.support.fixture_files import make_span
 
 TRACE_A = "a" * 32
 TRACE_B = "b" * 32

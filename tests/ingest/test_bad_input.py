@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from tests.otlp_helpers import (
+from tests.support.otlp import (
     EXPORT_METHOD,
     LOOPBACK,
     SPAN_1,

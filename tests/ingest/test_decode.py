@@ -21,8 +21,8 @@ from ingest.decode import (
     export_response,
 )
 from schemas.spans import Span, SpanBatch
-from tests.fixtures import OTLP_DIR
-from tests.otlp_helpers import (
+from tests.support.fixture_files import OTLP_DIR
+from tests.support.otlp import (
     SPAN_1,
     SPAN_2,
     TRACE_A,
@@ -327,7 +327,7 @@ def test_json_empty_object_is_an_empty_request() -> None:
     assert decode_traces("otlp_json", b"{}") == SpanBatch()
 
 
-# --- the shared fixtures -----------------------------------------------------------------------------
+# --- the convention fixtures -----------------------------------------------------------------------------
 
 
 def test_semconv_fixture_ids_and_attribute_types() -> None:

@@ -1,6 +1,7 @@
 """OTLP logs decoding: protobuf and OTLP/JSON export requests to ``SpanBatch.logs``, bad records counted.
 
-Expected values are read from the shared fixture's raw JSON or written by hand from the requests built here.
+Expected values are read from the convention fixture's raw JSON or written by hand from the requests
+built here.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from ingest.decode import (
     export_logs_response,
 )
 from schemas.spans import LogRecord, SpanBatch
-from tests.fixtures import OTLP_DIR
-from tests.otlp_helpers import SPAN_1, SPAN_2, TRACE_A, any_value, json_bytes, kv
+from tests.support.fixture_files import OTLP_DIR
+from tests.support.otlp import SPAN_1, SPAN_2, TRACE_A, any_value, json_bytes, kv
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_LOGS = OTLP_DIR / f"{LEGACY}.logs.json"
@@ -80,7 +81,7 @@ def test_one_registry_for_both_signals() -> None:
         decode_logs("avro", b"")
 
 
-# --- the shared fixture ------------------------------------------------------------------------------
+# --- the convention fixture ------------------------------------------------------------------------------
 
 
 def test_legacy_fixture_records_ids_event_names_and_bodies() -> None:

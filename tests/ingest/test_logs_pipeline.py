@@ -35,8 +35,8 @@ from ingest.service import Service
 from ingest.transform import build_runs
 from schemas import AgentRun, LogRecord, Span, SpanBatch
 from schemas.config import AssemblyConfig, load_config
-from tests.fixtures import OTLP_DIR
-from tests.otlp_helpers import http_request
+from tests.support.fixture_files import OTLP_DIR
+from tests.support.otlp import http_request
 from tests.test_cli import tracescore
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"

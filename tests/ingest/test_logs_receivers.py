@@ -26,8 +26,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 from schemas.spans import LogRecord
-from tests.fixtures import OTLP_DIR
-from tests.otlp_helpers import (
+from tests.support.fixture_files import OTLP_DIR
+from tests.support.otlp import (
     LOOPBACK,
     SPAN_1,
     TRACE_A,

@@ -19,8 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
-from tests.fixtures import OTLP_DIR
-from tests.otlp_helpers import (
+from tests.support.fixture_files import OTLP_DIR
+from tests.support.otlp import (
     EXPORT_METHOD,
     LOOPBACK,
     SPAN_2,

@@ -14,8 +14,8 @@ from typing import Any
 from ingest.jsonvalue import as_int, as_list, as_text, parse_json_value
 from ingest.transform import build_runs
 from schemas.spans import STATUS_ERROR
-from tests.fixtures import SERVICE, TRACE_ID, load_otlp_spans, make_span
-from tests.run_helpers import only_run, texts
+from tests.support.fixture_files import SERVICE, TRACE_ID, load_otlp_spans, make_span
+from tests.support.runs import only_run, texts
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ingest.transform import build_runs
 from schemas import AgentRun, LogRecord, Span, SpanEvent
-from tests.fixtures import OTLP_DIR, load_otlp_spans
+from tests.support.fixture_files import OTLP_DIR, load_otlp_spans
 
 SPAN_IDS = [f"{i:016x}" for i in range(1, 8)]
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"

@@ -14,7 +14,7 @@ from typing import Any
 
 from schemas import AgentRun
 from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
-from tests.llm_server import Reply, json_reply, text_reply
+from tests.support.llm_server import Reply, json_reply, text_reply
 
 MODEL = "openai/gpt-4o-mini"
 EMBEDDING_MODEL = "openai/text-embedding-3-small"  # the ragas scorers' default embedding model

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,8 +28,9 @@ from scoring.prebuilt.checks import (
 )
 from scoring.registry import SCORERS, ScorerFactory, build_scorer
 from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
+from tests.support.fixture_files import REFERENCES_DIR
 
-DATA = Path(__file__).parent / "data"
+DATA = REFERENCES_DIR
 CASES: list[dict[str, Any]] = json.loads((DATA / "checks_cases.json").read_text())["cases"]
 REFERENCE: dict[str, dict[str, Any]] = json.loads((DATA / "checks_reference.json").read_text())
 

@@ -26,7 +26,7 @@ from scoring.prebuilt.classifier import (
 from scoring.prebuilt.moderation import DEFAULT_CATEGORIES, create_moderation_scorer
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
-from tests.llm_server import LLMServer, error_reply, json_reply
+from tests.support.llm_server import LLMServer, error_reply, json_reply
 
 MODEL = "openai/gpt-4o-mini"
 

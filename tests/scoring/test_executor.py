@@ -21,7 +21,7 @@ from scoring.prebuilt import create_textual_difference_scorer
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
 from scoring.text import output_text
-from tests.scoring.sinks import RecordingSink
+from tests.support.sinks import RecordingSink
 
 SALT = "test-salt"
 

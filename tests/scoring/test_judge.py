@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from scoring.judge import DATA_PREAMBLE, Judge, JudgeUsage, delimit, metered
 from scoring.judge_errors import JudgeError
-from tests.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
 
 SCHEMA_MODEL = "openai/gpt-4o-mini"  # litellm's price map says it supports JSON schema output
 PLAIN_MODEL = "openai/judge-test"  # unknown to litellm: JSON mode, no price

@@ -24,9 +24,9 @@ from schemas.config import ScorerRule, ScoringConfig
 from scoring.executor import ScoringExecutor
 from scoring.registry import SCORERS, build_scorer
 from scoring.scorer import ScorerResult
-from tests.llm_server import LLMServer, Reply, error_reply, text_reply
 from tests.scoring.llm_cases import CASES, CHAT_CASES, EMBEDDING_CASES, Case
-from tests.scoring.sinks import RecordingSink
+from tests.support.llm_server import LLMServer, Reply, error_reply, text_reply
+from tests.support.sinks import RecordingSink
 
 TOKENS_PER_CHAT_ANSWER = 11  # the prompt_tokens the local server reports for every chat answer
 COMPLETION_TOKENS_PER_CHAT_ANSWER = 7

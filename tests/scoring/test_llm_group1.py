@@ -19,7 +19,7 @@ from scoring.prebuilt.answer_similarity import create_answer_similarity_scorer
 from scoring.prebuilt.faithfulness import create_faithfulness_scorer
 from scoring.prebuilt.hallucination import GetContextParams, create_hallucination_scorer
 from scoring.registry import build_scorer
-from tests.llm_server import LLMServer, json_reply, text_reply
+from tests.support.llm_server import LLMServer, json_reply, text_reply
 
 MODEL = "openai/gpt-4o-mini"
 QUESTION = "What is the capital of France?"

@@ -30,7 +30,7 @@ from scoring.prebuilt.context_relevance import (
 )
 from scoring.prebuilt.toxicity import TOXICITY_AGENT_INSTRUCTIONS, create_toxicity_scorer
 from scoring.registry import build_scorer
-from tests.llm_server import LLMServer, Reply, json_reply, text_reply
+from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 
 MODEL = "openai/gpt-4o-mini"
 

@@ -16,7 +16,7 @@ from scoring.prebuilt.prompt_alignment import create_prompt_alignment_scorer
 from scoring.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
 from scoring.registry import build_scorer
 from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
-from tests.llm_server import LLMServer, json_reply, text_reply
+from tests.support.llm_server import LLMServer, json_reply, text_reply
 
 MODEL = "openai/gpt-4o-mini"
 

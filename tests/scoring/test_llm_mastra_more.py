@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,10 +29,11 @@ from scoring.prebuilt.rubric import (
 )
 from scoring.prebuilt.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS, create_summarization_scorer
 from scoring.registry import build_scorer
-from tests.llm_server import LLMServer, Reply, json_reply, text_reply
+from tests.support.fixture_files import REFERENCES_DIR
+from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 
 MODEL = "openai/gpt-4o-mini"
-REFERENCE = json.loads((Path(__file__).parent / "data" / "mastra_llm_more_reference.json").read_text())
+REFERENCE = json.loads((REFERENCES_DIR / "mastra_llm_more_reference.json").read_text())
 INSTRUCTIONS = {
     "rubric": RUBRIC_INSTRUCTIONS,
     "summarization": SUMMARIZATION_AGENT_INSTRUCTIONS,

@@ -1,7 +1,7 @@
 """Parity with the published @mastra/evals 1.10.2 code scorers, to the last bit of the float.
 
-The shared fixtures (cases.json, reference.json) were computed with Node by the shared
-tools/mastra_reference.mjs; the runs here are built the way that script builds them: the case
+The fixtures ``tests/fixtures/mastra_parity`` (cases.json, reference.json) were computed with Node by
+its mastra_reference.mjs; the runs here are built the way that script builds them: the case
 input is one user message, the output one assistant message whose tool invocations are named by
 ``tools``. The extra tables below came from @mastra/evals 1.10.2 under Node 20 the same way.
 """
@@ -23,9 +23,8 @@ from scoring.prebuilt import (
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
 from scoring.text import extract_tool_calls, js_collapse_whitespace, js_trim, message_text, output_text
-from tests.fixtures import FIXTURES_DIR
+from tests.support.fixture_files import PARITY_DIR
 
-PARITY_DIR = FIXTURES_DIR / "mastra_parity"
 CASES: list[dict[str, Any]] = json.loads((PARITY_DIR / "cases.json").read_text(encoding="utf-8"))
 REFERENCE: dict[str, dict[str, Any]] = {
     entry["id"]: entry["scores"]

@@ -1,7 +1,7 @@
 """Parity of completeness, keyword coverage and tone with the published @mastra/evals 1.10.2 scorers.
 
-The shared fixtures (cases.json, reference.json) were computed with Node by the shared
-tools/mastra_reference.mjs; runs are built the same way (``run_like_reference``). The extra table
+The fixtures ``tests/fixtures/mastra_parity`` (cases.json, reference.json) were computed with Node by
+its mastra_reference.mjs; runs are built the same way (``run_like_reference``). The extra table
 below came from @mastra/evals 1.10.2 under Node 20 in the same way. Keyword coverage and tone match
 to the last bit; completeness (compromise NLP in Mastra, plain words here) is held to a floor.
 """

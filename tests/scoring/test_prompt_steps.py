@@ -18,8 +18,8 @@ from scoring.judge import Judge, delimit
 from scoring.prompt_step import PromptObject
 from scoring.scorer import Scorer
 from scoring.text import input_text, output_text
-from tests.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
-from tests.scoring.sinks import RecordingSink
+from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.support.sinks import RecordingSink
 
 MODEL = "openai/gpt-4o-mini"
 GPT_4O_MINI_PRICE = (0.15e-6, 0.60e-6)  # published USD per input, output token

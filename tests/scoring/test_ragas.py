@@ -20,7 +20,7 @@ from scoring.prebuilt.ragas_context_precision import create_ragas_context_precis
 from scoring.prebuilt.ragas_context_recall import create_ragas_context_recall_scorer
 from scoring.prebuilt.ragas_context_relevancy import create_ragas_context_relevancy_scorer
 from scoring.registry import build_scorer
-from tests.llm_server import LLMServer, json_reply
+from tests.support.llm_server import LLMServer, json_reply
 
 MODEL = "openai/gpt-4o-mini"
 QUESTION = "What is the boiling point of water?"

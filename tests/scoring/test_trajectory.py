@@ -24,7 +24,7 @@ from scoring.prebuilt.trajectory_accuracy_llm import create_trajectory_accuracy_
 from scoring.registry import build_scorer
 from scoring.scorer import ScorerError
 from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
-from tests.llm_server import LLMServer, json_reply, text_reply
+from tests.support.llm_server import LLMServer, json_reply, text_reply
 
 CASES: list[dict[str, Any]] = [
     {

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +33,9 @@ from scoring.prebuilt.trajectory import (
 from scoring.registry import build_scorer
 from scoring.scorer import ScorerError
 from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
+from tests.support.fixture_files import REFERENCES_DIR
 
-DATA = Path(__file__).parent / "data"
+DATA = REFERENCES_DIR
 CASES: list[dict[str, Any]] = json.loads((DATA / "trajectory_unified_cases.json").read_text())["cases"]
 REFERENCE: dict[str, dict[str, Any]] = json.loads((DATA / "trajectory_unified_reference.json").read_text())
 START = datetime(2026, 1, 1, tzinfo=UTC)

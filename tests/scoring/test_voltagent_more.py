@@ -20,7 +20,7 @@ from scoring.prebuilt.ragas_context_entity_recall import create_ragas_context_en
 from scoring.prebuilt.tool_call_accuracy import create_tool_call_accuracy_scorer_code
 from scoring.prebuilt.voltagent_tool_call_accuracy import create_voltagent_tool_call_accuracy_scorer
 from scoring.registry import build_scorer
-from tests.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
 
 MODEL = "openai/gpt-4o-mini"
 EMBEDDING_MODEL = "openai/text-embedding-3-small"

@@ -1,23 +1,21 @@
-"""Test helpers: load the shared convention fixtures (OTLP/JSON export requests) as ``schemas.Span``.
+"""The test data of ``tests/fixtures`` (see its README): paths, and the convention fixtures as spans.
 
-The fixtures live beside the repository in ``shared/fixtures/conventions/otlp``; the environment
-variable ``TRACESCORE_FIXTURES`` points elsewhere when the layout differs. They are decoded with the
-production decoder, so these tests read exactly what the receivers would hand the assembler.
+The OTLP/JSON export requests are decoded with the production decoder, so the tests read exactly
+what the receivers would hand the assembler.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from ingest.decode import decode_traces
 from schemas import Span
 
-FIXTURES_DIR = Path(
-    os.environ.get("TRACESCORE_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-)
+FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 OTLP_DIR = FIXTURES_DIR / "conventions" / "otlp"
+PARITY_DIR = FIXTURES_DIR / "mastra_parity"  # the published Mastra code scorers' scores
+REFERENCES_DIR = FIXTURES_DIR / "references"  # more reference results, with the scripts that made them
 
 
 def otlp_fixture_path(name: str) -> Path:
