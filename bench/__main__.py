@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ingest.decode import decode_traces
-from ingest.otlp_json import parse_trace_request
-from ingest.transform import build_runs
+from ingest.decode.otlp_json import parse_trace_request
+from ingest.transform.runs import build_runs
 from scoring.prebuilt import create_textual_difference_scorer
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "conventions" / "otlp"

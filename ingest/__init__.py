@@ -1,1 +1,1 @@
-"""Receiving spans (OTLP gRPC/HTTP, Kafka), decoding, trace assembly, convention adapters, the store."""
+"""The tracescore service: receive, decode, store, assemble and transform spans; serve and command line."""

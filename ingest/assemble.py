@@ -25,10 +25,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from ingest.consumers import TraceConsumer
 from ingest.metrics import Metrics
 from schemas import LogRecord, Span, SpanBatch
 from schemas.config import AssemblyConfig
+from schemas.consumers import TraceConsumer
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,14 @@
-"""Prometheus metrics of one service instance (its own registry, so tests can run many services)."""
+"""Prometheus metrics of one service instance (its own registry, so tests can run many services).
+
+The scoring stage's metrics (``scoring.metrics``) are registered on the same registry, as ``scoring``.
+"""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from scoring.metrics import ScoringMetrics
 
 PROMETHEUS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -47,33 +52,6 @@ class Metrics:
         self.transform_errors = Counter(
             "tracescore_transform_errors", "Traces whose transform failed", registry=r
         )
-        self.decisions = Counter(
-            "tracescore_scoring_decisions",
-            "Scoring decisions by scorer and kind",
-            ["scorer", "decision"],
-            registry=r,
-        )
-        self.scores_written = Counter("tracescore_scores_written", "Score rows written", registry=r)
-        # Judge spend, of failed scorer runs too (their score rows do not exist to carry it).
-        self.judge_tokens = Counter(
-            "tracescore_judge_tokens",
-            "Tokens of answered judge calls by scorer, outcome and direction",
-            ["scorer", "outcome", "direction"],
-            registry=r,
-        )
-        self.judge_cost = Counter(
-            "tracescore_judge_cost_usd",
-            "Cost in USD of answered judge calls (litellm's price map) by scorer and outcome",
-            ["scorer", "outcome"],
-            registry=r,
-        )
-        self.rows_dropped = Counter(
-            "tracescore_scoring_rows_dropped",
-            "Score and decision rows dropped because the store stayed unavailable past the buffer bound",
-            ["kind"],
-            registry=r,
-        )
-
         # Log records (OTLP logs signal): GenAI message content correlated with spans by id.
         self.logs_received = Counter(
             "tracescore_logs_received", "Log records accepted from receivers", ["transport"], registry=r
@@ -91,6 +69,8 @@ class Metrics:
         self.logs_pending = Gauge(
             "tracescore_assembly_logs_pending", "Log records held by the assembler", registry=r
         )
+
+        self.scoring = ScoringMetrics(r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

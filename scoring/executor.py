@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ingest.consumers import ScoreSink
-from ingest.metrics import Metrics
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource
 from schemas.config import JudgeConfig, RunFilter, ScorerRule, ScoringConfig
+from schemas.consumers import ScoreSink
 from scoring.judge import JudgeUsage, metered
+from scoring.metrics import ScoringMetrics
 from scoring.registry import ScorerFactory, build_scorer
 from scoring.sampling import is_sampled
 from scoring.scorer import Scorer, ScorerError, ScorerResult
@@ -112,7 +112,7 @@ def _missing_detail(missing: Sequence[str], content_missing: bool) -> str:
 class ScoringExecutor:
     """Scores agent runs by the configured rules and writes scores and decisions to ``sink``.
 
-    Implements ``ingest.consumers.RunConsumer``. Lifecycle: ``start()``, ``consume_runs()``...,
+    Implements ``schemas.consumers.RunConsumer``. Lifecycle: ``start()``, ``consume_runs()``...,
     ``drain()`` to wait for everything submitted so far, ``shutdown()`` (idempotent, flushes).
     Rules name scorers of ``registry`` (default: ``scoring.registry.SCORERS``).
     """
@@ -121,7 +121,7 @@ class ScoringExecutor:
         self,
         config: ScoringConfig,
         sink: ScoreSink,
-        metrics: Metrics,
+        metrics: ScoringMetrics,
         source: ScoreSource = "live",
         *,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL_SECONDS,

@@ -23,7 +23,7 @@ from ingest.cli import main
 from ingest.metrics import Metrics
 from ingest.receivers.http import HttpReceiver
 from ingest.service import RunBuilder, SpanSink
-from ingest.store import Store
+from ingest.store.clickhouse import Store
 from schemas import AgentRun
 from schemas.config import AssemblyConfig, ReceiverConfig
 from tests.support.fixture_files import OTLP_DIR

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ingest.demo import LlmStep, Scenario, emit_scenario
+from ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
 from ingest.service import Service
 from schemas.config import ServiceConfig, load_config
 from tests.support.fixture_files import OTLP_DIR, PARITY_DIR
@@ -72,7 +72,7 @@ async def _wait_scores(
 ) -> list[dict[str, Any]]:
     deadline = time.monotonic() + limit_s
     while True:
-        rows = await service.store.get_scores(trace_id)
+        rows = await service.scores.get_scores(trace_id)
         if len(rows) >= count:
             return rows
         if time.monotonic() > deadline:
@@ -239,7 +239,7 @@ async def test_late_span_rescores_the_run_without_double_counting(service: Servi
             assert resp.status == 200
     deadline = time.monotonic() + 30
     while True:
-        rows = await service.store.get_scores(trace_id)
+        rows = await service.scores.get_scores(trace_id)
         rescored = all(r["created_at"] > first[r["scorer_id"]]["created_at"] for r in rows)
         if rescored or time.monotonic() > deadline:
             break
@@ -289,7 +289,7 @@ async def test_run_without_captured_content_is_skipped_not_scored(service: Servi
     trace_id = await asyncio.to_thread(emit)
     await asyncio.to_thread(provider.shutdown)
     deadline = time.monotonic() + 30
-    while len(decisions := await service.store.get_decisions(trace_id)) < 2:
+    while len(decisions := await service.scores.get_decisions(trace_id)) < 2:
         assert time.monotonic() < deadline, decisions
         await asyncio.sleep(0.1)
     assert {(d["scorer_id"], d["decision"]) for d in decisions} == {
@@ -297,4 +297,4 @@ async def test_run_without_captured_content_is_skipped_not_scored(service: Servi
         ("textual-difference-scorer", "skipped_empty"),
     }
     assert all("content capture off or redacted" in d["detail"] for d in decisions)
-    assert await service.store.get_scores(trace_id) == []
+    assert await service.scores.get_scores(trace_id) == []

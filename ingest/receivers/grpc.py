@@ -15,11 +15,11 @@ import grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.consumers import SpanConsumer
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, export_response_for
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError
 from ingest.metrics import Metrics
-from ingest.receivers import ConsumerUnavailable, export
+from ingest.receivers.export import ConsumerUnavailable, export, export_response_for
 from schemas.config import ReceiverConfig
+from schemas.consumers import SpanConsumer
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"

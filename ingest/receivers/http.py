@@ -21,24 +21,24 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 
-from ingest.consumers import SpanConsumer
 from ingest.decode import (
     CONTENT_TYPES,
     SIGNAL_LOGS,
     SIGNAL_TRACES,
     DecodeError,
     encoding_for_content_type,
-    export_response_for,
 )
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
-from ingest.receivers import (
+from ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNSUPPORTED,
     ConsumerUnavailable,
     export,
+    export_response_for,
 )
 from schemas.config import ReceiverConfig
+from schemas.consumers import SpanConsumer
 
 TRANSPORT = "http"
 TRACES_PATH = "/v1/traces"

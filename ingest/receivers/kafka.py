@@ -27,11 +27,17 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from ingest.consumers import SpanConsumer
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
-from ingest.receivers import OUTCOME_INVALID, OUTCOME_OK, OUTCOME_PARTIAL, count_decoded, count_received
+from ingest.receivers.export import (
+    OUTCOME_INVALID,
+    OUTCOME_OK,
+    OUTCOME_PARTIAL,
+    count_decoded,
+    count_received,
+)
 from schemas.config import KafkaConfig
+from schemas.consumers import SpanConsumer
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)

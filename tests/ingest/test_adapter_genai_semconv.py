@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.adapters import ADAPTERS, SpanRole, adapter_for
-from ingest.adapters.genai_events import read_events, tool_from_events
-from ingest.adapters.genai_semconv import GenAiSemconvAdapter
 from ingest.decode import decode_logs
-from ingest.transform import build_runs
+from ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
+from ingest.transform.adapters.genai_events import read_events, tool_from_events
+from ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
+from ingest.transform.runs import build_runs
 from schemas import AgentRun, LogRecord, Message, Span, SpanEvent
 from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import OTLP_DIR, TRACE_ID, load_otlp_spans, make_span
@@ -638,7 +638,7 @@ def test_several_choices_are_ordered_by_index_and_the_first_is_the_answer() -> N
 
 def build_runs_input(span: Span, logs: list[LogRecord]) -> Span:
     """The span as the transform reads it once its log records are attached."""
-    from ingest.correlate import attach_logs
+    from ingest.transform.correlate import attach_logs
 
     (attached,) = attach_logs([span], logs)
     return attached

@@ -14,10 +14,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.adapters import ADAPTERS, SpanRole, adapter_for
-from ingest.adapters.mastra import MastraAdapter
-from ingest.adapters.mastra_messages import convert_messages, split_new_turn
-from ingest.transform import build_runs
+from ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
+from ingest.transform.adapters.mastra import MastraAdapter
+from ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
+from ingest.transform.runs import build_runs
 from schemas import Span
 from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span

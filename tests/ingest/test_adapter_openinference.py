@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.adapters import OpenInferenceAdapter, SpanRole, adapter_for
-from ingest.adapters.openinference_values import request_messages, response_message
-from ingest.transform import build_runs
+from ingest.transform.adapters import OpenInferenceAdapter, SpanRole, adapter_for
+from ingest.transform.adapters.openinference_values import request_messages, response_message
+from ingest.transform.runs import build_runs
 from schemas import Message, SpanEvent
 from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import load_otlp_spans, make_span

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.adapters import GenAiSemconvAdapter, OpenLlmetryAdapter, SpanRole, adapter_for
-from ingest.transform import build_runs
+from ingest.transform.adapters import GenAiSemconvAdapter, OpenLlmetryAdapter, SpanRole, adapter_for
+from ingest.transform.runs import build_runs
 from schemas import LogRecord, SpanEvent
 from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span

@@ -13,10 +13,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.adapters import SpanRole, adapter_for
-from ingest.adapters.pydantic_ai import PydanticAiAdapter
-from ingest.adapters.pydantic_ai_messages import request_groups
-from ingest.transform import build_runs
+from ingest.transform.adapters import SpanRole, adapter_for
+from ingest.transform.adapters.pydantic_ai import PydanticAiAdapter
+from ingest.transform.adapters.pydantic_ai_messages import request_groups
+from ingest.transform.runs import build_runs
 from schemas import LogRecord, Span
 from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.adapters import ADAPTERS, AgentInfo, LlmCall, SpanRole, ToolExecution, adapter_for
-from ingest.adapters.vercel_ai import VercelAiAdapter
-from ingest.transform import build_runs
+from ingest.transform.adapters import ADAPTERS, AgentInfo, LlmCall, SpanRole, ToolExecution, adapter_for
+from ingest.transform.adapters.vercel_ai import VercelAiAdapter
+from ingest.transform.runs import build_runs
 from schemas import Span
 from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import load_otlp_spans, make_span

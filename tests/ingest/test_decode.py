@@ -14,12 +14,12 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ingest.decode import (
     ENCODINGS,
-    MAX_ERROR_MESSAGES,
     DecodeError,
     decode_traces,
     encoding_for_content_type,
-    export_response,
 )
+from ingest.decode.batch import MAX_ERROR_MESSAGES
+from ingest.receivers.export import export_response
 from schemas.spans import Span, SpanBatch
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import (

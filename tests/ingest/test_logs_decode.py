@@ -23,8 +23,8 @@ from ingest.decode import (
     decode,
     decode_logs,
     decode_traces,
-    export_logs_response,
 )
+from ingest.receivers.export import export_logs_response
 from schemas.spans import LogRecord, SpanBatch
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import SPAN_1, SPAN_2, TRACE_A, any_value, json_bytes, kv

@@ -27,12 +27,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ingest.assemble import ManualClock, TraceAssembler
-from ingest.cli import _service_config, build_parser
-from ingest.correlate import LOG_BODY_ATTRIBUTE, attach_logs
+from ingest.cli import build_parser
+from ingest.cli.serve import service_config as cli_service_config
 from ingest.decode import decode_logs, decode_traces
 from ingest.metrics import Metrics
 from ingest.service import Service
-from ingest.transform import build_runs
+from ingest.transform.correlate import LOG_BODY_ATTRIBUTE, attach_logs
+from ingest.transform.runs import build_runs
 from schemas import AgentRun, LogRecord, Span, SpanBatch
 from schemas.config import AssemblyConfig, load_config
 from tests.support.fixture_files import OTLP_DIR
@@ -150,10 +151,10 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
 
 async def assert_run_scored_or_skipped(service: Service, trace_id: str, root: str) -> None:
     """Each scorer decided on the run rooted at ``root``; a 'scored' decision has its score row."""
-    decisions = {d["scorer_id"]: d for d in await service.store.get_decisions(trace_id)}
+    decisions = {d["scorer_id"]: d for d in await service.scores.get_decisions(trace_id)}
     assert set(decisions) == SCORERS
     assert {d["span_id"] for d in decisions.values()} == {root}
-    scores = {s["scorer_id"] for s in await service.store.get_scores(trace_id)}
+    scores = {s["scorer_id"] for s in await service.scores.get_scores(trace_id)}
     for scorer, decision in decisions.items():
         # A scorer skips a run that lacks the text it compares (the first chat ends in a tool call).
         assert decision["decision"] in ("scored", "skipped_empty"), decision
@@ -287,7 +288,7 @@ def test_kafka_logs_topic_from_flag_and_environment() -> None:
     args = build_parser().parse_args(
         ["serve", "--kafka-bootstrap", "h:9092", "--kafka-logs-topic", "otlp_logs"]
     )
-    config = _service_config(args)
+    config = cli_service_config(args)
     assert (config.kafka.enabled, config.kafka.topic, config.kafka.logs_topic) == (True, None, "otlp_logs")
     assert config.kafka.dlq_topic == "otlp_logs.dlq"
 

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from ingest.store import Store, StoreError
-from ingest.store_rows import attribute_string
+from ingest.store.clickhouse import Store, StoreError
+from ingest.store.rows import attribute_string
+from ingest.store.score_sink import ClickHouseScoreSink
+from ingest.store.span_sink import insert_logs, insert_spans
 from schemas import Decision, LogRecord, ScoreRecord, Span, SpanEvent, SpanLink
 from schemas.score import score_id
 
@@ -107,7 +109,7 @@ def relevancy(**changes: Any) -> ScoreRecord:
 
 
 async def test_spans_round_trip_with_the_collector_mapping(store: Store) -> None:
-    await store.insert_spans([agent_span(), tool_span()])
+    await insert_spans(store, [agent_span(), tool_span()])
 
     rows = await store.query(
         "SELECT toUnixTimestamp64Nano(Timestamp) AS StartNs, TraceId, SpanId, ParentSpanId, TraceState, "
@@ -167,7 +169,7 @@ async def test_spans_round_trip_with_the_collector_mapping(store: Store) -> None
 
 
 async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> None:
-    await store.write_scores([relevancy(), relevancy()], [])
+    await ClickHouseScoreSink(store).write_scores([relevancy(), relevancy()], [])
     expected = {
         "trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "answer-relevancy", "scorer_version": "1",
         "score": 0.75, "label": "relevant", "reason": "answers the question",
@@ -177,26 +179,28 @@ async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> 
         "created_at": "2025-01-02T03:04:05.678901+00:00",
         "score_id": score_id(TRACE, ROOT_SPAN, "answer-relevancy"),
     }  # fmt: skip
-    assert await store.get_scores(TRACE) == [expected]
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [expected]
 
     # A replay re-scores the run later with a different verdict: one row, the new values.
-    await store.write_scores(
+    await ClickHouseScoreSink(store).write_scores(
         [relevancy(score=0.25, reason="replayed", label="partial", created_at=LATER)], []
     )
     replayed = {**expected, "score": 0.25, "reason": "replayed", "label": "partial",
                 "created_at": "2025-01-02T03:09:00.000001+00:00"}  # fmt: skip
-    assert await store.get_scores(TRACE) == [replayed]
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [replayed]
 
     # A late, older write does not roll the score back.
-    await store.write_scores([relevancy(reason="stale")], [])
-    assert await store.get_scores(TRACE) == [replayed]
+    await ClickHouseScoreSink(store).write_scores([relevancy(reason="stale")], [])
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [replayed]
 
     # Same created_at (same Version): the last insert wins.
-    await store.write_scores([relevancy(score=0.25, reason="again", label="partial", created_at=LATER)], [])
-    assert await store.get_scores(TRACE) == [{**replayed, "reason": "again"}]
+    await ClickHouseScoreSink(store).write_scores(
+        [relevancy(score=0.25, reason="again", label="partial", created_at=LATER)], []
+    )
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [{**replayed, "reason": "again"}]
 
     # Other spans, scorers and traces are separate rows, ordered by span then scorer.
-    await store.write_scores(
+    await ClickHouseScoreSink(store).write_scores(
         [
             relevancy(scorer_id="toxicity", score=0.0),
             relevancy(span_id=CHILD_SPAN, scorer_id="tool-accuracy"),
@@ -204,9 +208,9 @@ async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> 
         ],
         [],
     )
-    keys = [(row["span_id"], row["scorer_id"]) for row in await store.get_scores(TRACE)]
+    keys = [(row["span_id"], row["scorer_id"]) for row in await ClickHouseScoreSink(store).get_scores(TRACE)]
     assert keys == [(CHILD_SPAN, "tool-accuracy"), (ROOT_SPAN, "answer-relevancy"), (ROOT_SPAN, "toxicity")]
-    assert await store.get_scores("ffffffffffffffffffffffffffffffff") == []
+    assert await ClickHouseScoreSink(store).get_scores("ffffffffffffffffffffffffffffffff") == []
 
 
 async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -> None:
@@ -228,11 +232,11 @@ async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -
         source="backfill",
         created_at=CREATED,
     )
-    await store.write_scores([], [failed, sampled_out, failed])
+    await ClickHouseScoreSink(store).write_scores([], [failed, sampled_out, failed])
     scored = failed.model_copy(update={"decision": "scored", "detail": "", "created_at": LATER})
-    await store.write_scores([relevancy()], [scored])
+    await ClickHouseScoreSink(store).write_scores([relevancy()], [scored])
 
-    assert await store.get_decisions(TRACE) == [
+    assert await ClickHouseScoreSink(store).get_decisions(TRACE) == [
         {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "answer-relevancy", "decision": "scored",
          "detail": "", "sample_rate": 0.5, "source": "live",
          "created_at": "2025-01-02T03:09:00.000001+00:00"},
@@ -240,15 +244,15 @@ async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -
          "detail": "", "sample_rate": 0.1, "source": "backfill",
          "created_at": "2025-01-02T03:04:05.678901+00:00"},
     ]  # fmt: skip
-    assert len(await store.get_scores(TRACE)) == 1
+    assert len(await ClickHouseScoreSink(store).get_scores(TRACE)) == 1
 
 
 async def test_view_shows_scores_as_genai_evaluation_span_attributes(store: Store) -> None:
-    await store.insert_spans([agent_span(), tool_span()])
-    await store.write_scores(
+    await insert_spans(store, [agent_span(), tool_span()])
+    await ClickHouseScoreSink(store).write_scores(
         [relevancy(), relevancy(scorer_id="toxicity", score=1.0, label="", reason="no toxic content")], []
     )
-    await store.write_scores([relevancy(reason="replayed", created_at=LATER)], [])
+    await ClickHouseScoreSink(store).write_scores([relevancy(reason="replayed", created_at=LATER)], [])
 
     rows = await store.query(
         "SELECT SpanId, SpanAttributes, SpanKind, Duration, Events.Name AS EventNames "
@@ -273,15 +277,15 @@ async def test_data_survives_a_restart_on_the_same_directory(tmp_path: Path) -> 
     first = Store(str(tmp_path / "data"))
     await first.start()
     try:
-        await first.insert_spans([agent_span()])
-        await first.write_scores([relevancy()], [])
+        await insert_spans(first, [agent_span()])
+        await ClickHouseScoreSink(first).write_scores([relevancy()], [])
     finally:
         await first.shutdown()
 
     reopened = Store(f"chdb://{tmp_path / 'data'}")
     await reopened.start()  # the DDL runs again: IF NOT EXISTS everywhere
     try:
-        assert [row["reason"] for row in await reopened.get_scores(TRACE)] == ["answers the question"]
+        assert [row["reason"] for row in await ClickHouseScoreSink(reopened).get_scores(TRACE)] == ["answers the question"]
         assert await reopened.query("SELECT SpanId FROM otel_traces") == [{"SpanId": ROOT_SPAN}]
     finally:
         await reopened.shutdown()
@@ -301,7 +305,7 @@ async def test_directory_held_by_another_process_is_a_clear_error(store: Store, 
     held = str(tmp_path / "chdb")  # the fixture's directory, open in this process
     program = (
         "import asyncio, sys\n"
-        "from ingest.store import Store, StoreError\n"
+        "from ingest.store.clickhouse import Store, StoreError\n"
         "async def main():\n"
         f"    s = Store({held!r})\n"
         "    try:\n"
@@ -323,7 +327,7 @@ async def test_directory_held_by_another_process_is_a_clear_error(store: Store, 
 
 
 async def test_query_binds_parameters(store: Store) -> None:
-    await store.insert_spans([agent_span(), tool_span()])
+    await insert_spans(store, [agent_span(), tool_span()])
     assert await store.query("SELECT {a:UInt32} + 1 AS x, {s:String} AS s", {"a": 41, "s": "it's"}) == [
         {"x": 42, "s": "it's"}
     ]
@@ -341,19 +345,19 @@ async def test_lifecycle_is_safe_in_any_order(tmp_path: Path) -> None:
     await store.shutdown()  # before start
     await store.shutdown()
     with pytest.raises(StoreError, match="shut down"):
-        await store.insert_spans([agent_span()])
+        await insert_spans(store, [agent_span()])
     with pytest.raises(StoreError, match="shut down"):
         await store.start()
 
     store = Store(str(tmp_path / "life"))
     await store.start()
     await store.start()  # already started: no second client
-    await store.insert_spans([])
-    await store.write_scores([], [])
+    await insert_spans(store, [])
+    await ClickHouseScoreSink(store).write_scores([], [])
     await store.shutdown()
     await store.shutdown()
     with pytest.raises(StoreError):
-        await store.get_scores(TRACE)
+        await ClickHouseScoreSink(store).get_scores(TRACE)
 
 
 async def test_unreachable_server_is_a_retriable_store_error() -> None:
@@ -432,7 +436,7 @@ async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -
     # No timestamp of its own, no trace, a plain string body.
     startup = LogRecord(observed_time_unix_nano=START + 5_000_000_000, body="service started")
 
-    await store.insert_logs([choice, startup])
+    await insert_logs(store, [choice, startup])
 
     rows = await store.query(
         "SELECT toUnixTimestamp64Nano(Timestamp) AS Ns, toUnixTimestamp(TimestampTime) AS Seconds, TraceId, "
@@ -479,5 +483,5 @@ async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -
         "LogAttributes": {},
         "EventName": "",
     }
-    await store.insert_logs([])  # nothing to write is not an error
+    await insert_logs(store, [])  # nothing to write is not an error
     assert (await store.query("SELECT count() AS n FROM otel_logs")) == [{"n": 2}]

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ingest.jsonvalue import as_int, as_list, as_text, parse_json_value
-from ingest.transform import build_runs
+from ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value
+from ingest.transform.runs import build_runs
 from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import SERVICE, TRACE_ID, load_otlp_spans, make_span
 from tests.support.runs import only_run, texts

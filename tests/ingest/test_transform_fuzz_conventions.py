@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.transform import build_runs
+from ingest.transform.runs import build_runs
 from schemas import AgentRun, LogRecord, Span, SpanEvent
 from tests.support.fixture_files import OTLP_DIR, load_otlp_spans
 

@@ -7,8 +7,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.adapters.genai_semconv import convert_messages
-from ingest.transform import build_runs
+from ingest.transform.adapters.genai_semconv import convert_messages
+from ingest.transform.runs import build_runs
 from schemas import AgentRun, Span
 from schemas.spans import STATUS_ERROR
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from ingest.metrics import Metrics
 from schemas import AgentRun, Message, RunInput
 from schemas.config import RunFilter, ScorerRule, ScoringConfig
 from scoring import StepContext, create_scorer
 from scoring.executor import ScoringExecutor
+from scoring.metrics import ScoringMetrics
 from scoring.prebuilt import create_textual_difference_scorer
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
@@ -67,7 +67,7 @@ def registry_of(**scorers: Scorer) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def running(cfg: ScoringConfig, sink: RecordingSink, **kwargs: Any) -> AsyncIterator[ScoringExecutor]:
-    executor = ScoringExecutor(cfg, sink, kwargs.pop("metrics", None) or Metrics(), **kwargs)
+    executor = ScoringExecutor(cfg, sink, kwargs.pop("metrics", None) or ScoringMetrics(), **kwargs)
     await executor.start()
     try:
         yield executor
@@ -336,7 +336,7 @@ async def test_shutdown_finishes_in_flight_work_and_flushes() -> None:
     sink = RecordingSink()
     scorers = registry_of(slow=create_scorer(id="slow", description="d").generate_score(slow))
     executor = ScoringExecutor(
-        config(ScorerRule(scorer="slow")), sink, Metrics(), registry=scorers, flush_interval=3600
+        config(ScorerRule(scorer="slow")), sink, ScoringMetrics(), registry=scorers, flush_interval=3600
     )
     await executor.start()
     await executor.consume_runs([make_run(i) for i in range(6)])
@@ -358,7 +358,7 @@ async def test_shutdown_finishes_in_flight_work_and_flushes() -> None:
 
 async def test_shutdown_before_start_is_safe_and_consume_needs_start() -> None:
     sink = RecordingSink()
-    executor = ScoringExecutor(config(ScorerRule(scorer="textual-difference")), sink, Metrics())
+    executor = ScoringExecutor(config(ScorerRule(scorer="textual-difference")), sink, ScoringMetrics())
     with pytest.raises(RuntimeError, match="start"):
         await executor.consume_runs([make_run(1)])
     await executor.shutdown()
@@ -414,7 +414,7 @@ async def test_score_rows_carry_the_run_and_rule() -> None:
 
 
 async def test_metrics_count_decisions_and_scores() -> None:
-    metrics = Metrics()
+    metrics = ScoringMetrics()
     sink = RecordingSink()
     cfg = config(
         ScorerRule(scorer="textual-difference", filter=RunFilter(agent_name=["weather"])),
@@ -435,7 +435,7 @@ async def test_metrics_count_decisions_and_scores() -> None:
 
 
 def test_a_bad_rule_fails_at_construction() -> None:
-    metrics, sink = Metrics(), RecordingSink()
+    metrics, sink = ScoringMetrics(), RecordingSink()
     with pytest.raises(
         ValueError, match=r"scoring rule 1 \('nope'\): unknown scorer 'nope'; available: .*textual"
     ):

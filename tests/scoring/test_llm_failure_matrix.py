@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from ingest.metrics import Metrics
 from schemas import AgentRun, Decision, ScoreRecord
 from schemas.config import ScorerRule, ScoringConfig
 from scoring.executor import ScoringExecutor
+from scoring.metrics import ScoringMetrics
 from scoring.registry import SCORERS, build_scorer
 from scoring.scorer import ScorerResult
 from tests.scoring.llm_cases import CASES, CHAT_CASES, EMBEDDING_CASES, Case
@@ -102,7 +102,7 @@ async def execute(
     sink = RecordingSink()
     rule = ScorerRule(scorer=case.name, options=options(case, server, **judge))
     executor = ScoringExecutor(
-        ScoringConfig(rules=[rule], concurrency=1, timeout_seconds=30), sink, Metrics()
+        ScoringConfig(rules=[rule], concurrency=1, timeout_seconds=30), sink, ScoringMetrics()
     )
     await executor.start()
     try:

@@ -9,12 +9,12 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from ingest.metrics import Metrics
 from schemas import AgentRun, Message, RunInput
 from schemas.config import JudgeConfig, ScorerRule, ScoringConfig
 from scoring import ScorerError, StepContext, create_scorer
 from scoring.executor import ScoringExecutor
 from scoring.judge import Judge, delimit
+from scoring.metrics import ScoringMetrics
 from scoring.prompt_step import PromptObject
 from scoring.scorer import Scorer
 from scoring.text import input_text, output_text
@@ -237,7 +237,7 @@ async def test_executor_records_judge_usage_and_fails_without_a_score(llm_server
         {"description": "Rate", "create_prompt": lambda ctx: delimit("answer", output_text(ctx.run))}
     )
     sink = RecordingSink()
-    metrics = Metrics()
+    metrics = ScoringMetrics()
     executor = ScoringExecutor(
         ScoringConfig(rules=[ScorerRule(scorer="llm")], concurrency=2, timeout_seconds=10),
         sink,
@@ -281,7 +281,7 @@ async def test_a_failed_run_still_counts_the_judge_calls_it_paid_for(llm_server:
         text_reply("still not json", prompt_tokens=60, completion_tokens=3),
     )
     sink = RecordingSink()
-    metrics = Metrics()
+    metrics = ScoringMetrics()
     executor = ScoringExecutor(
         ScoringConfig(rules=[ScorerRule(scorer="claims")], timeout_seconds=10),
         sink,
@@ -380,7 +380,7 @@ async def test_the_configured_judge_serves_rules_that_name_none(llm_server: LLMS
         judge=JudgeConfig(model=MODEL, api_base=llm_server.api_base, api_key="test-key", max_retries=0),
     )
     sink = RecordingSink()
-    executor = ScoringExecutor(config, sink, Metrics())
+    executor = ScoringExecutor(config, sink, ScoringMetrics())
     await executor.start()
     try:
         await executor.consume_runs([make_run(5)])
@@ -397,4 +397,4 @@ async def test_the_configured_judge_serves_rules_that_name_none(llm_server: LLMS
 def test_an_llm_rule_without_any_judge_is_refused_at_start() -> None:
     config = ScoringConfig(rules=[ScorerRule(scorer="toxicity")])
     with pytest.raises(ValueError, match=r"scoring rule 0 \('toxicity'\): .* asks an LLM judge"):
-        ScoringExecutor(config, RecordingSink(), Metrics())
+        ScoringExecutor(config, RecordingSink(), ScoringMetrics())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store import Store
+from ingest.store.clickhouse import Store
 
 
 @pytest.fixture

@@ -1,0 +1,40 @@
+"""The ``tracescore`` command: one module per subcommand (serve, demo, inspect, score, eval)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pydantic import ValidationError
+
+from ingest.cli import demo, inspect, score, serve
+from ingest.cli import eval as eval_command
+
+log = logging.getLogger("tracescore")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracescore", description="Score live LLM-agent traces.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in (serve, demo, inspect, score, eval_command):
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from ingest.store.clickhouse import StoreError
+
+    try:
+        return int(args.func(args) or 0)
+    except (ValidationError, ValueError, OSError, StoreError) as exc:
+        print(f"tracescore: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,169 @@
+"""``tracescore demo``: the main job end to end on the embedded store.
+
+Starts the service on free loopback ports, sends realistic multi-step agent traces through the
+OpenTelemetry SDK and its OTLP/gRPC exporter (GenAI semantic conventions, as the OpenTelemetry
+GenAI instrumentations write them), waits until every trace is scored and prints the scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import time
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from rich.console import Console
+from rich.table import Table
+
+from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
+from ingest.service import Service
+from schemas.config import DEFAULT_STORE, ServiceConfig, load_config
+
+DEMO_IDLE_SECONDS = 0.5
+MS = 1_000_000  # nanoseconds
+
+
+# With a judge model, these LLM scorers join the heuristic ones (they read only input and output).
+DEMO_LLM_SCORERS = ("answer-relevancy", "toxicity")
+
+
+def demo_config(store: str | None, judge: dict[str, Any] | None = None) -> ServiceConfig:
+    llm_rules = [{"scorer": name} for name in DEMO_LLM_SCORERS] if judge else []
+    return load_config(
+        overrides={
+            "store": store or DEFAULT_STORE,
+            "receiver.grpc_port": 0,
+            "receiver.http_port": 0,
+            "assembly.idle_seconds": DEMO_IDLE_SECONDS,
+            "scoring.judge": judge,
+            "scoring.rules": [
+                {"scorer": "content-similarity"},
+                {"scorer": "textual-difference"},
+                {
+                    "scorer": "tool-call-accuracy-code",
+                    "options": {"expected_tool": "get_weather"},
+                    "filter": {"agent_name": ["weather_agent"]},
+                },
+                {
+                    "scorer": "tool-call-accuracy-code",
+                    "options": {"expected_tool_order": ["search_flights", "search_hotels"]},
+                    "filter": {"agent_name": ["travel_agent"]},
+                },
+                *llm_rules,
+            ],
+        },
+        environ={},
+    )
+
+
+async def _wait_for_decisions(service: Service, expected: dict[str, int], limit_s: float) -> None:
+    deadline = time.monotonic() + limit_s
+    pending = dict(expected)
+    while pending:
+        for trace_id, count in list(pending.items()):
+            if len(await service.scores.get_decisions(trace_id)) >= count:
+                del pending[trace_id]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(pending)} demo trace(s) not scored within {limit_s:.0f}s")
+        await asyncio.sleep(0.2)
+
+
+def _print_scores(
+    console: Console, rows: list[tuple[Scenario, str, list[dict[str, Any]], list[dict[str, Any]]]]
+) -> None:
+    """One row per agent run, one column per scorer: the score, or why there is none."""
+    scorer_ids = sorted({d["scorer_id"] for _, _, _, decisions in rows for d in decisions})
+    table = Table(title="tracescore demo: scores of live agent runs")
+    table.add_column("agent", no_wrap=True)
+    table.add_column("trace", no_wrap=True)
+    table.add_column("user input", max_width=30, overflow="ellipsis", no_wrap=True)
+    for scorer_id in scorer_ids:
+        words = scorer_id.removeprefix("code-").removesuffix("-scorer").split("-")
+        header = " ".join(words[:-1]) + "\n" + words[-1] if len(words) > 1 else words[0]
+        table.add_column(header, justify="right", no_wrap=True)
+    for scenario, trace_id, scores, decisions in rows:
+        values = {s["scorer_id"]: f"{s['score']:.3f}" for s in scores}
+        reasons = {d["scorer_id"]: d["decision"] for d in decisions}
+        cells = [values.get(sid) or f"[dim]{reasons.get(sid, '-')}[/dim]" for sid in scorer_ids]
+        table.add_row(scenario.agent, trace_id[:8], scenario.user, *cells)
+    console.print(table)
+
+
+def _print_judge_spend(console: Console, scores: list[dict[str, Any]]) -> None:
+    judged = [s for s in scores if s["judge_model"]]
+    if judged:
+        tokens_in = sum(s["input_tokens"] for s in judged)
+        tokens_out = sum(s["output_tokens"] for s in judged)
+        cost = sum(s["cost_usd"] for s in judged)
+        models = ", ".join(sorted({s["judge_model"] for s in judged}))
+        console.print(
+            f"judge {models}: {len(judged)} scores, {tokens_in} input and {tokens_out} output tokens, "
+            f"${cost:.6f}"
+        )
+
+
+async def run_demo(
+    store: str | None = None, limit_s: float = 60.0, judge: dict[str, Any] | None = None
+) -> int:
+    """Run the demo; with ``judge`` (JudgeConfig fields) LLM-judge scorers score the runs too."""
+    console = Console()
+    if not console.is_terminal:  # piped (make run, CI logs): don't squeeze the table into 80 columns
+        console = Console(width=max(console.width, 110))
+    config = demo_config(store, judge)
+    service = Service(config)
+    await service.start()
+    try:
+        provider = TracerProvider(resource=Resource.create({"service.name": "tracescore-demo"}))
+        exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True)
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+        tracer = provider.get_tracer("tracescore.demo")
+        start = time.time_ns()
+        trace_ids = [emit_scenario(tracer, s, start + i * 5_000 * MS) for i, s in enumerate(SCENARIOS)]
+        console.print(f"sent {len(trace_ids)} agent traces over OTLP/gRPC to 127.0.0.1:{service.grpc.port}")
+        await asyncio.to_thread(provider.shutdown)  # flushes the exporter
+        await _wait_for_decisions(service, {t: len(service.executor.scorer_ids) for t in trace_ids}, limit_s)
+        rows = [
+            (s, t, await service.scores.get_scores(t), await service.scores.get_decisions(t))
+            for s, t in zip(SCENARIOS, trace_ids, strict=True)
+        ]
+        _print_scores(console, rows)
+        _print_judge_spend(console, [score for _, _, scores, _ in rows for score in scores])
+        console.print(
+            f"spans and scores are in {service.store.description} "
+            "(tables otel_traces, scores, score_decisions)"
+        )
+    finally:
+        await service.shutdown()
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = sub.add_parser("demo", help="send demo agent traces through the service and print their scores")
+    demo.add_argument("--store", default=None, help="chDB data directory (default ./tracescore-data)")
+    demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores")
+    demo.add_argument(
+        "--judge",
+        help="a litellm model (e.g. openai/gpt-4o-mini) to add LLM-judge scorers; "
+        "default $TRACESCORE_JUDGE_MODEL, none: heuristic scorers only",
+    )
+    demo.add_argument(
+        "--judge-api-base", help="the judge's OpenAI-compatible endpoint (default $TRACESCORE_JUDGE_API_BASE)"
+    )
+    demo.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    if not args.verbose:
+        logging.getLogger().setLevel(logging.WARNING)  # the table is the output
+    model = args.judge or os.environ.get("TRACESCORE_JUDGE_MODEL")
+    api_base = args.judge_api_base or os.environ.get("TRACESCORE_JUDGE_API_BASE")
+    judge = {"model": model, "api_base": api_base} if model else None
+    return asyncio.run(run_demo(args.store, limit_s=args.timeout, judge=judge))

@@ -1,0 +1,199 @@
+"""``tracescore eval``: score a JSONL data set with named scorers; progress bar, table, per-item JSONL.
+
+Each line of the data file is one of:
+
+- an AgentRun JSON object (as ``tracescore inspect`` prints them), scored as it is;
+- a simple row ``{"input": "...", "output": "...", "ground_truth": ..., "context": [...]}``.
+
+A row whose ``input`` is a string is a simple row; anything else must be a valid AgentRun.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from schemas import AgentRun
+from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
+from scoring.judge import close_clients
+from scoring.registry import build_scorer
+from scoring.scorer import Scorer
+
+DEFAULT_CONCURRENCY = 4
+_SIMPLE_KEYS = {"input", "output", "ground_truth", "groundTruth", "context", "id"}
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``eval`` subcommand on the CLI's subparsers."""
+    parser = sub.add_parser(
+        "eval",
+        help="score a JSONL data set (AgentRuns or input/output rows) and print per-scorer statistics",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "Scorer options, either inline or with --options:\n"
+            '  --scorer \'tool-call-accuracy-code={"expectedTool": "weather-tool"}\'\n'
+            "  --scorer tool-call-accuracy-code "
+            '--options \'{"tool-call-accuracy-code": {"expectedTool": "weather-tool"}}\'\n'
+            "Option names may be snake_case or Mastra's camelCase."
+        ),
+    )
+    parser.add_argument(
+        "--data", required=True, metavar="FILE.jsonl", help="one AgentRun or simple row a line"
+    )
+    parser.add_argument(
+        "--scorer",
+        action="append",
+        required=True,
+        metavar="NAME[=JSON]",
+        help="scorer name or id, optionally =JSON options; repeat for several scorers",
+    )
+    parser.add_argument(
+        "--options",
+        metavar="JSON",
+        help="a JSON object of options keyed by scorer name or id, as given to --scorer",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        default=DEFAULT_CONCURRENCY,
+        help=f"items scored at once (default {DEFAULT_CONCURRENCY})",
+    )
+    parser.add_argument("--output", metavar="FILE.jsonl", help="write one JSON result per data line here")
+    parser.set_defaults(func=cmd_eval)
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a JSON object")
+    return value
+
+
+def build_scorers(specs: Sequence[str], options_json: str | None) -> list[Scorer]:
+    """Scorers from ``NAME`` or ``NAME=JSON`` specs plus an ``--options`` object keyed by name."""
+    keyed = _json_object(options_json, "--options") if options_json else {}
+    names = [spec.partition("=")[0].strip() for spec in specs]
+    if unused := sorted(set(keyed) - set(names)):
+        raise ValueError(f"--options names scorers not given with --scorer: {', '.join(unused)}")
+    scorers = []
+    for spec, name in zip(specs, names, strict=True):
+        _, has_inline, inline = spec.partition("=")
+        options = _json_object(inline, f"options of --scorer {name}") if has_inline else None
+        if options is not None and name in keyed:
+            raise ValueError(f"scorer {name!r} has options both inline and in --options; give them once")
+        scorers.append(build_scorer(name, options if options is not None else keyed.get(name, {})))
+    return scorers
+
+
+def _item(row: Any) -> EvalItem:
+    if not isinstance(row, Mapping):
+        raise ValueError("a line must be a JSON object (an AgentRun or an input/output row)")
+    if isinstance(row.get("input"), str):
+        if unknown := sorted(set(row) - _SIMPLE_KEYS):
+            raise ValueError(f"unknown keys in a simple row: {', '.join(unknown)}")
+        if not isinstance(row.get("output"), str):
+            raise ValueError("a simple row needs 'output' as a string")
+        return EvalItem.model_validate(row)
+    return EvalItem(run=AgentRun.model_validate(row))
+
+
+def read_items(path: Path) -> tuple[list[EvalItem], list[int]]:
+    """The data items of a JSONL file and the line number of each; blank lines are skipped."""
+    items: list[EvalItem] = []
+    lines: list[int] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append(_item(json.loads(line)))
+            except (json.JSONDecodeError, ValidationError, ValueError) as exc:
+                raise ValueError(f"{path}:{number}: {exc}") from exc
+            lines.append(number)
+    if not items:
+        raise ValueError(f"{path}: no data lines")
+    return items, lines
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def results_table(result: RunEvalsResult) -> Table:
+    table = Table(title=f"{result.summary.total_items} items in {result.summary.duration_s:.2f}s")
+    for column in ("scorer", "mean", "min", "max", "n", "errors"):
+        table.add_column(column, justify="left" if column == "scorer" else "right")
+    for summary in result.scorers.values():
+        table.add_row(
+            summary.scorer_id,
+            _fmt(summary.mean),
+            _fmt(summary.min),
+            _fmt(summary.max),
+            str(summary.n),
+            str(summary.errors),
+        )
+    return table
+
+
+def _item_line(item: EvalItemResult, line: int) -> dict[str, Any]:
+    return {
+        "line": line,
+        "run_id": item.run.run_id if item.run else None,
+        "scores": {sid: {"score": r.score, "reason": r.reason} for sid, r in item.scores.items()},
+        "errors": item.errors,
+        "error": item.error,
+    }
+
+
+async def _evaluate(items: list[EvalItem], scorers: list[Scorer], concurrency: int) -> RunEvalsResult:
+    progress = Progress(
+        TextColumn("scoring"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    try:
+        with progress:
+            task = progress.add_task("scoring", total=len(items))
+            return await run_evals(
+                items,
+                scorers,
+                concurrency=concurrency,
+                on_item_complete=lambda _: progress.advance(task),
+            )
+    finally:
+        await close_clients()
+
+
+def cmd_eval(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    if args.concurrency < 1:
+        raise ValueError("--concurrency must be at least 1")
+    scorers = build_scorers(args.scorer, args.options)
+    path = Path(args.data)
+    items, lines = read_items(path)
+    result = asyncio.run(_evaluate(items, scorers, args.concurrency))
+    if args.output:
+        with Path(args.output).open("w", encoding="utf-8") as handle:
+            for item in result.items:
+                handle.write(json.dumps(_item_line(item, lines[item.index]), ensure_ascii=False) + "\n")
+    Console(file=out or sys.stdout).print(results_table(result))
+    for item in result.items:
+        for scorer_id, message in item.errors.items():
+            print(f"line {lines[item.index]}: {scorer_id}: {message}", file=sys.stderr)
+    return 0

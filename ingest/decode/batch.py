@@ -1,0 +1,45 @@
+"""Collecting a decoded request: its spans or log records, and its rejected items with a few reasons."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from schemas.spans import LogRecord, Span, SpanBatch
+
+# A request full of bad spans would otherwise carry one message per span back to the client.
+MAX_ERROR_MESSAGES = 10
+
+
+class BadItem(Exception):
+    """One span or record is unusable on its own (bad ids): it is rejected, the request goes on."""
+
+
+class BatchBuilder:
+    """Collects converted items, and counts rejections while keeping only a few of their messages."""
+
+    def __init__(self, rejected_spans: int = 0, errors: Iterable[str] = ()) -> None:
+        self.spans: list[Span] = []
+        self.logs: list[LogRecord] = []
+        self.rejected_spans = rejected_spans
+        self._errors: list[str] = []
+        self._more_errors = 0
+        for error in errors:
+            self.error(error)
+
+    def error(self, text: str) -> None:
+        if len(self._errors) < MAX_ERROR_MESSAGES:
+            self._errors.append(text)
+        else:
+            self._more_errors += 1
+
+    def reject(self, reason: str) -> None:
+        self.rejected_spans += 1
+        self.error(reason)
+
+    def build(self) -> SpanBatch:
+        errors = list(self._errors)
+        if self._more_errors:
+            errors.append(f"... and {self._more_errors} more")
+        return SpanBatch.model_construct(
+            spans=self.spans, logs=self.logs, rejected_spans=self.rejected_spans, errors=errors
+        )

@@ -1,0 +1,118 @@
+"""The export step the OTLP receivers share, and the OTLP answer to an export request.
+
+``export`` decodes a request of either signal (traces or logs) through the decoding registry, counts it,
+and forwards the accepted spans or log records to the ``next`` consumer. Its two failures are typed once:
+``DecodeError`` is permanent (the client must not retry), ``ConsumerUnavailable`` is retryable; each
+receiver maps them to its transport's status codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
+from ingest.metrics import Metrics
+from schemas.consumers import SpanConsumer
+from schemas.spans import SpanBatch
+
+log = logging.getLogger(__name__)
+
+# Above this size decoding runs in a worker thread so one large request does not stall the event loop;
+# below it the thread hop costs more than the decode.
+DECODE_IN_THREAD_BYTES = 256 * 1024
+
+# Values of the "outcome" label of Metrics.requests.
+OUTCOME_OK = "ok"
+OUTCOME_PARTIAL = "partial"
+OUTCOME_INVALID = "invalid"
+OUTCOME_UNAVAILABLE = "unavailable"
+OUTCOME_TOO_LARGE = "too_large"
+OUTCOME_UNSUPPORTED = "unsupported"
+
+
+class ConsumerUnavailable(Exception):
+    """The next consumer could not take the spans or log records; the client should retry later."""
+
+    retriable = True
+
+
+def count_decoded(batch: SpanBatch, signal: str, metrics: Metrics, transport: str) -> None:
+    """Count what was rejected from a decoded batch, on the counter of its signal."""
+    if not batch.rejected_spans:
+        return
+    counter = metrics.logs_rejected if signal == SIGNAL_LOGS else metrics.spans_rejected
+    counter.labels(transport).inc(batch.rejected_spans)
+    noun = "log record(s)" if signal == SIGNAL_LOGS else "span(s)"
+    log.info("%s export: %d %s rejected: %s", transport, batch.rejected_spans, noun, batch.error_message)
+
+
+def count_received(batch: SpanBatch, metrics: Metrics, transport: str) -> None:
+    """Count the spans and log records a batch handed on."""
+    if batch.spans:
+        metrics.spans_received.labels(transport).inc(len(batch.spans))
+    if batch.logs:
+        metrics.logs_received.labels(transport).inc(len(batch.logs))
+
+
+async def export(
+    encoding: str,
+    payload: bytes,
+    next: SpanConsumer,
+    metrics: Metrics,
+    transport: str,
+    signal: str = SIGNAL_TRACES,
+) -> SpanBatch:
+    """Decode one export request of ``signal`` and hand its spans or log records on.
+
+    Raises DecodeError when the payload is unreadable, ConsumerUnavailable when ``next`` fails.
+    """
+    try:
+        if len(payload) < DECODE_IN_THREAD_BYTES:
+            batch = decode(signal, encoding, payload)
+        else:
+            batch = await asyncio.to_thread(decode, signal, encoding, payload)
+    except DecodeError as exc:
+        metrics.requests.labels(transport, OUTCOME_INVALID).inc()
+        log.info("%s %s export request rejected: %s", transport, signal, exc)
+        raise
+    count_decoded(batch, signal, metrics, transport)
+    if batch.spans or batch.logs:
+        try:
+            await next.consume_spans(batch)
+        except Exception as exc:
+            metrics.requests.labels(transport, OUTCOME_UNAVAILABLE).inc()
+            log.warning("%s export: next consumer failed: %s", transport, exc, exc_info=True)
+            what = "log records" if signal == SIGNAL_LOGS else "spans"
+            raise ConsumerUnavailable(f"{what} could not be stored, retry later: {exc}") from exc
+        count_received(batch, metrics, transport)
+    metrics.requests.labels(transport, OUTCOME_PARTIAL if batch.rejected_spans else OUTCOME_OK).inc()
+    return batch
+
+
+def export_response(batch: SpanBatch) -> ExportTraceServiceResponse:
+    """The OTLP response for a decoded batch; partial_success only when something was left out."""
+    response = ExportTraceServiceResponse()
+    if batch.rejected_spans or batch.errors:
+        response.partial_success.rejected_spans = batch.rejected_spans
+        response.partial_success.error_message = batch.error_message
+    return response
+
+
+def export_logs_response(batch: SpanBatch) -> ExportLogsServiceResponse:
+    """The OTLP logs response; partial_success (rejected_log_records) only when something was left out."""
+    response = ExportLogsServiceResponse()
+    if batch.rejected_spans or batch.errors:
+        response.partial_success.rejected_log_records = batch.rejected_spans
+        response.partial_success.error_message = batch.error_message
+    return response
+
+
+def export_response_for(
+    signal: str, batch: SpanBatch
+) -> ExportTraceServiceResponse | ExportLogsServiceResponse:
+    """The OTLP export response of ``signal`` for a decoded batch."""
+    return export_logs_response(batch) if signal == SIGNAL_LOGS else export_response(batch)

@@ -1,0 +1,217 @@
+"""The ClickHouse client of every tracescore table, in embedded chDB or on a ClickHouse server.
+
+One client serves both through clickhouse-connect: a plain path or ``chdb:///abs/path`` opens chDB
+in-process; ``http(s)://user:password@host:port`` reaches a server. Every client call runs on one
+dedicated worker thread, so the event loop never blocks and chDB sees one caller at a time. The DDL
+lives in ``schemas/sql/*.sql`` and is applied, idempotently, on start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import clickhouse_connect
+from clickhouse_connect.driver.binding import quote_identifier
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Applied in this order: the view reads the tables before it.
+DDL_FILES = ("otel_traces.sql", "otel_logs.sql", "scores.sql", "score_decisions.sql", "span_scores_view.sql")
+
+_STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
+
+
+class StoreError(Exception):
+    """The store cannot be opened or a statement failed. ``retriable`` marks transient failures."""
+
+    def __init__(self, message: str, *, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+def resolve_dsn(dsn: str) -> str:
+    """The clickhouse-connect DSN for a ``--store`` value: a server URL as-is, a path as ``chdb:///abs``."""
+    value = dsn.strip()
+    scheme = urlsplit(value).scheme.lower()
+    if scheme in ("http", "https"):
+        return value
+    if scheme == "chdb":
+        path = value[len("chdb://") :]
+        if not path.startswith("/"):
+            raise StoreError(f"chDB store {dsn!r} needs an absolute path: chdb:///abs/path")
+        return value
+    return "chdb://" + os.path.abspath(os.path.expanduser(value))
+
+
+def describe_dsn(dsn: str) -> str:
+    """The DSN without credentials or query string, safe to log and print."""
+    if dsn.startswith("chdb:"):
+        return dsn
+    parts = urlsplit(dsn)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}"
+
+
+def load_ddl(database: str) -> list[str]:
+    """The DDL statements of ``schemas/sql``, with ``{database}`` filled in, in apply order."""
+    quoted = quote_identifier(database)
+    statements = []
+    for name in DDL_FILES:
+        text = resources.files("schemas").joinpath("sql", name).read_text(encoding="utf-8")
+        for chunk in _STATEMENT_END.split(text.replace("{database}", quoted)):
+            body = "\n".join(line for line in chunk.splitlines() if not line.lstrip().startswith("--"))
+            if body.strip():
+                statements.append(body.strip())
+    return statements
+
+
+class Store:
+    """One ClickHouse database holding the tracescore tables: lifecycle, inserts and queries.
+
+    The pipeline writes through the span sink (``ingest.store.span_sink``) and the score sink
+    (``ingest.store.score_sink``), both over one ``Store``.
+    """
+
+    def __init__(self, dsn: str, database: str = "default") -> None:
+        self._dsn = resolve_dsn(dsn)
+        self._database = database
+        self._quoted_db = quote_identifier(database)
+        self._client: Client | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    @property
+    def description(self) -> str:
+        return describe_dsn(self._dsn)
+
+    @property
+    def database(self) -> str:
+        return self._database
+
+    @property
+    def quoted_database(self) -> str:
+        """The database name quoted for SQL text (``{database}`` in the queries of the sinks)."""
+        return self._quoted_db
+
+    @property
+    def embedded(self) -> bool:
+        return self._dsn.startswith("chdb:")
+
+    async def start(self) -> None:
+        if self._client is not None:
+            return
+        if self._closed:
+            raise StoreError(f"store {self.description} was shut down; build a new Store")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracescore-store")
+        try:
+            self._client = await self._on_worker(self._connect)
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+        logger.info("store open: %s, database %s", self.description, self._database)
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        executor, client = self._executor, self._client
+        self._executor, self._client = None, None
+        if executor is None:
+            return
+        if client is not None:
+            # Queued behind any write still running, so shutdown flushes; closing releases chDB's
+            # one-data-path-per-process hold.
+            await asyncio.get_running_loop().run_in_executor(executor, client.close)
+        executor.shutdown(wait=False)
+
+    async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of a SELECT as dicts; parameters bind ClickHouse-style ``{name:Type}`` placeholders."""
+        client = self._require_client()
+
+        def run() -> list[dict[str, Any]]:
+            return list(client.query(sql, parameters=parameters).named_results())
+
+        return await self._on_worker(run, what="query")
+
+    async def insert(self, table: str, rows: list[list[Any]], columns: Sequence[str]) -> None:
+        """Append ``rows`` (values in ``columns`` order) to ``table`` of this store's database."""
+        client = self._require_client()
+
+        def run() -> None:
+            client.insert(table, rows, column_names=list(columns), database=self._database)
+
+        await self._on_worker(run, what=f"insert into {table}")
+
+    def _require_client(self) -> Client:
+        if self._client is None:
+            state = "shut down" if self._closed else "not started"
+            raise StoreError(f"store {self.description} is {state}")
+        return self._client
+
+    async def _on_worker(self, call: Callable[[], T], what: str = "") -> T:
+        if self._executor is None:
+            raise StoreError(f"store {self.description} is not started")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        except StoreError:
+            raise
+        except OperationalError as exc:
+            raise StoreError(f"{what} on {self.description} failed: {exc}", retriable=True) from exc
+        except ClickHouseError as exc:
+            raise StoreError(f"{what} on {self.description} failed: {exc}") from exc
+
+    def _connect(self) -> Client:
+        """Open the client and apply the DDL (worker thread)."""
+        client = self._open_client()
+        try:
+            client.command(f"CREATE DATABASE IF NOT EXISTS {self._quoted_db}")
+            for statement in load_ddl(self._database):
+                client.command(statement)
+            # Unqualified table names in query() resolve to our database.
+            client.database = self._database
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def _open_client(self) -> Client:
+        if not self.embedded:
+            try:
+                return clickhouse_connect.get_client(dsn=self._dsn)
+            except OperationalError as exc:
+                raise StoreError(
+                    f"cannot reach ClickHouse at {self.description}: {exc}", retriable=True
+                ) from exc
+            except ClickHouseError as exc:
+                raise StoreError(f"cannot open ClickHouse at {self.description}: {exc}") from exc
+            except (TypeError, ValueError) as exc:  # clickhouse-connect's answer to unknown DSN options
+                raise StoreError(f"invalid ClickHouse DSN for {self.description}: {exc}") from exc
+        path = self._dsn[len("chdb://") :]
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the chDB data directory {path}: {exc}") from exc
+        try:
+            return clickhouse_connect.get_client(dsn=self._dsn)
+        except ClickHouseError as exc:
+            if not os.access(path, os.W_OK):
+                raise StoreError(f"the chDB data directory {path} is not writable: {exc}") from exc
+            raise StoreError(
+                f"cannot open the chDB data directory {path}: it is in use. chDB allows one data directory "
+                "per process: another tracescore process holds this directory, or this process already has "
+                f"another one open. Stop the other tracescore or choose another --store. (chDB: {exc})"
+            ) from exc

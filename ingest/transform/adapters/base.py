@@ -1,0 +1,149 @@
+"""What a convention adapter is: the protocol and the normalized pieces it extracts from one span.
+
+Each instrumentation convention (OTel GenAI semconv, OpenInference, OpenLLMetry, ...) is one module
+implementing ``ConventionAdapter``. An adapter only reads single spans; joining spans into an
+``AgentRun`` is convention-independent and lives in ``ingest.transform.runs``.
+
+Messages come out as ``schemas.Message`` with our part representation:
+``{"type": "text", "text"}``, ``{"type": "reasoning", "text"}``,
+``{"type": "tool_call", "tool_call_id", "tool_name", "args"}``,
+``{"type": "tool_result", "tool_call_id", "result"}``; a server-executed tool call is a
+``tool_call`` (and its response a ``tool_result``) with ``"server": true``; other part types
+(blob, uri, file, ...) are kept as they came.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ingest.transform.jsonvalue import as_text, plain_json
+from schemas import Message, Part, Span, Usage
+from schemas.agent_run import Role
+
+
+class SpanRole(enum.Enum):
+    """What a span is, as far as building runs is concerned."""
+
+    AGENT = "agent"
+    LLM = "llm"
+    TOOL = "tool"
+    RETRIEVER = "retriever"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class LlmCall:
+    """One model call. ``input_messages`` is the prompt as sent, system-role messages included."""
+
+    input_messages: list[Message] = field(default_factory=list)
+    output_messages: list[Message] = field(default_factory=list)
+    # Instructions passed beside the messages (gen_ai.system_instructions), not in-history ones.
+    system_messages: list[Message] = field(default_factory=list)
+    model: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    start_ns: int = 0
+
+
+@dataclass(frozen=True)
+class ToolExecution:
+    """One tool run. ``result`` is None when the span recorded none (content capture off)."""
+
+    call_id: str | None
+    name: str | None
+    args: Any = None
+    result: Any = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """What an agent span says about its run; the messages are often absent.
+
+    ``input_messages`` is the new turn (or the whole conversation when the convention does not
+    split it; the transform then keeps only the trailing user turn). ``remembered_messages`` is the
+    history when the convention says where it ends (pydantic-ai's ``new_message_index``); None
+    means unknown, and the history is taken from the first model call's prompt.
+    """
+
+    name: str | None = None
+    input_messages: list[Message] = field(default_factory=list)
+    output_messages: list[Message] = field(default_factory=list)
+    system_messages: list[Message] = field(default_factory=list)
+    model: str | None = None
+    remembered_messages: list[Message] | None = None
+    # Retrieved documents the agent span itself carries (some frameworks record context there).
+    context: list[str] = field(default_factory=list)
+
+
+class ConventionAdapter(Protocol):
+    """Reads the spans of one convention. Methods may raise on odd input; the transform copes."""
+
+    name: str
+
+    def claims(self, span: Span) -> bool:
+        """True when this convention wrote the span (checked in registry order, per span)."""
+
+    def classify(self, span: Span) -> SpanRole: ...
+
+    # Optional: ``top_role(span) -> SpanRole | None``, the role a span takes instead when no span
+    # of the same convention is above it in the trace (None: keep ``classify``'s).
+
+    def llm_call(self, span: Span) -> LlmCall: ...
+
+    def tool_execution(self, span: Span) -> ToolExecution: ...
+
+    def agent_info(self, span: Span) -> AgentInfo: ...
+
+    def retrieved_texts(self, span: Span) -> list[str]:
+        """Text of the documents a RETRIEVER span returned (empty when it holds only ids)."""
+
+
+# Roles some providers and older conventions use, mapped onto our four.
+_ROLE_ALIASES: dict[str, Role] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "model": "assistant",
+    "ai": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
+}
+
+
+def normalize_role(role: Any, default: Role = "user") -> Role:
+    if isinstance(role, str):
+        return _ROLE_ALIASES.get(role.strip().lower(), default)
+    return default
+
+
+def make_part(data: Mapping[str, Any]) -> Part:
+    """A Part from already-normalized keys; keys pydantic cannot take are kept under ``data``."""
+    part_type = data.get("type")
+    fields = {k: plain_json(v) for k, v in data.items() if isinstance(k, str) and k != "type"}
+    try:
+        return Part(type=part_type if isinstance(part_type, str) and part_type else "unknown", **fields)
+    except (TypeError, ValueError):
+        # A key such as "model_config" collides with pydantic internals: keep the raw dict whole.
+        return Part(type=part_type if isinstance(part_type, str) and part_type else "unknown", data=fields)
+
+
+def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:
+    """A Message whose ``content`` is its text parts and ``reasoning`` its reasoning parts.
+
+    A tool message without text gets its results as content, so history reads naturally.
+    """
+    texts = [as_text(p.model_extra.get("text")) for p in parts if p.type == "text" and p.model_extra]
+    reasoning = [as_text(p.model_extra.get("text")) for p in parts if p.type == "reasoning" and p.model_extra]
+    content = "\n".join(t for t in texts if t)
+    if not content and role == "tool":
+        content = "\n".join(
+            as_text(p.model_extra.get("result")) for p in parts if p.type == "tool_result" and p.model_extra
+        )
+    joined_reasoning = "\n".join(r for r in reasoning if r)
+    return Message(id=msg_id, role=role, content=content, parts=parts, reasoning=joined_reasoning or None)

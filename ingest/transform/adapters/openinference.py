@@ -1,0 +1,358 @@
+"""OpenInference (Arize Phoenix) spans: ``openinference.span.kind`` plus flattened ``llm.*`` keys.
+
+See docs/conventions/openinference.md (attribute by attribute) and FIELD-GUIDE section 3. The
+flattened message keys are read by ``openinference_messages``; the raw ``input.value`` /
+``output.value`` payloads, often the only record of a turn or an answer, by
+``openinference_values``.
+
+Run roots: an AGENT span, and also the topmost CHAIN of the OpenInference spans (LangChain,
+LangGraph, LlamaIndex query engines and the AI SDK converter record the whole request as a CHAIN with
+no AGENT), also when it sits under a span of another instrumentation (a web server's request span)
+or under a parent from another service (``top_role``). A trace of retrievals only is made into runs
+by the transform; ``agent_info`` of a RETRIEVER span gives its query as the run's input. AGENT-kind
+spans that are not agents are demoted: HTTP server spans and Mastra 0.x helper methods
+(``agent.fetchMemory``...), which openinference-mastra marks AGENT, and LangGraph node spans, which
+the LangChain instrumentor marks AGENT when a node's name contains "agent" (the graph, not each
+node, is the run).
+
+Converters (pydantic-ai's OpenInferenceSpanProcessor, openinference-vercel/-mastra) add the
+OpenInference keys to spans that keep their own: this adapter claims those spans first, so it reads
+the ``gen_ai.*`` messages too and prefers them, since the OpenInference copies are lossy (thinking
+parts dropped, sparse tool-call indices).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ingest.transform.adapters.base import (
+    AgentInfo,
+    LlmCall,
+    SpanRole,
+    ToolExecution,
+    make_message,
+    make_part,
+)
+from ingest.transform.adapters.genai_semconv import (
+    INPUT_MESSAGES,
+    OUTPUT_MESSAGES,
+    SYSTEM_INSTRUCTIONS,
+    convert_messages,
+    convert_system_instructions,
+    usage_of,
+)
+from ingest.transform.adapters.openinference_messages import (
+    choice_count,
+    choice_messages,
+    get,
+    indexed,
+    merge_answer,
+    oi_messages,
+    prompt_messages,
+    unflatten,
+)
+from ingest.transform.adapters.openinference_values import (
+    call_part,
+    chat_message,
+    clean_text,
+    first_of,
+    is_redacted,
+    lenient,
+    request_messages,
+    response_message,
+    unwrap_tool_output,
+)
+from ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
+from schemas import Message, Part, Span, Usage
+from schemas.agent_run import Role
+from schemas.spans import STATUS_ERROR
+
+SPAN_KIND = "openinference.span.kind"
+
+_JUNK_MODELS = frozenset({"unknown", "none", "null", "undefined", "default"})
+# Mastra 0.x methods that are the agent's run; its other ``agent.*`` method spans are helpers.
+_MASTRA_ENTRY_METHODS = frozenset(
+    {"stream", "generate", "streamVNext", "generateVNext", "streamLegacy", "generateLegacy", "network"}
+)
+_HTTP_SERVER_KEYS = ("http.method", "http.request.method", "http.route", "http.target", "url.path")
+_JSON_SCHEMA_KEYS = frozenset({"properties", "$schema", "required"})
+
+
+def _kind(span: Span) -> str:
+    kind = span.attributes.get(SPAN_KIND)
+    return kind.strip().upper() if isinstance(kind, str) else ""
+
+
+def _first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
+    return next((v for k in keys if (v := as_str(attributes.get(k))) and not is_redacted(v)), None)
+
+
+def _not_an_agent(span: Span) -> bool:
+    """AGENT-kind spans that are not an agent's run (see the module docstring)."""
+    attrs = span.attributes
+    if any(key in attrs for key in _HTTP_SERVER_KEYS):
+        return True
+    method = span.name[len("agent.") :] if span.name.startswith("agent.") else None
+    mastra_keys = "componentName" in attrs or any(k.startswith(f"{span.name}.") for k in attrs)
+    if method and method not in _MASTRA_ENTRY_METHODS and mastra_keys:
+        return True
+    metadata = lenient(attrs.get("metadata"))
+    return isinstance(metadata, Mapping) and "langgraph_node" in metadata
+
+
+def _io_value(attributes: Mapping[str, Any], io: str) -> Any:
+    """``input.value`` / ``output.value``: text when its mime type says so, else JSON read leniently."""
+    value = attributes.get(f"{io}.value")
+    if value is None or value == "" or is_redacted(value):
+        return None
+    if isinstance(value, str) and attributes.get(f"{io}.mime_type") == "text/plain":
+        return value
+    return lenient(value)
+
+
+def _model(attributes: Mapping[str, Any]) -> str | None:
+    """Request model first (``llm.model_name`` is the response's when the provider reports one)."""
+    params = lenient(attributes.get("llm.invocation_parameters"))
+    params = params if isinstance(params, Mapping) else {}
+    candidates = (
+        attributes.get("llm.request.model_name"),
+        attributes.get("gen_ai.request.model"),
+        *(params.get(k) for k in ("model", "model_name", "model_id", "modelId")),
+        attributes.get("llm.model_name"),
+        attributes.get("llm.response.model_name"),
+        attributes.get("gen_ai.response.model"),
+        attributes.get("model_name"),
+    )
+    for value in candidates:
+        if isinstance(value, str) and (name := value.strip()) and name.lower() not in _JUNK_MODELS:
+            return name
+    return None
+
+
+def _usage(attributes: Mapping[str, Any]) -> Usage:
+    prompt = as_int(attributes.get("llm.token_count.prompt"))
+    completion = as_int(attributes.get("llm.token_count.completion"))
+    if prompt <= 0 and completion <= 0:
+        return usage_of(attributes)
+    return Usage(input_tokens=max(0, prompt), output_tokens=max(0, completion))
+
+
+def _documents(attributes: Mapping[str, Any]) -> list[str]:
+    """Texts of ``retrieval.documents.{i}.document.content``, else of the output's documents."""
+    tree = unflatten(attributes, "retrieval.documents")
+    texts = [clean_text(get(node, "document", "content")) for _, node in indexed(tree)]
+    if not any(texts):
+        output = lenient(attributes.get("output.value"))
+        docs = output.get("documents") if isinstance(output, Mapping) else None
+        texts = [
+            clean_text(next((d[k] for k in ("page_content", "content", "text") if k in d), None))
+            for d in (docs if isinstance(docs, list) else [])
+            if isinstance(d, Mapping)
+        ]
+    return [t for t in texts if t.strip()]
+
+
+def _texts_of(parts: list[Part], kind: str) -> list[str]:
+    return [str((p.model_extra or {}).get("text") or "") for p in parts if p.type == kind]
+
+
+def _output_message(
+    attributes: Mapping[str, Any], msg_id: str, *, keep_unknown: bool = False
+) -> Message | None:
+    """``output.value`` as an answer: plain text when its mime type says so, else a payload."""
+    value = attributes.get("output.value")
+    if isinstance(value, str) and attributes.get("output.mime_type") == "text/plain":
+        return chat_message(value, msg_id, "assistant")
+    return response_message(value, msg_id, keep_unknown=keep_unknown)
+
+
+def _complete_answer(answer: Message | None, raw: Message | None) -> Message | None:
+    """Fill what the flattened answer lacks from ``output.value`` (plain text or the raw response).
+
+    Text answers sometimes exist only there (AI SDK converter), thinking dropped by an
+    instrumentation is in the raw response, and older OpenAI Responses instrumentation wrote
+    reasoning summaries as plain text items: text equal to the response's reasoning is reasoning.
+    """
+    if answer is None or raw is None:
+        return answer or raw
+    parts, kinds = list(answer.parts), {p.type for p in answer.parts}
+    if "text" not in kinds:
+        parts.extend(p for p in raw.parts if p.type == "text")
+    if "tool_call" not in kinds:
+        parts.extend(p for p in raw.parts if p.type == "tool_call")
+    reasoning = [p for p in raw.parts if p.type == "reasoning"]
+    if reasoning and "reasoning" not in kinds:
+        thought = set(_texts_of(reasoning, "reasoning"))
+        parts = [p for p in parts if not (p.type == "text" and _texts_of([p], "text")[0] in thought)]
+        parts = [*reasoning, *parts]
+    return make_message(answer.id, "assistant", parts)
+
+
+def _sdk_call(call: Mapping[str, Any]) -> Part:
+    """One AI SDK ``{toolCallId, toolName, args|input}`` tool call."""
+    args = first_of(call, "input", "args")
+    return call_part(first_of(call, "toolCallId", "id"), first_of(call, "toolName"), args)
+
+
+def _with_sdk_calls(answer: Message | None, attributes: Mapping[str, Any], msg_id: str) -> Message | None:
+    """Spans converted from the AI SDK keep ``ai.response.*``: its tool calls carry the call ids and
+    its reasoning the thinking that the OpenInference copies (openinference-vercel/-mastra) lose."""
+    calls = [_sdk_call(c) for c in as_list(attributes.get("ai.response.toolCalls")) if isinstance(c, Mapping)]
+    reasoning = clean_text(attributes.get("ai.response.reasoning"))
+    if not calls and not reasoning:
+        return answer
+    parts = list(answer.parts) if answer else []
+    if calls:
+        parts = [p for p in parts if p.type != "tool_call"] + calls
+    if reasoning.strip() and not any(p.type == "reasoning" for p in parts):
+        parts.insert(0, make_part({"type": "reasoning", "text": reasoning}))
+    return make_message(msg_id, "assistant", parts)
+
+
+def _genai_messages(
+    attributes: Mapping[str, Any], key: str, span_id: str, tag: str, role: Role
+) -> list[Message]:
+    """``gen_ai.*.messages`` beside the OpenInference keys, when they decode (else the copies win)."""
+    value = attributes.get(key)
+    if not isinstance(parse_json_value(value), list | Mapping):
+        return []
+    return convert_messages(value, span_id, tag, role)
+
+
+def _pydantic_turn(attributes: Mapping[str, Any], span_id: str) -> tuple[list[Message], list[Message] | None]:
+    """pydantic-ai's agent span: the new turn and, via ``new_message_index``, the history."""
+    messages = convert_messages(attributes.get("pydantic_ai.all_messages"), span_id, "all", "user")
+    index = attributes.get("pydantic_ai.new_message_index")
+    if not messages or index is None:
+        return messages, None
+    cut = min(max(as_int(index), 0), len(messages))
+    turn: list[Message] = []
+    for message in messages[cut:]:  # the user's message, not the tool results that follow it
+        if message.role != "user" or not any(p.type == "text" for p in message.parts):
+            break
+        turn.append(message)
+    return turn, messages[:cut]
+
+
+class OpenInferenceAdapter:
+    name = "openinference"
+
+    def claims(self, span: Span) -> bool:
+        kind = span.attributes.get(SPAN_KIND)
+        return isinstance(kind, str) and bool(kind.strip())
+
+    def classify(self, span: Span) -> SpanRole:
+        kind = _kind(span)
+        if kind == "LLM":
+            return SpanRole.LLM
+        if kind == "TOOL":
+            return SpanRole.TOOL
+        if kind == "AGENT":
+            return SpanRole.OTHER if _not_an_agent(span) else SpanRole.AGENT
+        if kind == "CHAIN":
+            return SpanRole.OTHER  # a step of the chain above it; the topmost one: see top_role
+        if kind == "RETRIEVER":
+            return SpanRole.RETRIEVER  # a trace of retrievals only: the transform makes each a run
+        # EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR, PROMPT, UNKNOWN: not part of the agent's turn.
+        return SpanRole.OTHER
+
+    def top_role(self, span: Span) -> SpanRole | None:
+        """The role of a span with no OpenInference span above it: a CHAIN there is the request."""
+        return SpanRole.AGENT if _kind(span) == "CHAIN" else None
+
+    def llm_call(self, span: Span) -> LlmCall:
+        attrs, sid = span.attributes, span.span_id
+        inputs = _genai_messages(attrs, INPUT_MESSAGES, sid, "in", "user")
+        inputs = inputs or oi_messages(attrs, "llm.input_messages", sid, "in", "user")
+        inputs = inputs or prompt_messages(attrs, sid)
+        system = convert_system_instructions(attrs.get(SYSTEM_INSTRUCTIONS), sid)
+        raw_system, raw_inputs = request_messages(attrs.get("input.value"), sid)
+        if not inputs:
+            inputs = raw_inputs
+        if not system and not any(m.role == "system" for m in inputs):
+            system = raw_system  # e.g. Anthropic's ``system=`` is only in the raw request
+        outputs = _genai_messages(attrs, OUTPUT_MESSAGES, sid, "out", "assistant")
+        if not outputs:
+            outputs = oi_messages(attrs, "llm.output_messages", sid, "out", "assistant")
+            outputs = outputs or choice_messages(attrs, sid)
+            if choice_count(attrs) == 1:  # several output messages are one answer's items
+                outputs = [m for m in [merge_answer(outputs, f"{sid}-out-0")] if m]
+        if len(outputs) <= 1:
+            first = outputs[0] if outputs else None
+            answer = _complete_answer(first, _output_message(attrs, f"{sid}-out-0"))
+            answer = _with_sdk_calls(answer, attrs, f"{sid}-out-0")
+            outputs = [answer] if answer else []
+        return LlmCall(
+            input_messages=inputs,
+            output_messages=outputs,
+            system_messages=system,
+            model=_model(attrs),
+            usage=_usage(attrs),
+            start_ns=span.start_time_unix_nano,
+        )
+
+    def tool_execution(self, span: Span) -> ToolExecution:
+        attrs = span.attributes
+        call_id = _first_str(attrs, "tool_call.id", "tool.id", "gen_ai.tool.call.id")
+        args = _io_value(attrs, "input")
+        if isinstance(args, Mapping) and args.get("type") == "tool_call" and "args" in args:
+            call_id, args = call_id or as_str(args.get("id")), args["args"]  # a LangChain ToolCall
+        elif isinstance(args, Mapping) and isinstance(args.get("kwargs"), Mapping) and "args" in args:
+            args = args["kwargs"] or args["args"]  # smolagents-style {args, kwargs}
+        if args is None:
+            args = lenient(attrs.get("gen_ai.tool.call.arguments"))
+        parameters = lenient(attrs.get("tool.parameters"))
+        if args is None and not (isinstance(parameters, Mapping) and _JSON_SCHEMA_KEYS & set(parameters)):
+            args = parameters  # converters put the call's arguments there, instrumentors a schema
+        result = _io_value(attrs, "output")
+        if result is None and not is_redacted(attrs.get("output.value")):
+            result = lenient(attrs.get("gen_ai.tool.call.result"))
+        is_error = span.status_code == STATUS_ERROR
+        if isinstance(result, Mapping) and result.get("type") == "tool":  # LangChain ToolMessage dump
+            call_id = call_id or as_str(result.get("tool_call_id"))
+            is_error = is_error or result.get("status") == "error"
+        result = plain_json(unwrap_tool_output(result))
+        if result is None and is_error:
+            messages = [e.attributes.get("exception.message") for e in span.events if e.name == "exception"]
+            result = span.status_message or next((m for m in messages if isinstance(m, str) and m), None)
+        return ToolExecution(
+            call_id=call_id,
+            name=_first_str(attrs, "tool.name", "gen_ai.tool.name") or span.name or None,
+            args=None if args is None else plain_json(args),
+            result=result,
+            is_error=is_error,
+        )
+
+    def agent_info(self, span: Span) -> AgentInfo:
+        attrs, sid, kind = span.attributes, span.span_id, _kind(span)
+        name = _first_str(
+            attrs, "agent.name", "gen_ai.agent.name", "agent_name", "componentName", "ai.telemetry.functionId"
+        )
+        turn, history = _pydantic_turn(attrs, sid)
+        system, inputs = request_messages(attrs.get("input.value"), sid)
+        if re.fullmatch(r"agent\.\w+", span.name) and not inputs:  # Mastra 0.x: agent.stream(messages)
+            system, inputs = request_messages(attrs.get(f"{span.name}.argument.0"), sid)
+        answer = (
+            _output_message(attrs, f"{sid}-out-0", keep_unknown=kind != "RETRIEVER")
+            or response_message(attrs.get("final_result"), f"{sid}-out-0", keep_unknown=True)
+            or response_message(attrs.get(f"{span.name}.result"), f"{sid}-out-0")
+        )
+        if answer is None:
+            outputs = convert_messages(attrs.get(OUTPUT_MESSAGES), sid, "out", "assistant")
+        else:
+            outputs = [answer]
+        return AgentInfo(
+            name=name or (span.name if kind == "AGENT" and span.name else None),
+            input_messages=turn or inputs,
+            output_messages=outputs,
+            system_messages=[*convert_system_instructions(attrs.get(SYSTEM_INSTRUCTIONS), sid), *system],
+            model=_model(attrs),
+            remembered_messages=history,
+            # A retriever's documents reach the run through retrieved_texts, not twice.
+            context=[] if kind == "RETRIEVER" else _documents(attrs),
+        )
+
+    def retrieved_texts(self, span: Span) -> list[str]:
+        return _documents(span.attributes)

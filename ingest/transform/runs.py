@@ -1,0 +1,268 @@
+"""Spans of one trace -> AgentRuns, independent of the convention that wrote them.
+
+Adapters (``ingest.transform.adapters``) read single spans into normalized pieces (indexed trace-wide by
+``ingest.transform.trace_index``); this module joins them: which spans form a run, the run's input (new
+turn, history, system prompt), usage, model and times. The output (one assistant message per model
+call, tool calls joined with their results) is built by ``ingest.transform.run_output``.
+``build_runs`` never raises: a run that cannot be built is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from ingest.transform.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole
+from ingest.transform.correlate import attach_logs
+from ingest.transform.run_output import run_output
+from ingest.transform.trace_index import Node, TraceIndex, ancestors, index_trace, read_span, start_order
+from schemas import AgentRun, LogRecord, Message, RunInput, Span, Usage
+from schemas.spans import STATUS_ERROR
+
+log = logging.getLogger(__name__)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def build_runs(
+    spans: Sequence[Span],
+    logs: Sequence[LogRecord] = (),
+    adapters: tuple[ConventionAdapter, ...] = ADAPTERS,
+) -> list[AgentRun]:
+    """Every agent run in the spans of one trace, ordered by the start of its root span.
+
+    ``logs`` are the trace's correlated log records; each is read as an event of its span.
+    """
+    try:
+        index = index_trace(attach_logs(spans, logs), adapters)
+        roots = [n for n in index.nodes.values() if _is_run_root(n, index.nodes)]
+        if not roots:
+            # A trace with only retrievals (no agent, no model call): each top retrieval is a run.
+            roots = [
+                n
+                for n in index.nodes.values()
+                if n.role is SpanRole.RETRIEVER
+                and all(a.role is not SpanRole.RETRIEVER for a in ancestors(n, index.nodes))
+            ]
+        members: dict[str, list[Node]] = {r.span.span_id: [] for r in roots}
+        for node in index.nodes.values():
+            owner = _owner(node, index.nodes, members)
+            if owner is not None:
+                members[owner].append(node)
+        inner = _merge_wrapper_agents(roots, members, index.nodes)
+        roots = [r for r in roots if r.span.span_id in members]
+    except Exception:
+        log.exception("cannot index a trace of %d spans; no runs built", len(spans))
+        return []
+    runs: list[AgentRun] = []
+    for root in sorted(roots, key=start_order):
+        try:
+            root_members = sorted(members[root.span.span_id], key=start_order)
+            runs.append(_build_run(root, root_members, index, inner.get(root.span.span_id)))
+        except Exception:
+            span = root.span
+            log.exception("cannot build the run of span %s in trace %s", span.span_id, span.trace_id)
+    return runs
+
+
+def _is_run_root(node: Node, nodes: dict[str, Node]) -> bool:
+    # Every agent span starts a run (a nested agent is its own run); a model call starts one only
+    # when no agent is above it.
+    if node.role is SpanRole.AGENT:
+        return True
+    return node.role is SpanRole.LLM and all(a.role is not SpanRole.AGENT for a in ancestors(node, nodes))
+
+
+def _owner(node: Node, nodes: dict[str, Node], roots: dict[str, list[Node]]) -> str | None:
+    """The span id of the nearest run root at or above the node."""
+    if node.span.span_id in roots:
+        return node.span.span_id
+    for ancestor in ancestors(node, nodes):
+        if ancestor.span.span_id in roots:
+            return ancestor.span.span_id
+    return None
+
+
+def _merge_wrapper_agents(
+    roots: list[Node], members: dict[str, list[Node]], nodes: dict[str, Node]
+) -> dict[str, Node]:
+    """Fold an agent span that only wraps one inner agent span into one run.
+
+    Frameworks layer agent spans (Mastra 0.x ``agent.stream`` around the AI SDK's ``ai.streamText``;
+    an SDK's agent span around a provider's): when the outer agent has no model call or tool of its
+    own and exactly one agent run directly inside it, both spans describe the same run. The outer
+    span stays the run's root (its id is the run id); the inner span's reading is kept in the
+    returned map so the run can use what the outer lacks. Changes ``members`` in place.
+    """
+    inner: dict[str, Node] = {}
+    by_id = {r.span.span_id: r for r in roots}
+    for root in sorted(roots, key=start_order, reverse=True):  # innermost first, so chains collapse
+        root_id = root.span.span_id
+        if root.role is not SpanRole.AGENT or root_id not in members:
+            continue
+        own = [n for n in members[root_id] if n is not root]
+        if any(n.role in (SpanRole.LLM, SpanRole.TOOL) for n in own):
+            continue
+        children = [
+            r
+            for r in by_id.values()
+            if r is not root
+            and r.span.span_id in members
+            and r.role is SpanRole.AGENT
+            and _owner_above(r, nodes, members) == root_id
+        ]
+        if len(children) != 1:
+            continue
+        child_id = children[0].span.span_id
+        if _owner_above(root, nodes, members) == child_id:
+            continue  # a parent cycle, not a wrapper
+        members[root_id].extend(members.pop(child_id))
+        inner[root_id] = inner.pop(child_id, children[0])
+    return inner
+
+
+def _owner_above(node: Node, nodes: dict[str, Node], roots: dict[str, list[Node]]) -> str | None:
+    """The nearest run root strictly above the node."""
+    for ancestor in ancestors(node, nodes):
+        if ancestor.span.span_id in roots:
+            return ancestor.span.span_id
+    return None
+
+
+def _utc(ns: int) -> datetime | None:
+    if ns <= 0:
+        return None
+    try:
+        return _EPOCH + timedelta(microseconds=ns // 1000)
+    except OverflowError:
+        return None
+
+
+def _agent_info(root: Node, inner: Node | None) -> AgentInfo | None:
+    """The run's agent reading: the root's, completed from a wrapped inner agent span."""
+    outer = read_span("agent_info", root) if root.role in (SpanRole.AGENT, SpanRole.RETRIEVER) else None
+    outer = outer if isinstance(outer, AgentInfo) else None
+    wrapped = read_span("agent_info", inner) if inner is not None else None
+    wrapped = wrapped if isinstance(wrapped, AgentInfo) else None
+    if outer is None or wrapped is None:
+        return outer or wrapped
+    return AgentInfo(
+        name=outer.name or wrapped.name,
+        input_messages=outer.input_messages or wrapped.input_messages,
+        output_messages=outer.output_messages or wrapped.output_messages,
+        system_messages=outer.system_messages or wrapped.system_messages,
+        model=outer.model or wrapped.model,
+        remembered_messages=(
+            outer.remembered_messages
+            if outer.remembered_messages is not None
+            else wrapped.remembered_messages
+        ),
+        context=outer.context or wrapped.context,
+    )
+
+
+def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: Node | None = None) -> AgentRun:
+    agent = _agent_info(root, inner)
+    timed_calls = sorted(
+        (
+            (n.span.start_time_unix_nano, index.calls[n.span.span_id])
+            for n in members
+            if n.span.span_id in index.calls
+        ),
+        key=lambda item: (item[1].start_ns or item[0], item[0]),
+    )
+    calls = [call for _, call in timed_calls]
+    first = calls[0] if calls else None
+    context: list[str] = list(agent.context) if agent else []
+    for node in members:
+        if node.role is SpanRole.RETRIEVER:
+            texts = read_span("retrieved_texts", node)
+            context.extend(t for t in texts or [] if isinstance(t, str))
+    tools = [n for n in members if n.role is SpanRole.TOOL]
+    run_input = _run_input(agent, first)
+    output = run_output(agent, timed_calls, tools, index)
+    texts = [m.content for m in (*run_input.input_messages, *run_input.remembered_messages, *output)]
+    return AgentRun(
+        trace_id=root.span.trace_id,
+        span_id=root.span.span_id,
+        agent_name=agent.name if agent else None,
+        service_name=root.span.service_name or None,
+        model=(agent.model if agent else None) or next((c.model for c in calls if c.model), None),
+        status="error" if root.span.status_code == STATUS_ERROR else "ok",
+        start_time=_utc(root.span.start_time_unix_nano),
+        end_time=_utc(root.span.end_time_unix_nano),
+        input=run_input,
+        output=output,
+        context=context,
+        usage=Usage(
+            input_tokens=sum(c.usage.input_tokens for c in calls),
+            output_tokens=sum(c.usage.output_tokens for c in calls),
+        ),
+        content_missing=not any(t.strip() for t in texts),
+    )
+
+
+def _in_turn_tool_step(message: Message) -> bool:
+    return message.role == "tool" or (
+        message.role == "assistant" and any(p.type == "tool_call" for p in message.parts)
+    )
+
+
+def _new_turn(messages: list[Message]) -> tuple[int, int]:
+    """Bounds of the new user turn in a prompt: the trailing block of user messages.
+
+    A prompt that ends in the turn's own tool exchange (the model's tool calls and their results
+    after the user's message, when a model call continues a turn) has its new turn just before
+    that exchange; the exchange is neither new input nor earlier history. A prompt ending in
+    anything else (an assistant's answer) has no new turn: everything is history.
+    """
+    end = len(messages)
+    while end > 0 and _in_turn_tool_step(messages[end - 1]):
+        end -= 1
+    start = end
+    while start > 0 and messages[start - 1].role == "user":
+        start -= 1
+    return (start, end) if start < end else (len(messages), len(messages))
+
+
+def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
+    system: list[Message] = []
+    seen_system: set[str] = set()
+
+    def add_system(messages: list[Message]) -> None:
+        # The same prompt often sits on the agent span and on the chat span: keep it once.
+        for message in messages:
+            key = message.content.strip()
+            if key and key in seen_system:
+                continue
+            seen_system.add(key)
+            system.append(message)
+
+    agent_input = agent.input_messages if agent else []
+    prompt = first.input_messages if first else []
+    add_system(agent.system_messages if agent else [])
+    add_system(first.system_messages if first else [])
+    add_system([m for m in prompt if m.role == "system"])
+    add_system([m for m in agent_input if m.role == "system"])
+
+    # The agent span holds only the new turn (util-genai); if a caller put history there too,
+    # keep just its trailing user block so history never leaks into the new input.
+    agent_turn = [m for m in agent_input if m.role != "system"]
+    start, end = _new_turn(agent_turn)
+    agent_turn = agent_turn[start:end] or agent_turn
+    if agent and agent.remembered_messages is not None:
+        # The convention says where the history ends.
+        add_system([m for m in agent.remembered_messages if m.role == "system"])
+        return RunInput(
+            input_messages=agent_turn,
+            remembered_messages=[m for m in agent.remembered_messages if m.role != "system"],
+            system_messages=system,
+        )
+    history = [m for m in prompt if m.role != "system"]
+    start, end = _new_turn(history)
+    return RunInput(
+        input_messages=agent_turn or history[start:end],
+        remembered_messages=history[:start],
+        system_messages=system,
+    )

@@ -1,0 +1,41 @@
+"""The Prometheus metrics a scoring run reports: decisions, written rows, judge spend.
+
+They are registered on the registry they are given (the service's, so ``/metrics`` shows them with
+the ingest metrics), or on one of their own (tests, embedding applications).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter
+
+
+class ScoringMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.decisions = Counter(
+            "tracescore_scoring_decisions",
+            "Scoring decisions by scorer and kind",
+            ["scorer", "decision"],
+            registry=r,
+        )
+        self.scores_written = Counter("tracescore_scores_written", "Score rows written", registry=r)
+        # Judge spend, of failed scorer runs too (their score rows do not exist to carry it).
+        self.judge_tokens = Counter(
+            "tracescore_judge_tokens",
+            "Tokens of answered judge calls by scorer, outcome and direction",
+            ["scorer", "outcome", "direction"],
+            registry=r,
+        )
+        self.judge_cost = Counter(
+            "tracescore_judge_cost_usd",
+            "Cost in USD of answered judge calls (litellm's price map) by scorer and outcome",
+            ["scorer", "outcome"],
+            registry=r,
+        )
+        self.rows_dropped = Counter(
+            "tracescore_scoring_rows_dropped",
+            "Score and decision rows dropped because the store stayed unavailable past the buffer bound",
+            ["kind"],
+            registry=r,
+        )
