@@ -27,6 +27,8 @@ test: $(TEST_INSTALLED)
 
 lint: $(TEST_INSTALLED)
 	$(BIN)/ruff check schemas ingest scoring tests bench
+	$(BIN)/ruff format --check schemas ingest scoring tests bench
+	$(BIN)/mypy
 
 bench: $(TEST_INSTALLED)
 	$(BIN)/python -m bench

@@ -3,8 +3,10 @@
 from schemas.agent_run import AgentRun, Message, Part, RunInput, ToolInvocation, Usage
 from schemas.score import Decision, DecisionKind, Score, ScoreRecord, ScoreSource
 from schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
+from schemas.version import __version__
 
 __all__ = [
+    "__version__",
     "AgentRun",
     "Decision",
     "DecisionKind",

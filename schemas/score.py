@@ -45,14 +45,14 @@ class Score(BaseModel):
 
 
 class ScoreRecord(BaseModel):
-    """One row of the ``scores`` table."""
+    """One row of the ``scores`` table; the live path builds it from a validated ``Score``."""
 
     model_config = ConfigDict(frozen=True)
 
     trace_id: str
     span_id: str
     scorer_id: str
-    score: float
+    score: float = Field(ge=0.0, allow_inf_nan=False)
     label: str = ""
     reason: str = ""
     step_results: dict[str, Any] = Field(default_factory=dict)
@@ -71,6 +71,22 @@ class ScoreRecord(BaseModel):
     @property
     def score_id(self) -> str:
         return score_id(self.trace_id, self.span_id, self.scorer_id)
+
+    @classmethod
+    def from_score(cls, score: Score, *, trace_id: str, span_id: str, **row: Any) -> ScoreRecord:
+        """The row of ``score`` (its name is the scorer id) for the run's root span ``span_id``."""
+        if score.value is None:
+            raise ValueError(f"{score.name!r} did not score the run: there is no row to write")
+        return cls(
+            trace_id=trace_id,
+            span_id=span_id,
+            scorer_id=score.name,
+            score=score.value,
+            label=score.label or "",
+            reason=score.reason or "",
+            step_results=dict(score.metadata),
+            **row,
+        )
 
 
 class Decision(BaseModel):

@@ -6,7 +6,8 @@ from scoring.judge_errors import JudgeError
 from scoring.prompt_step import PromptObject
 from scoring.registry import SCORERS, build_scorer
 from scoring.sampling import is_sampled
-from scoring.scorer import Scorer, ScorerError, ScorerResult, StepContext, create_scorer
+from scoring.scorer import Scorer, ScorerError, ScorerResult, create_scorer
+from scoring.steps import StepContext
 
 __all__ = [
     "SCORERS",

@@ -1,18 +1,16 @@
-"""Route and execute: which scorers score each agent run, and running them under bounds.
+"""Execute: score the runs the router sends, under bounds, and write scores and decisions.
 
-For every run and every configured rule: the rule's filter (no match -> ``filtered``), then
-deterministic sampling (out -> ``sampled_out``), then the content the scorer needs (absent ->
-``skipped_empty``), then the scorer runs in a bounded async pool
-under a timeout (``scored`` with a score row, or ``failed`` with the error -- never a made-up
-score). Several rules may store under one scorer id (one scorer with other options per agent)
-when their filters are disjoint; a run then gets the decision of the rule that matches it. Rows
-are buffered and written to the score sink every ``flush_interval`` seconds, on
-``drain()`` and on ``shutdown()``.
+Each run is routed per scorer id (``scoring.route``); a run to score runs its scorer in a bounded
+async pool under a timeout. The result becomes a validated ``Score`` and then a score row
+(``scored``); a scorer that raises, times out or returns a value outside its scale gets ``failed``
+with the reason -- never a made-up or out-of-range score. Rows are buffered and written to the score
+sink every ``flush_interval`` seconds, on ``drain()`` and on ``shutdown()``.
 
 Bounds: ``config.concurrency`` workers take jobs from a bounded queue; when it is full
-``consume_runs`` waits (backpressure up the pipeline, nothing is dropped). While the sink fails,
-rows stay buffered and are retried with backoff, up to ``MAX_BUFFERED_ROWS`` per kind; beyond
-that the oldest rows are dropped with an error log.
+``consume_runs`` waits (backpressure up the pipeline, nothing is dropped). When the sink fails
+with a retriable error (``schemas.errors.is_retriable``) the rows stay buffered and are retried with
+backoff, up to ``MAX_BUFFERED_ROWS`` per kind, beyond which the oldest are dropped; a permanent
+error (the store refuses the rows) drops that write at once. Every drop is counted and logged.
 """
 
 from __future__ import annotations
@@ -25,13 +23,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource
-from schemas.config import JudgeConfig, RunFilter, ScorerRule, ScoringConfig
+from schemas.config import ScoringConfig
 from schemas.consumers import ScoreSink
+from schemas.errors import is_retriable
+from schemas.version import __version__
 from scoring.judge import JudgeUsage, metered
 from scoring.metrics import ScoringMetrics
-from scoring.registry import ScorerFactory, build_scorer
-from scoring.sampling import is_sampled
-from scoring.scorer import Scorer, ScorerError, ScorerResult
+from scoring.registry import ScorerFactory
+from scoring.route import Rule, build_rules, route
+from scoring.scorer import ScorerError, ScorerResult
 
 logger = logging.getLogger(__name__)
 
@@ -43,70 +43,9 @@ MAX_DETAIL_CHARS = 2_000
 
 
 @dataclass(frozen=True, slots=True)
-class _Rule:
-    scorer_id: str  # the id written to the store: the rule's name, else the scorer's own id
-    scorer: Scorer
-    sample_rate: float
-    filter: RunFilter
-
-    def matches(self, run: AgentRun) -> bool:
-        wanted = self.filter
-        return (
-            (wanted.agent_name is None or run.agent_name in wanted.agent_name)
-            and (wanted.service_name is None or run.service_name in wanted.service_name)
-            and (wanted.status is None or run.status in wanted.status)
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class _Job:
     run: AgentRun
-    rule: _Rule
-
-
-def _disjoint(a: RunFilter, b: RunFilter) -> bool:
-    """True when no run can match both filters: some field lists values the other excludes."""
-    pairs = ((a.agent_name, b.agent_name), (a.service_name, b.service_name), (a.status, b.status))
-    return any(x is not None and y is not None and not set(x) & set(y) for x, y in pairs)
-
-
-def _build_rules(
-    rules: Sequence[ScorerRule],
-    registry: Mapping[str, ScorerFactory] | None,
-    judge: JudgeConfig | None = None,
-) -> tuple[tuple[_Rule, ...], ...]:
-    """The rules, grouped by the scorer id they store (in order of first appearance)."""
-    default_judge = judge.model_dump(exclude_none=True) if judge is not None else None
-    built: list[_Rule] = []
-    for index, rule in enumerate(rules):
-        try:
-            scorer = build_scorer(rule.scorer, rule.options, registry=registry, default_judge=default_judge)
-        except ValueError as exc:
-            raise ValueError(f"scoring rule {index} ({rule.scorer!r}): {exc}") from exc
-        scorer_id = rule.name or scorer.id
-        # Two rules may share a stored id only for runs they can never both match (one scorer,
-        # other options per agent); otherwise one rule's score would overwrite the other's.
-        for other_index, other in enumerate(built):
-            if other.scorer_id == scorer_id and not _disjoint(other.filter, rule.filter):
-                raise ValueError(
-                    f"scoring rules {other_index} and {index} both store scores as {scorer_id!r} "
-                    "for the same runs; give one of them a distinct name"
-                )
-        built.append(_Rule(scorer_id, scorer, rule.sample_rate, rule.filter))
-    groups: dict[str, list[_Rule]] = {}
-    for built_rule in built:
-        groups.setdefault(built_rule.scorer_id, []).append(built_rule)
-    return tuple(tuple(group) for group in groups.values())
-
-
-def _missing_detail(missing: Sequence[str], content_missing: bool) -> str:
-    """Why a run was skipped: the text it lacks, and whether its content was not captured."""
-    texts = [need for need in missing if need != "ground_truth"]
-    parts = [f"no {' or '.join(texts)} text"] if texts else []
-    if "ground_truth" in missing:
-        parts.append("no ground truth")
-    capture = " (content capture off or redacted)" if content_missing and texts else ""
-    return f"run has {' and '.join(parts)}{capture}"
+    rule: Rule
 
 
 class ScoringExecutor:
@@ -128,9 +67,7 @@ class ScoringExecutor:
         registry: Mapping[str, ScorerFactory] | None = None,
     ) -> None:
         self._config = config
-        self._rule_groups = _build_rules(
-            config.rules, registry, config.judge
-        )  # a bad rule fails here, not later
+        self._rule_groups = build_rules(config.rules, registry, config.judge)  # a bad rule fails here
         self._sink = sink
         self._metrics = metrics
         self._source: ScoreSource = source
@@ -172,19 +109,11 @@ class ScoringExecutor:
         try:
             for run in runs:
                 for group in self._rule_groups:
-                    # Rules sharing a scorer id have disjoint filters: at most one matches.
-                    rule = next((rule for rule in group if rule.matches(run)), None)
-                    if rule is None:
-                        self._add(None, self._decision(run, group[0], "filtered"))
-                    elif not is_sampled(
-                        f"{run.run_id}:{rule.scorer_id}", rule.sample_rate, self._config.sampling_salt
-                    ):
-                        self._add(None, self._decision(run, rule, "sampled_out"))
-                    elif missing := rule.scorer.missing_needs(run):
-                        detail = _missing_detail(missing, run.content_missing)
-                        self._add(None, self._decision(run, rule, "skipped_empty", detail))
+                    routed = route(run, group, self._config.sampling_salt)
+                    if routed.decision is None:
+                        await self._queue.put(_Job(run, routed.rule))
                     else:
-                        await self._queue.put(_Job(run, rule))
+                        self._add(None, self._decision(run, routed.rule, routed.decision, routed.detail))
         finally:
             self._producers -= 1
             if self._producers == 0:
@@ -250,7 +179,7 @@ class ScoringExecutor:
         self._count_usage(job.rule, usage, "scored")
         return record, self._decision(job.run, job.rule, "scored")
 
-    def _count_usage(self, rule: _Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
+    def _count_usage(self, rule: Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
         if not usage.calls:
             return
         tokens = self._metrics.judge_tokens
@@ -259,26 +188,29 @@ class ScoringExecutor:
         self._metrics.judge_cost.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.cost_usd)
 
     def _record(self, job: _Job, result: ScorerResult, latency_ms: float) -> ScoreRecord:
-        run = job.run
-        return ScoreRecord(
+        """The score row of a result: its ``Score`` validated against the scorer's scale first."""
+        run, rule = job.run, job.rule
+        try:
+            score = result.to_score(rule.scorer_id)
+        except ValueError as exc:  # out of range or not finite: a failed run, never a stored score
+            raise ScorerError(rule.scorer_id, "generate_score", f"invalid score: {exc}") from exc
+        return ScoreRecord.from_score(
+            score,
             trace_id=run.trace_id,
             span_id=run.span_id,
-            scorer_id=job.rule.scorer_id,
-            score=result.score,
-            reason=result.reason or "",
-            step_results=result.step_results(),
             judge_model=result.judge_model or "",
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
             cost_usd=result.cost_usd,
             latency_ms=latency_ms,
-            sample_rate=job.rule.sample_rate,
+            sample_rate=rule.sample_rate,
+            scorer_version=rule.scorer.version or __version__,
             source=self._source,
             agent_name=run.agent_name or "",
             service_name=run.service_name or "",
         )
 
-    def _decision(self, run: AgentRun, rule: _Rule, kind: DecisionKind, detail: str = "") -> Decision:
+    def _decision(self, run: AgentRun, rule: Rule, kind: DecisionKind, detail: str = "") -> Decision:
         self._metrics.decisions.labels(scorer=rule.scorer_id, decision=kind).inc()
         return Decision(
             trace_id=run.trace_id,
@@ -303,11 +235,19 @@ class ScoringExecutor:
             self._records, self._decisions = [], []
             try:
                 await self._sink.write_scores(records, decisions)
-            except BaseException:
+            except Exception as exc:
+                if not is_retriable(exc):
+                    # The store refuses these rows: trying them again would block every later row.
+                    self._count_dropped(len(records), len(decisions), f"the store refused them: {exc}")
+                    return
                 # Keep the rows (oldest first) for the next attempt, within the buffer bound.
                 self._records[:0] = records
                 self._decisions[:0] = decisions
                 self._trim_buffers()
+                raise
+            except BaseException:  # cancelled mid-write: keep the rows for the final flush
+                self._records[:0] = records
+                self._decisions[:0] = decisions
                 raise
             self._metrics.scores_written.inc(len(records))
 
@@ -315,15 +255,14 @@ class ScoringExecutor:
         dropped_records = max(0, len(self._records) - MAX_BUFFERED_ROWS)
         dropped_decisions = max(0, len(self._decisions) - MAX_BUFFERED_ROWS)
         if dropped_records or dropped_decisions:
-            self._metrics.rows_dropped.labels("score").inc(dropped_records)
-            self._metrics.rows_dropped.labels("decision").inc(dropped_decisions)
             del self._records[:dropped_records]
             del self._decisions[:dropped_decisions]
-            logger.error(
-                "score sink unavailable: dropped the oldest %d score rows and %d decisions",
-                dropped_records,
-                dropped_decisions,
-            )
+            self._count_dropped(dropped_records, dropped_decisions, "the score sink stays unavailable")
+
+    def _count_dropped(self, records: int, decisions: int, why: str) -> None:
+        self._metrics.rows_dropped.labels("score").inc(records)
+        self._metrics.rows_dropped.labels("decision").inc(decisions)
+        logger.error("dropped %d score rows and %d decisions: %s", records, decisions, why)
 
     async def _flush_periodically(self) -> None:
         delay = self._flush_interval

@@ -27,16 +27,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from scoring.judge import Judge, JudgeResult
+from scoring.steps import StepContext, StepName, StepOutcome, result_key
 
-if TYPE_CHECKING:  # scorer.py imports this module when a prompt object is added
-    from scoring.scorer import StepContext, StepName, StepOutcome
-
-PromptFn = Callable[["StepContext"], str] | Callable[["StepContext"], Awaitable[str]]
+PromptFn = Callable[[StepContext], str] | Callable[[StepContext], Awaitable[str]]
 _KEYS = frozenset({"description", "output_schema", "create_prompt", "judge", "calculate_score"})
 
 
@@ -55,7 +53,7 @@ class PromptObject:
     output_schema: type[BaseModel] | None = None
     judge: Judge | None = None
     # generate_score only, with output_schema: turns the judge's structured answer (given to it as
-    # ``ctx.results["generate_score_step_result"]``) into the number (Mastra's calculateScore).
+    # ``ctx.judged(Schema)``) into the number (Mastra's calculateScore).
     calculate_score: Callable[[StepContext], Any] | None = None
 
 
@@ -73,7 +71,7 @@ def as_prompt_object(definition: PromptObject | Mapping[str, Any]) -> PromptObje
 
 @dataclass(frozen=True)
 class PromptStep:
-    """A pipeline step that renders a prompt and asks a judge (implements ``scoring.scorer.Step``)."""
+    """A pipeline step that renders a prompt and asks a judge (implements ``scoring.steps.Step``)."""
 
     name: StepName
     definition: PromptObject
@@ -114,8 +112,6 @@ class PromptStep:
         return cls(name, prompt_object, judge)
 
     async def execute(self, context: StepContext) -> StepOutcome:
-        from scoring.scorer import StepOutcome  # runtime import: scorer.py imports this module
-
         prompt = self.definition.create_prompt(context)
         if inspect.isawaitable(prompt):
             prompt = await prompt
@@ -125,7 +121,7 @@ class PromptStep:
         if self.name == "generate_score" and self.definition.calculate_score is not None:
             assert self.definition.output_schema is not None  # checked in build()
             result = await self.judge.structured(prompt, self.definition.output_schema)
-            answer = replace(context, results={**context.results, "generate_score_step_result": result.value})
+            answer = replace(context, results={**context.results, result_key("generate_score"): result.value})
             value: Any = self.definition.calculate_score(answer)
             if inspect.isawaitable(value):
                 value = await value

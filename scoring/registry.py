@@ -1,179 +1,137 @@
-"""Scorers by name: what a config rule or the CLI names (``textual-difference``) -> a built ``Scorer``."""
+"""Scorers by name: what a rule or the CLI names (``textual-difference``) -> a built ``Scorer``.
+
+A prebuilt scorer declares itself once, beside its factory::
+
+    TEXTUAL_DIFFERENCE = ScorerSpec(
+        name="textual-difference",          # what rules and the CLI call it
+        id="textual-difference-scorer",     # what the store calls it (Mastra's id)
+        title="Textual Difference Scorer",
+        description="Calculate textual difference between input and output ...",
+    )
+
+    @register(TEXTUAL_DIFFERENCE)
+    def create_textual_difference_scorer() -> Scorer:
+        return TEXTUAL_DIFFERENCE.create_scorer().preprocess(...).generate_score(...)
+
+The registry is derived from those declarations, lazily: the first lookup imports the modules of
+``scoring.prebuilt``, so ``from scoring import create_scorer`` stays light. A team's own scorer is
+named ``"package.module:factory"``; its options are validated the same way as a built-in's.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
+import pkgutil
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pydantic import ValidationError, validate_call
 
 from scoring.judge import Judge
-from scoring.prebuilt import (
-    create_answer_relevancy_scorer,
-    create_answer_similarity_scorer,
-    create_bias_scorer,
-    create_called_tool_check,
-    create_completeness_scorer,
-    create_content_similarity_scorer,
-    create_context_precision_scorer,
-    create_context_recall_scorer,
-    create_context_relevance_scorer,
-    create_did_not_call_check,
-    create_equals_check,
-    create_exact_match_scorer,
-    create_excludes_check,
-    create_factuality_scorer,
-    create_faithfulness_scorer,
-    create_hallucination_scorer,
-    create_humor_scorer,
-    create_includes_check,
-    create_json_diff_scorer,
-    create_keyword_coverage_scorer,
-    create_levenshtein_scorer,
-    create_list_contains_scorer,
-    create_matches_check,
-    create_max_tool_calls_check,
-    create_moderation_scorer,
-    create_multi_turn_judge_scorer,
-    create_no_tool_errors_check,
-    create_noise_sensitivity_scorer,
-    create_numeric_diff_scorer,
-    create_possible_scorer,
-    create_prompt_alignment_scorer,
-    create_ragas_answer_correctness_scorer,
-    create_ragas_answer_relevancy_scorer,
-    create_ragas_answer_similarity_scorer,
-    create_ragas_context_entity_recall_scorer,
-    create_ragas_context_precision_scorer,
-    create_ragas_context_recall_scorer,
-    create_ragas_context_relevancy_scorer,
-    create_rubric_scorer,
-    create_similarity_check,
-    create_summarization_scorer,
-    create_summary_scorer,
-    create_textual_difference_scorer,
-    create_tone_scorer,
-    create_tool_call_accuracy_scorer_code,
-    create_tool_call_accuracy_scorer_llm,
-    create_tool_order_check,
-    create_toxicity_scorer,
-    create_trajectory_accuracy_scorer_code,
-    create_trajectory_accuracy_scorer_llm,
-    create_trajectory_scorer_code,
-    create_translation_scorer,
-    create_used_no_tools_check,
-    create_voltagent_tool_call_accuracy_scorer,
-)
-from scoring.scorer import Scorer
+from scoring.scorer import LabelFn, Scorer, create_scorer
+from scoring.steps import DEFAULT_NEEDS, Need
 
 ScorerFactory = Callable[..., Scorer]
+F = TypeVar("F", bound=ScorerFactory)
 
-# Short name -> factory. The factory's keyword parameters are the scorer's options.
-SCORERS: dict[str, ScorerFactory] = {
-    "textual-difference": create_textual_difference_scorer,
-    "content-similarity": create_content_similarity_scorer,
-    "tool-call-accuracy-code": create_tool_call_accuracy_scorer_code,
-    "trajectory-accuracy-code": create_trajectory_accuracy_scorer_code,
-    "trajectory-code": create_trajectory_scorer_code,
-    "completeness": create_completeness_scorer,
-    "keyword-coverage": create_keyword_coverage_scorer,
-    "tone": create_tone_scorer,
-    # Mastra's quick checks (checks.includes, ...): the short name is Mastra's id
-    "check-includes": create_includes_check,
-    "check-excludes": create_excludes_check,
-    "check-equals": create_equals_check,
-    "check-matches": create_matches_check,
-    "check-similarity": create_similarity_check,
-    "check-called-tool": create_called_tool_check,
-    "check-did-not-call": create_did_not_call_check,
-    "check-tool-order": create_tool_order_check,
-    "check-max-tool-calls": create_max_tool_calls_check,
-    "check-used-no-tools": create_used_no_tools_check,
-    "check-no-tool-errors": create_no_tool_errors_check,
-    # autoevals heuristics, as VoltAgent's scorers.exactMatch etc. (they compare with ground_truth)
-    "exact-match": create_exact_match_scorer,
-    "levenshtein": create_levenshtein_scorer,
-    "json-diff": create_json_diff_scorer,
-    "list-contains": create_list_contains_scorer,
-    "numeric-diff": create_numeric_diff_scorer,
-    # LLM judges: the option ``judge`` is a Judge, a model string or a dict of Judge fields
-    "prompt-alignment": create_prompt_alignment_scorer,
-    "tool-call-accuracy-llm": create_tool_call_accuracy_scorer_llm,
-    "trajectory-accuracy-llm": create_trajectory_accuracy_scorer_llm,
-    "noise-sensitivity": create_noise_sensitivity_scorer,
-    "answer-relevancy": create_answer_relevancy_scorer,
-    "faithfulness": create_faithfulness_scorer,
-    "hallucination": create_hallucination_scorer,
-    "answer-similarity": create_answer_similarity_scorer,
-    "bias": create_bias_scorer,
-    "toxicity": create_toxicity_scorer,
-    "context-precision": create_context_precision_scorer,
-    "context-relevance": create_context_relevance_scorer,
-    "context-recall": create_context_recall_scorer,
-    # autoevals LLM classifiers and moderation, as VoltAgent's prebuilt scorers
-    "factuality": create_factuality_scorer,
-    "summary": create_summary_scorer,
-    "translation": create_translation_scorer,
-    "humor": create_humor_scorer,
-    "possible": create_possible_scorer,
-    "moderation": create_moderation_scorer,
-    # RAGAS-style LLM scorers, as VoltAgent's (prefixed: Mastra has scorers of similar names)
-    "ragas-answer-correctness": create_ragas_answer_correctness_scorer,
-    "ragas-answer-relevancy": create_ragas_answer_relevancy_scorer,
-    "ragas-context-precision": create_ragas_context_precision_scorer,
-    "ragas-context-recall": create_ragas_context_recall_scorer,
-    "ragas-context-relevancy": create_ragas_context_relevancy_scorer,
-    "ragas-context-entity-recall": create_ragas_context_entity_recall_scorer,
-    "ragas-answer-similarity": create_ragas_answer_similarity_scorer,
-    # VoltAgent's code tool-call accuracy (its order check differs from Mastra's tool-call-accuracy-code)
-    "voltagent-tool-call-accuracy": create_voltagent_tool_call_accuracy_scorer,
-    # more Mastra LLM judges: a rubric checklist, summaries, whole conversations
-    "rubric": create_rubric_scorer,
-    "summarization": create_summarization_scorer,
-    "multi-turn-judge": create_multi_turn_judge_scorer,
-}
+PREBUILT_PACKAGE = "scoring.prebuilt"
 
-# A scorer's own id (what Mastra and the store call it) -> its short name.
-SCORER_IDS: dict[str, str] = {
-    "textual-difference-scorer": "textual-difference",
-    "content-similarity-scorer": "content-similarity",
-    "code-tool-call-accuracy-scorer": "tool-call-accuracy-code",
-    "code-trajectory-accuracy-scorer": "trajectory-accuracy-code",
-    "code-trajectory-scorer": "trajectory-code",
-    "completeness-scorer": "completeness",
-    "keyword-coverage-scorer": "keyword-coverage",
-    "tone-scorer": "tone",
-    "exactMatch": "exact-match",
-    "jsonDiff": "json-diff",
-    "listContains": "list-contains",
-    "numericDiff": "numeric-diff",
-    "prompt-alignment-scorer": "prompt-alignment",
-    "llm-tool-call-accuracy-scorer": "tool-call-accuracy-llm",
-    "llm-trajectory-accuracy-scorer": "trajectory-accuracy-llm",
-    "noise-sensitivity-scorer": "noise-sensitivity",
-    "answer-relevancy-scorer": "answer-relevancy",
-    "faithfulness-scorer": "faithfulness",
-    "hallucination-scorer": "hallucination",
-    "answer-similarity-scorer": "answer-similarity",
-    "bias-scorer": "bias",
-    "toxicity-scorer": "toxicity",
-    "context-precision-scorer": "context-precision",
-    "context-relevance-scorer": "context-relevance",
-    "context-recall-scorer": "context-recall",
-    "answerCorrectness": "ragas-answer-correctness",
-    "answerRelevancy": "ragas-answer-relevancy",
-    "contextPrecision": "ragas-context-precision",
-    "contextRecall": "ragas-context-recall",
-    "contextRelevancy": "ragas-context-relevancy",
-    "contextEntityRecall": "ragas-context-entity-recall",
-    "answerSimilarity": "ragas-answer-similarity",
-    "toolCallAccuracyCode": "voltagent-tool-call-accuracy",
-    "rubric-scorer": "rubric",
-    "summarization-scorer": "summarization",
-    "multi-turn-judge-scorer": "multi-turn-judge",
-}
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """What a prebuilt scorer is called and says about itself, declared once beside its factory."""
+
+    name: str  # the short name rules and the CLI use
+    id: str  # the scorer id written to the store (Mastra's or VoltAgent's own id)
+    title: str  # the human-readable name
+    description: str
+
+    def create_scorer(
+        self,
+        *,
+        description: str | None = None,
+        needs: frozenset[Need] | set[Need] | tuple[Need, ...] = DEFAULT_NEEDS,
+        judge: Judge | None = None,
+        scale: float = 1.0,
+        label: LabelFn | None = None,
+    ) -> Scorer:
+        """``create_scorer`` with this spec's id, title and description (``description`` may say more)."""
+        return create_scorer(
+            id=self.id,
+            name=self.title,
+            description=description or self.description,
+            needs=needs,
+            judge=judge,
+            scale=scale,
+            label=label,
+        )
+
+
+@dataclass(frozen=True)
+class Registered:
+    spec: ScorerSpec
+    factory: ScorerFactory
+
+
+_DECLARED: dict[str, Registered] = {}
+
+
+def register(spec: ScorerSpec) -> Callable[[F], F]:
+    """Register ``factory`` under ``spec`` (a decorator); the factory's keyword parameters are its options."""
+
+    def decorator(factory: F) -> F:
+        names = {spec.name, spec.id}
+        for other in _DECLARED.values():
+            # An equal spec is the same module imported again; another one may not take its names.
+            if other.spec != spec and names & {other.spec.name, other.spec.id}:
+                raise ValueError(f"scorer {spec.name!r} ({spec.id!r}) clashes with {other.spec.name!r}")
+        _DECLARED[spec.name] = Registered(spec, factory)
+        return factory
+
+    return decorator
+
+
+@functools.cache
+def _load_prebuilt() -> None:
+    """Import every module of ``scoring.prebuilt`` once, so their ``register`` calls have run."""
+    package = importlib.import_module(PREBUILT_PACKAGE)
+    for module in pkgutil.walk_packages(package.__path__, prefix=f"{PREBUILT_PACKAGE}."):
+        importlib.import_module(module.name)
+
+
+def registered() -> dict[str, Registered]:
+    """Every prebuilt scorer by short name, in registration order (imports them on first use)."""
+    _load_prebuilt()
+    return dict(_DECLARED)
+
+
+class _Factories(Mapping[str, ScorerFactory]):
+    """Short name -> factory of every prebuilt scorer, loaded on first use."""
+
+    def __getitem__(self, name: str) -> ScorerFactory:
+        return registered()[name].factory
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(registered())
+
+    def __len__(self) -> int:
+        return len(registered())
+
+
+SCORERS: Mapping[str, ScorerFactory] = _Factories()
+
+
+def find_factory(function_name: str) -> ScorerFactory | None:
+    """The prebuilt factory whose function is called ``function_name`` (``scoring.prebuilt``'s names)."""
+    for entry in registered().values():
+        if entry.factory.__name__ == function_name:
+            return entry.factory
+    return None
+
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -198,6 +156,46 @@ def as_judge(spec: Judge | str | Mapping[str, Any]) -> Judge:
     raise ValueError(f"judge must be a Judge, a model string or a dict, not {type(spec).__name__}")
 
 
+def load_factory(reference: str) -> ScorerFactory:
+    """The factory a ``"package.module:factory"`` reference names (a team's own scorer)."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute or not re.fullmatch(r"[\w.]+", module_name + attribute):
+        raise ValueError(f"scorer reference {reference!r} must look like 'package.module:factory'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"scorer {reference!r}: cannot import {module_name!r}: {exc}") from exc
+    target: Any = module
+    for part in attribute.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ValueError(f"scorer {reference!r}: {module_name!r} has no {attribute!r}")
+    if not callable(target):
+        raise ValueError(f"scorer {reference!r} is not a function returning a Scorer")
+    factory: ScorerFactory = target
+    return factory
+
+
+def _resolve(name_or_id: str, registry: Mapping[str, ScorerFactory] | None) -> tuple[str, ScorerFactory]:
+    """The short name and factory of a rule's ``scorer``: a short name, a scorer id, or module:factory."""
+    if registry is not None:  # an embedding application's or a test's own table, by its keys only
+        if name_or_id in registry:
+            return name_or_id, registry[name_or_id]
+        if ":" not in name_or_id:
+            raise ValueError(f"unknown scorer {name_or_id!r}; available: {', '.join(registry)}")
+    elif ":" not in name_or_id:
+        entries = registered()
+        for entry in entries.values():
+            if name_or_id in (entry.spec.name, entry.spec.id):
+                return entry.spec.name, entry.factory
+        known = ", ".join(
+            f"{e.spec.name} ({e.spec.id})" if e.spec.id != e.spec.name else e.spec.name
+            for e in entries.values()
+        )
+        raise ValueError(f"unknown scorer {name_or_id!r}; available: {known}")
+    return name_or_id, load_factory(name_or_id)
+
+
 def build_scorer(
     name_or_id: str,
     options: Mapping[str, Any] | None = None,
@@ -205,21 +203,16 @@ def build_scorer(
     registry: Mapping[str, ScorerFactory] | None = None,
     default_judge: Judge | str | Mapping[str, Any] | None = None,
 ) -> Scorer:
-    """Build a scorer from its short name or id, with options in snake_case or Mastra camelCase.
+    """Build a scorer from its short name, its id, or ``"package.module:factory"``, with options in
+    snake_case or Mastra camelCase.
 
-    ``registry`` replaces ``SCORERS`` (looked up by its keys only), e.g. for an embedding
-    application's own scorers or a test's. ``default_judge`` is the judge of an LLM scorer whose
+    ``registry`` replaces the prebuilt scorers (looked up by its keys only), e.g. for an embedding
+    application's own table or a test's. ``default_judge`` is the judge of an LLM scorer whose
     options name none (the service's ``scoring.judge``).
     """
-    factories = SCORERS if registry is None else registry
-    aliases = SCORER_IDS if registry is None else {}
-    short = name_or_id if name_or_id in factories else aliases.get(name_or_id)
-    if short is None:
-        ids = {name: scorer_id for scorer_id, name in aliases.items()}
-        known = ", ".join(f"{name} ({ids[name]})" if name in ids else name for name in factories)
-        raise ValueError(f"unknown scorer {name_or_id!r}; available: {known}")
-    factory = factories[short]
-    accepted = list(inspect.signature(factory).parameters)
+    short, factory = _resolve(name_or_id, registry)
+    parameters = inspect.signature(factory).parameters
+    accepted = list(parameters)
     kwargs: dict[str, Any] = {}
     for option, value in (options or {}).items():
         key = _snake(option)
@@ -230,10 +223,7 @@ def build_scorer(
             raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
         kwargs[key] = value
     if "judge" in accepted and "judge" not in kwargs:
-        if (
-            default_judge is None
-            and inspect.signature(factory).parameters["judge"].default is inspect.Parameter.empty
-        ):
+        if default_judge is None and parameters["judge"].default is inspect.Parameter.empty:
             raise ValueError(
                 f"scorer {short!r} asks an LLM judge: give it the option 'judge' (a model such as "
                 "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge"
@@ -243,8 +233,11 @@ def build_scorer(
     try:
         if "judge" in kwargs:
             kwargs["judge"] = as_judge(kwargs["judge"])
-        return validate_call(factory)(**kwargs)
+        scorer = validate_call(factory)(**kwargs)
     except ValidationError as exc:
         raise ValueError(f"scorer {short!r}: invalid options: {exc}") from exc
     except ValueError as exc:  # the factory's own check, e.g. a required option missing
         raise ValueError(f"scorer {short!r}: {exc}") from exc
+    if not isinstance(scorer, Scorer):
+        raise ValueError(f"scorer {short!r}: the factory returned {type(scorer).__name__}, not a Scorer")
+    return scorer

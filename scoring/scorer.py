@@ -8,7 +8,7 @@ A Python mirror of Mastra's ``createScorer``::
     scorer = (
         create_scorer(id="answer-length", description="Longer answers score higher")
         .preprocess(lambda ctx: {"length": len(output_text(ctx.run))})
-        .generate_score(lambda ctx: min(1.0, ctx.results["preprocess_step_result"]["length"] / 500))
+        .generate_score(lambda ctx: min(1.0, ctx.preprocessed(dict)["length"] / 500))
         .generate_reason(lambda ctx: f"score {ctx.score:.2f} from the answer length")
     )
     result = await scorer.run(run)  # an AgentRun, or a dict of the same shape
@@ -16,8 +16,10 @@ A Python mirror of Mastra's ``createScorer``::
 A step may also be a prompt object answered by an LLM judge (``create_scorer(judge=...)``); see
 ``scoring.prompt_step``.
 
-Each step receives a ``StepContext`` with ``run`` and ``results`` (``preprocess_step_result``,
-``analyze_step_result``; for ``generate_reason`` also ``score``). Steps may be sync or async.
+Each step receives a ``StepContext`` (``scoring.steps``): the run, the earlier steps' results through
+typed accessors (``ctx.preprocessed(dict)``, ``ctx.analyzed(Verdicts)``) and, in generate_reason,
+``ctx.score``. Steps may be sync or async. The score must be a finite number in [0, ``scale``];
+anything else fails the run with a ``ScorerError`` naming the value, so it is never stored.
 
 Threads: a sync step runs inline on the event loop, so it must be cheap. Declare a CPU-heavy sync
 step with ``heavy=True`` and it runs through ``asyncio.to_thread``, keeping the loop responsive.
@@ -29,92 +31,54 @@ per-run state, so one instance may score many runs concurrently.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
 import numbers
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
 from schemas import AgentRun, Score
-from scoring.judge import Judge, JudgeUsage, metered
+from schemas.errors import TracescoreError, is_retriable
+from scoring.judge import Judge, metered
 from scoring.prompt_step import PromptObject, PromptStep
+from scoring.steps import (
+    DEFAULT_NEEDS,
+    NEEDS,
+    STEP_ORDER,
+    FunctionStep,
+    Need,
+    Step,
+    StepContext,
+    StepFn,
+    StepName,
+    result_key,
+)
 
-StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
-# ``ground_truth``: the run must carry one (evals and backfills do; live traces never do).
-Need = Literal["input", "output", "context", "ground_truth"]
-# What a scorer reads unless it says otherwise: the user's input text and the agent's output text.
-DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
-STEP_ORDER: tuple[StepName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")
+# A step: a function, or a prompt object (``PromptObject`` or a dict of its keys) answered by a judge.
+StepDef = StepFn | PromptObject | Mapping[str, Any]
+# The label of a scored run (a classifier's choice, a check's pass/fail), from its score and results.
+LabelFn = Callable[[StepContext], str | None]
 
 
-class ScorerError(Exception):
-    """A scorer could not produce a score; names the scorer and the step that failed."""
+class ScorerError(TracescoreError):
+    """A scorer could not produce a score; names the scorer and the step that failed.
 
-    def __init__(self, scorer_id: str, step: str | None, message: str) -> None:
+    ``retriable`` is the cause's: a judge that stayed unavailable may answer later, a step that
+    raised on this run's data will raise again.
+    """
+
+    def __init__(
+        self, scorer_id: str, step: str | None, message: str, *, retriable: bool | None = None
+    ) -> None:
         where = f"scorer {scorer_id!r}" + (f", step {step!r}" if step else "")
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {message}", retriable=retriable)
         self.scorer_id = scorer_id
         self.step = step
-
-
-@dataclass(frozen=True, slots=True)
-class StepContext:
-    """What a step sees. Readable as attributes (``ctx.run``) or keys (``ctx["run"]``)."""
-
-    run: AgentRun
-    results: Mapping[str, Any]
-    score: float | None = None
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in ("run", "results", "score"):
-            raise KeyError(key)
-        return getattr(self, key)
-
-
-@dataclass(frozen=True, slots=True)
-class StepOutcome:
-    """A step's value; for a prompt-object step also the prompt it sent."""
-
-    value: Any
-    prompt: str | None = None
-
-
-class Step(Protocol):
-    """One pipeline step: a ``FunctionStep`` or a prompt-object ``PromptStep`` (LLM judge)."""
-
-    @property
-    def name(self) -> StepName: ...
-
-    async def execute(self, context: StepContext) -> StepOutcome: ...
-
-
-StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
-# A function, or a prompt object (``PromptObject`` or a dict of its keys) answered by a judge.
-StepDef = StepFn | PromptObject | Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionStep:
-    """A step backed by a sync or async function; ``heavy`` sync functions run in a thread."""
-
-    name: StepName
-    fn: StepFn
-    heavy: bool = False
-
-    async def execute(self, context: StepContext) -> StepOutcome:
-        if self.heavy:
-            value = await asyncio.to_thread(self.fn, context)
-        else:
-            value = self.fn(context)
-        if inspect.isawaitable(value):
-            value = await value
-        return StepOutcome(value)
 
 
 class ScorerResult(BaseModel):
@@ -126,6 +90,10 @@ class ScorerResult(BaseModel):
     run_id: str
     score: float
     reason: str | None = None
+    # The scored run's label where the scorer gives one (a classifier's choice, a check's pass/fail).
+    label: str | None = None
+    # The score lies in [0, scale].
+    scale: float = 1.0
     preprocess_step_result: Any = None
     analyze_step_result: Any = None
     # Filled by prompt-object (LLM judge) steps; None for function steps.
@@ -149,18 +117,20 @@ class ScorerResult(BaseModel):
         data = to_jsonable_python(raw, inf_nan_mode="null", fallback=repr)
         return {key: value for key, value in data.items() if value is not None}
 
-    def to_score(self, name: str | None = None, *, scale: float = 1.0) -> Score:
-        """This result as a ``schemas.Score`` (raises if the score lies outside [0, scale])."""
+    def to_score(self, name: str | None = None) -> Score:
+        """This result as a validated ``schemas.Score`` (raises if the score lies outside [0, scale])."""
         return Score(
             name=name or self.scorer_id,
             value=self.score,
+            label=self.label,
             reason=self.reason,
-            scale=scale,
+            scale=self.scale,
             metadata=self.step_results(),
         )
 
 
-def _check_score(scorer_id: str, value: Any) -> float:
+def _check_score(scorer_id: str, value: Any, scale: float) -> float:
+    """The step's value as a score in [0, scale], or a ``ScorerError`` naming the value."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ScorerError(
             scorer_id, "generate_score", f"returned {value!r} ({type(value).__name__}), not a number"
@@ -168,6 +138,10 @@ def _check_score(scorer_id: str, value: Any) -> float:
     score = float(value)
     if not math.isfinite(score):
         raise ScorerError(scorer_id, "generate_score", f"returned {score!r}, not a finite number")
+    if not 0.0 <= score <= scale:
+        raise ScorerError(
+            scorer_id, "generate_score", f"returned {value!r}, outside its scale [0, {scale:g}]"
+        )
     return score
 
 
@@ -185,6 +159,12 @@ class Scorer:
     needs: frozenset[Need] = DEFAULT_NEEDS
     # The default judge of prompt-object steps (a step's own judge replaces it).
     judge: Judge | None = None
+    # Scores lie in [0, scale]; a step returning anything else fails the run.
+    scale: float = 1.0
+    # The scored run's label, from the context after generate_score (None: the scorer has no labels).
+    label: LabelFn | None = None
+    # The scorer's own version, stored with its scores (None: the tracescore package's version).
+    version: str | None = None
 
     def missing_needs(self, run: AgentRun) -> list[Need]:
         """The needed pieces of content this run does not have."""
@@ -234,21 +214,28 @@ class Scorer:
         return replace(self, steps=tuple(steps))
 
     async def run(self, run: AgentRun | Mapping[str, Any]) -> ScorerResult:
-        """Score one run. Raises ``ScorerError`` naming the step when a step fails."""
+        """Score one run. Raises ``ScorerError`` naming the step when a step fails or the score is
+        not a number in [0, scale]."""
         agent_run = self._as_run(run)
         if not any(step.name == "generate_score" for step in self.steps):
             raise ScorerError(self.id, "generate_score", "the scorer has no generate_score step")
         with metered() as usage:
             results, prompts, score = await self._run_steps(agent_run)
+        label = self._label(StepContext(run=agent_run, results=results, score=score))
         run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else str(uuid.uuid4())
         return ScorerResult(
             scorer_id=self.id,
             run_id=run_id,
             score=score,
-            reason=results.get("generate_reason_step_result"),
-            preprocess_step_result=results.get("preprocess_step_result"),
-            analyze_step_result=results.get("analyze_step_result"),
-            **_usage_fields(usage),
+            reason=results.get(result_key("generate_reason")),
+            label=label,
+            scale=self.scale,
+            preprocess_step_result=results.get(result_key("preprocess")),
+            analyze_step_result=results.get(result_key("analyze")),
+            judge_model=",".join(usage.models) or None,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
             **prompts,
         )
 
@@ -263,9 +250,11 @@ class Scorer:
             try:
                 outcome = await step.execute(StepContext(run=agent_run, results=visible, score=score))
             except Exception as exc:  # re-raised with the scorer and the step named
-                raise ScorerError(self.id, step.name, f"{type(exc).__name__}: {exc}") from exc
+                raise ScorerError(
+                    self.id, step.name, f"{type(exc).__name__}: {exc}", retriable=is_retriable(exc)
+                ) from exc
             if step.name == "generate_score":
-                score = _check_score(self.id, outcome.value)
+                score = _check_score(self.id, outcome.value, self.scale)
             if (
                 step.name == "generate_reason"
                 and outcome.value is not None
@@ -274,12 +263,23 @@ class Scorer:
                 raise ScorerError(
                     self.id, step.name, f"returned {type(outcome.value).__name__}, not a string"
                 )
-            results[f"{step.name}_step_result"] = outcome.value
+            results[result_key(step.name)] = outcome.value
             if outcome.prompt is not None:
                 prompts[f"{step.name}_prompt"] = outcome.prompt
         if score is None:  # unreachable: generate_score ran (checked in run) or raised
             raise ScorerError(self.id, "generate_score", "produced no score")
         return results, prompts, score
+
+    def _label(self, context: StepContext) -> str | None:
+        if self.label is None:
+            return None
+        try:
+            label = self.label(context)
+        except Exception as exc:
+            raise ScorerError(self.id, "label", f"{type(exc).__name__}: {exc}") from exc
+        if label is not None and not isinstance(label, str):
+            raise ScorerError(self.id, "label", f"returned {type(label).__name__}, not a string")
+        return label
 
     def _as_run(self, run: AgentRun | Mapping[str, Any]) -> AgentRun:
         if isinstance(run, AgentRun):
@@ -290,15 +290,6 @@ class Scorer:
             raise ScorerError(self.id, None, f"the run is not a valid AgentRun: {exc}") from exc
 
 
-def _usage_fields(usage: JudgeUsage) -> dict[str, Any]:
-    return {
-        "judge_model": ",".join(usage.models) or None,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cost_usd": usage.cost_usd,
-    }
-
-
 def create_scorer(
     *,
     id: str,
@@ -307,6 +298,9 @@ def create_scorer(
     type: str = "agent",
     needs: frozenset[Need] | set[Need] | tuple[Need, ...] = DEFAULT_NEEDS,
     judge: Judge | None = None,
+    scale: float = 1.0,
+    label: LabelFn | None = None,
+    version: str | None = None,
 ) -> Scorer:
     """Start a scorer pipeline (Mastra's ``createScorer``); add steps by chaining.
 
@@ -314,14 +308,27 @@ def create_scorer(
     ``ground_truth``); runs without it are skipped (decision ``skipped_empty``) rather than
     scored on empty text.
     ``judge`` answers the prompt-object steps that have no judge of their own.
+    ``scale``: scores lie in [0, scale]; any other value fails the run, and is never stored.
+    ``label``: the scored run's label (e.g. a choice or pass/fail), from the step context.
+    ``version``: stored with the scores (default: the tracescore package version).
     """
     if not id:
         raise ValueError("a scorer needs an id")
     if type != "agent":
         raise ValueError(f"scorer type {type!r} is not supported (only 'agent')")
-    unknown = set(needs) - {"input", "output", "context", "ground_truth"}
+    unknown = set(needs) - NEEDS
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; use input, output, context, ground_truth")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
     return Scorer(
-        id=id, description=description, name=name or id, type=type, needs=frozenset(needs), judge=judge
+        id=id,
+        description=description,
+        name=name or id,
+        type=type,
+        needs=frozenset(needs),
+        judge=judge,
+        scale=scale,
+        label=label,
+        version=version,
     )

@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -16,63 +13,11 @@ from typing import Any
 
 from tests.support.fixture_files import OTLP_DIR, PARITY_DIR
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
+from tests.support.serve import PROJECT_ROOT, start_serve, stop, tracescore, wait_healthy
 
-PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
 GENAI_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
 PARITY = {c["id"]: c["scores"] for c in json.loads((PARITY_DIR / "reference.json").read_text())}
 CASES = {c["id"]: c for c in json.loads((PARITY_DIR / "cases.json").read_text())}
-
-
-def tracescore(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "COLUMNS": "200"},
-    )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_serve(store: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
-    """``tracescore serve`` in its own process on free ports; returns it and its HTTP port."""
-    http_port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ingest.cli",
-            "serve",
-            "--store",
-            str(store),
-            "--grpc-port",
-            str(_free_port()),
-            "--http-port",
-            str(http_port),
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    )
-    return proc, http_port
-
-
-def stop(proc: subprocess.Popen[str]) -> int:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=30)
-    finally:
-        if proc.stdout:
-            proc.stdout.close()
 
 
 def test_inspect_prints_the_agent_runs_of_an_otlp_json_file() -> None:
@@ -146,18 +91,9 @@ def test_demo_prints_the_scores_of_its_agent_runs(tmp_path: Path) -> None:
 
 def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     proc, http_port = start_serve(tmp_path / "data", "--idle", "0.2")
-    base = f"http://127.0.0.1:{http_port}"
     try:
+        base = wait_healthy(proc, http_port)
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=1) as resp:
-                    assert json.loads(resp.read())["status"] == "ok"
-                break
-            except OSError:
-                assert proc.poll() is None, "serve exited early"
-                assert time.monotonic() < deadline, "serve did not come up"
-                time.sleep(0.1)
         request = urllib.request.Request(
             f"{base}/v1/traces", data=GENAI_MAIN.read_bytes(), headers={"Content-Type": "application/json"}
         )

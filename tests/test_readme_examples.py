@@ -83,15 +83,13 @@ async def test_the_judge_example_runs_with_a_local_judge(llm_server: LLMServer) 
 
 
 def test_every_registered_scorer_is_in_the_catalogue() -> None:
-    from scoring.registry import SCORER_IDS, SCORERS
+    from scoring.registry import registered
 
     catalogue = README.read_text().split("## Scorers", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in catalogue.splitlines() if line.startswith("| `")]
-    ids = {scorer_id for scorer_id, name in SCORER_IDS.items()}
     missing = [
         name
-        for name in SCORERS
-        if not any(f"`{name}`" in row or f"`{name}," in row for row in rows)
-        and not any(f"`{i}`" in row for row in rows for i in ids if SCORER_IDS[i] == name)
+        for name, entry in registered().items()
+        if not any(f"`{name}`" in row or f"`{name}," in row or f"`{entry.spec.id}`" in row for row in rows)
     ]
     assert missing == []

@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.decode.batch import BatchBuilder
 from ingest.decode.otlp_json import JsonRequestError, parse_logs_request, parse_trace_request
 from ingest.decode.protobuf import logs_request_to_batch, request_to_batch
+from schemas.errors import TracescoreError
 from schemas.spans import SpanBatch
 
 SIGNAL_TRACES = "traces"
@@ -29,8 +30,12 @@ CONTENT_TYPES = {"otlp_proto": "application/x-protobuf", "otlp_json": "applicati
 _ENCODING_BY_CONTENT_TYPE = {content_type: name for name, content_type in CONTENT_TYPES.items()}
 
 
-class DecodeError(ValueError):
-    """The payload as a whole is not an export request in the given encoding; the message says why."""
+class DecodeError(TracescoreError, ValueError):
+    """The payload as a whole is not an export request in the given encoding; the message says why.
+
+    Always permanent: the same bytes never decode later."""
+
+    retriable = False
 
 
 Decoder = Callable[[bytes], SpanBatch]

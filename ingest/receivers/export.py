@@ -1,9 +1,10 @@
 """The export step the OTLP receivers share, and the OTLP answer to an export request.
 
 ``export`` decodes a request of either signal (traces or logs) through the decoding registry, counts it,
-and forwards the accepted spans or log records to the ``next`` consumer. Its two failures are typed once:
-``DecodeError`` is permanent (the client must not retry), ``ConsumerUnavailable`` is retryable; each
-receiver maps them to its transport's status codes.
+and forwards the accepted spans or log records to the ``next`` consumer. Its two failures are typed once
+(``schemas.errors``): ``DecodeError`` is permanent (the client must not retry); ``ConsumerFailed`` is
+retriable when its cause is (the store unreachable or busy) and permanent otherwise. Each receiver maps
+them to its transport's status codes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
 from schemas.consumers import SpanConsumer
+from schemas.errors import TracescoreError, is_retriable
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
@@ -30,14 +32,14 @@ OUTCOME_OK = "ok"
 OUTCOME_PARTIAL = "partial"
 OUTCOME_INVALID = "invalid"
 OUTCOME_UNAVAILABLE = "unavailable"
+OUTCOME_FAILED = "failed"
 OUTCOME_TOO_LARGE = "too_large"
 OUTCOME_UNSUPPORTED = "unsupported"
 
 
-class ConsumerUnavailable(Exception):
-    """The next consumer could not take the spans or log records; the client should retry later."""
-
-    retriable = True
+class ConsumerFailed(TracescoreError):
+    """The next consumer could not take the spans or log records. ``retriable`` is the cause's: the
+    client should retry later (the store is unreachable or busy), or not (the store refuses them)."""
 
 
 def count_decoded(batch: SpanBatch, signal: str, metrics: Metrics, transport: str) -> None:
@@ -68,7 +70,7 @@ async def export(
 ) -> SpanBatch:
     """Decode one export request of ``signal`` and hand its spans or log records on.
 
-    Raises DecodeError when the payload is unreadable, ConsumerUnavailable when ``next`` fails.
+    Raises DecodeError when the payload is unreadable, ConsumerFailed when ``next`` fails.
     """
     try:
         if len(payload) < DECODE_IN_THREAD_BYTES:
@@ -84,10 +86,12 @@ async def export(
         try:
             await next.consume_spans(batch)
         except Exception as exc:
-            metrics.requests.labels(transport, OUTCOME_UNAVAILABLE).inc()
+            retriable = is_retriable(exc)
+            metrics.requests.labels(transport, OUTCOME_UNAVAILABLE if retriable else OUTCOME_FAILED).inc()
             log.warning("%s export: next consumer failed: %s", transport, exc, exc_info=True)
             what = "log records" if signal == SIGNAL_LOGS else "spans"
-            raise ConsumerUnavailable(f"{what} could not be stored, retry later: {exc}") from exc
+            later = ", retry later" if retriable else ""
+            raise ConsumerFailed(f"{what} could not be stored{later}: {exc}", retriable=retriable) from exc
         count_received(batch, metrics, transport)
     metrics.requests.labels(transport, OUTCOME_PARTIAL if batch.rejected_spans else OUTCOME_OK).inc()
     return batch

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError
 from ingest.metrics import Metrics
-from ingest.receivers.export import ConsumerUnavailable, export, export_response_for
+from ingest.receivers.export import ConsumerFailed, export, export_response_for
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
 
@@ -86,8 +86,10 @@ class GrpcReceiver:
                 batch = await export("otlp_proto", request, self._next, self._metrics, TRANSPORT, signal)
             except DecodeError as exc:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            except ConsumerUnavailable as exc:
-                await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            except ConsumerFailed as exc:
+                # UNAVAILABLE is the OTLP code a client retries; INTERNAL it does not.
+                code = grpc.StatusCode.UNAVAILABLE if exc.retriable else grpc.StatusCode.INTERNAL
+                await context.abort(code, str(exc))
             return export_response_for(signal, batch)
 
         return export_signal

@@ -33,7 +33,7 @@ from ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNSUPPORTED,
-    ConsumerUnavailable,
+    ConsumerFailed,
     export,
     export_response_for,
 )
@@ -146,8 +146,11 @@ class HttpReceiver:
                 batch = await export(encoding, payload, self._next, self._metrics, TRANSPORT, signal)
             except DecodeError as exc:
                 raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
-            except ConsumerUnavailable as exc:
-                raise _ExportFailed(503, code_pb2.UNAVAILABLE, str(exc)) from None
+            except ConsumerFailed as exc:
+                # 503 is the OTLP/HTTP status a client retries (after Retry-After); 500 it does not.
+                if exc.retriable:
+                    raise _ExportFailed(503, code_pb2.UNAVAILABLE, str(exc)) from None
+                raise _ExportFailed(500, code_pb2.INTERNAL, str(exc)) from None
         except _ExportFailed as failed:
             if failed.outcome:
                 self._metrics.requests.labels(TRANSPORT, failed.outcome).inc()

@@ -8,7 +8,9 @@ committed only after the batch's spans and log records are stored, so a crash re
 loses; replays are safe because score ids are deterministic.
 
 A record that cannot be decoded, or whose items were partly rejected, is parked in a dead-letter
-topic with the reason in its headers, and the stream goes on.
+topic with the reason in its headers, and the stream goes on. When storing a batch fails, the error
+type decides (``schemas.errors.is_retriable``): a retriable failure rewinds the batch and retries it
+with backoff; a permanent one parks the batch's records in the dead-letter topic and commits.
 
 kafka-python is a blocking client, so the consumer loop runs on its own thread and hands each polled
 batch to the event loop, waiting until ``next.consume_spans`` has returned before it commits.
@@ -38,6 +40,7 @@ from ingest.receivers.export import (
 )
 from schemas.config import KafkaConfig
 from schemas.consumers import SpanConsumer
+from schemas.errors import is_retriable
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
@@ -146,6 +149,7 @@ class KafkaReceiver:
     def _handle(self, records: Iterable[ConsumerRecord], producer: KafkaProducer) -> None:
         merged = SpanBatch()
         parked: list[Future[Any]] = []
+        carried: list[ConsumerRecord] = []  # records whose spans or log records go to the store
         for record in records:
             signal = self._signals.get(record.topic, SIGNAL_TRACES)
             try:
@@ -162,18 +166,34 @@ class KafkaReceiver:
                 )
             else:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_OK).inc()
+            if batch.spans or batch.logs:
+                carried.append(record)
             merged.spans.extend(batch.spans)
             merged.logs.extend(batch.logs)
             merged.rejected_spans += batch.rejected_spans
             merged.errors.extend(batch.errors)
-        # Dead letters must be durable before their offsets are committed.
+        self._flush_parked(producer, parked)
+        if merged.spans or merged.logs:
+            assert self._loop is not None
+            try:
+                asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
+            except Exception as exc:
+                if is_retriable(exc):
+                    raise  # rewound and retried: the store may take them later
+                # The store refuses them for good: park the records so the stream moves on.
+                reason = f"not stored: {exc}"
+                self._flush_parked(
+                    producer, [self._park(producer, r, reason, rejected=None) for r in carried]
+                )
+                return
+            count_received(merged, self._metrics, TRANSPORT)
+
+    @staticmethod
+    def _flush_parked(producer: KafkaProducer, parked: list[Future[Any]]) -> None:
+        """Dead letters must be durable before their offsets are committed."""
         producer.flush()
         for future in parked:
             future.get(timeout=30)
-        if merged.spans or merged.logs:
-            assert self._loop is not None
-            asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
-            count_received(merged, self._metrics, TRANSPORT)
 
     def _park(
         self, producer: KafkaProducer, record: ConsumerRecord, reason: str, rejected: int | None

@@ -23,6 +23,8 @@ from clickhouse_connect.driver.binding import quote_identifier
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
+from schemas.errors import StoreError
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -33,12 +35,36 @@ DDL_FILES = ("otel_traces.sql", "otel_logs.sql", "scores.sql", "score_decisions.
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
 
 
-class StoreError(Exception):
-    """The store cannot be opened or a statement failed. ``retriable`` marks transient failures."""
+# Server error codes worth another try: the server is busy, short of memory, or a replica lags.
+RETRIABLE_CODES = frozenset(
+    {
+        3,  # UNEXPECTED_END_OF_FILE (a connection cut mid-answer)
+        159,  # TIMEOUT_EXCEEDED
+        202,  # TOO_MANY_SIMULTANEOUS_QUERIES
+        203,  # NO_FREE_CONNECTION
+        209,  # SOCKET_TIMEOUT
+        210,  # NETWORK_ERROR
+        241,  # MEMORY_LIMIT_EXCEEDED
+        242,  # TABLE_IS_READ_ONLY (a replica lost its Keeper session)
+        252,  # TOO_MANY_PARTS (inserts faster than merges)
+        285,  # TOO_FEW_LIVE_REPLICAS
+        319,  # UNKNOWN_STATUS_OF_INSERT
+        425,  # SYSTEM_ERROR
+        999,  # KEEPER_EXCEPTION
+    }
+)
+_ERROR_CODE = re.compile(r"\bCode:\s*(\d+)")
 
-    def __init__(self, message: str, *, retriable: bool = False) -> None:
-        super().__init__(message)
-        self.retriable = retriable
+
+def store_error(what: str, exc: ClickHouseError) -> StoreError:
+    """The ``StoreError`` for a clickhouse-connect failure, classified once: the server unreachable
+    or one of ``RETRIABLE_CODES`` is retriable; the rest (bad SQL, a missing table, a refused row,
+    authentication) fails the same way again."""
+    code = _ERROR_CODE.search(str(exc))
+    retriable = isinstance(exc, OperationalError) or (
+        code is not None and int(code.group(1)) in RETRIABLE_CODES
+    )
+    return StoreError(f"{what} failed: {exc}", retriable=retriable)
 
 
 def resolve_dsn(dsn: str) -> str:
@@ -169,10 +195,8 @@ class Store:
             return await asyncio.get_running_loop().run_in_executor(self._executor, call)
         except StoreError:
             raise
-        except OperationalError as exc:
-            raise StoreError(f"{what} on {self.description} failed: {exc}", retriable=True) from exc
         except ClickHouseError as exc:
-            raise StoreError(f"{what} on {self.description} failed: {exc}") from exc
+            raise store_error(f"{what} on {self.description}", exc) from exc
 
     def _connect(self) -> Client:
         """Open the client and apply the DDL (worker thread)."""

@@ -13,7 +13,9 @@ from pydantic import BaseModel
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import YesNoUnsure, js_json, js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 INSTRUCTIONS = """You are a balanced and nuanced answer relevancy evaluator. Your job is to determine if LLM \
@@ -232,6 +234,15 @@ def relevancy_score(results: list[RelevancyResult], *, uncertainty_weight: float
     return round_to_two_decimals(relevant / len(results) * scale)
 
 
+ANSWER_RELEVANCY = ScorerSpec(
+    name="answer-relevancy",
+    id="answer-relevancy-scorer",
+    title="Answer Relevancy Scorer",
+    description="A scorer that evaluates the relevancy of an LLM output to an input",
+)
+
+
+@register(ANSWER_RELEVANCY)
 def create_answer_relevancy_scorer(judge: Judge, uncertainty_weight: float = 0.3, scale: float = 1) -> Scorer:
     """Mastra's answer relevancy scorer; ``judge`` answers with these instructions."""
     if not 0 <= uncertainty_weight <= 1:
@@ -258,12 +269,8 @@ def create_answer_relevancy_scorer(judge: Judge, uncertainty_weight: float = 0.3
         )
 
     return (
-        create_scorer(
-            id="answer-relevancy-scorer",
-            name="Answer Relevancy Scorer",
-            description="A scorer that evaluates the relevancy of an LLM output to an input",
-            needs={"input", "output"},
-            judge=replace(judge, instructions=INSTRUCTIONS),
+        ANSWER_RELEVANCY.create_scorer(
+            scale=scale or 1, needs={"input", "output"}, judge=replace(judge, instructions=INSTRUCTIONS)
         )
         .preprocess(
             {

@@ -23,7 +23,9 @@ from pydantic.alias_generators import to_camel
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output
 
 INSTRUCTIONS = """You are a precise answer similarity evaluator for CI/CD testing. Your role is to \
@@ -242,6 +244,15 @@ def similarity_score(
     return round_to_two_decimals(max(0.0, min(1.0, score)) * scale)
 
 
+ANSWER_SIMILARITY = ScorerSpec(
+    name="answer-similarity",
+    id="answer-similarity-scorer",
+    title="Answer Similarity Scorer",
+    description="Evaluates how similar an agent output is to a ground truth answer for CI/CD testing",
+)
+
+
+@register(ANSWER_SIMILARITY)
 def create_answer_similarity_scorer(
     judge: Judge,
     require_ground_truth: bool = True,
@@ -295,10 +306,8 @@ def create_answer_similarity_scorer(
         )
 
     return (
-        create_scorer(
-            id="answer-similarity-scorer",
-            name="Answer Similarity Scorer",
-            description="Evaluates how similar an agent output is to a ground truth answer for CI/CD testing",
+        ANSWER_SIMILARITY.create_scorer(
+            scale=scale or 1,
             needs={"output", "ground_truth"} if require_ground_truth else {"output"},
             judge=replace(judge, instructions=INSTRUCTIONS),
         )

@@ -26,7 +26,9 @@ from typing import Any
 from schemas import AgentRun, ToolInvocation
 from scoring.prebuilt.content_similarity import compare_two_strings
 from scoring.prebuilt.js_regex import JsRegExp
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import extract_tool_calls, message_text
 
 
@@ -37,25 +39,30 @@ def _assistant_text(run: AgentRun, separator: str) -> str:
 
 
 def _passed(ctx: StepContext, key: str) -> int:
-    return 1 if ctx.results["preprocess_step_result"][key] else 0
+    return 1 if ctx.preprocessed(dict)[key] else 0
+
+
+def _pass_fail(ctx: StepContext) -> str:
+    """The label of a pass/fail check: ``pass`` at score 1, else ``fail``."""
+    return "pass" if ctx.score == 1 else "fail"
 
 
 def _output_check(
-    id: str, name: str, description: str, preprocess: Callable[[StepContext], dict[str, Any]], key: str
+    spec: ScorerSpec, description: str, preprocess: Callable[[StepContext], dict[str, Any]], key: str
 ) -> Scorer:
     return (
-        create_scorer(id=id, name=name, description=description, needs={"output"})
+        spec.create_scorer(description=description, needs={"output"}, label=_pass_fail)
         .preprocess(preprocess)
         .generate_score(lambda ctx: _passed(ctx, key))
     )
 
 
 def _tool_check(
-    id: str, name: str, description: str, preprocess: Callable[[StepContext], dict[str, Any]]
+    spec: ScorerSpec, description: str, preprocess: Callable[[StepContext], dict[str, Any]]
 ) -> Scorer:
     return (
         # Tool names survive content capture being off: these checks need no text at all.
-        create_scorer(id=id, name=name, description=description, needs=set())
+        spec.create_scorer(description=description, needs=set(), label=_pass_fail)
         .preprocess(preprocess)
         .generate_score(lambda ctx: _passed(ctx, "passed"))
     )
@@ -66,6 +73,15 @@ def _cased(output: str, target: str, ignore_case: bool) -> tuple[str, str]:
     return (output.lower(), target.lower()) if ignore_case else (output, target)
 
 
+INCLUDES = ScorerSpec(
+    name="check-includes",
+    id="check-includes",
+    title="Includes Check",
+    description="Checks if the output includes a text",
+)
+
+
+@register(INCLUDES)
 def create_includes_check(expected: str, ignore_case: bool = True) -> Scorer:
     """1 when the output text contains ``expected`` (case-insensitive unless ``ignore_case=False``).
 
@@ -78,11 +94,18 @@ def create_includes_check(expected: str, ignore_case: bool = True) -> Scorer:
         output, target = _cased(_assistant_text(ctx.run, " "), expected, ignore_case)
         return {"output": output, "target": target, "found": target in output}
 
-    return _output_check(
-        "check-includes", "Includes Check", f'Checks if output includes "{expected}"', preprocess, "found"
-    )
+    return _output_check(INCLUDES, f'Checks if output includes "{expected}"', preprocess, "found")
 
 
+EXCLUDES = ScorerSpec(
+    name="check-excludes",
+    id="check-excludes",
+    title="Excludes Check",
+    description="Checks that the output does not include a text",
+)
+
+
+@register(EXCLUDES)
 def create_excludes_check(unwanted: str, ignore_case: bool = True) -> Scorer:
     """1 when the output text does not contain ``unwanted`` (an empty ``unwanted`` is always contained).
 
@@ -96,14 +119,22 @@ def create_excludes_check(unwanted: str, ignore_case: bool = True) -> Scorer:
         return {"output": output, "target": target, "excluded": target not in output}
 
     return _output_check(
-        "check-excludes",
-        "Excludes Check",
+        EXCLUDES,
         f'Checks that output does not include "{unwanted}"',
         preprocess,
         "excluded",
     )
 
 
+EQUALS = ScorerSpec(
+    name="check-equals",
+    id="check-equals",
+    title="Equals Check",
+    description="Checks if the output equals a text",
+)
+
+
+@register(EQUALS)
 def create_equals_check(expected: str, ignore_case: bool = True) -> Scorer:
     """1 when the output text is exactly ``expected`` (whitespace counts; case only if asked).
 
@@ -116,11 +147,18 @@ def create_equals_check(expected: str, ignore_case: bool = True) -> Scorer:
         output, target = _cased(_assistant_text(ctx.run, ""), expected, ignore_case)
         return {"output": output, "target": target, "is_equal": output == target}
 
-    return _output_check(
-        "check-equals", "Equals Check", f'Checks if output equals "{expected}"', preprocess, "is_equal"
-    )
+    return _output_check(EQUALS, f'Checks if output equals "{expected}"', preprocess, "is_equal")
 
 
+MATCHES = ScorerSpec(
+    name="check-matches",
+    id="check-matches",
+    title="Matches Check",
+    description="Checks if the output matches a regular expression",
+)
+
+
+@register(MATCHES)
 def create_matches_check(pattern: str, flags: str = "", exact: bool = False) -> Scorer:
     """1 when the output text matches the JavaScript regular expression ``/pattern/flags``.
 
@@ -144,11 +182,18 @@ def create_matches_check(pattern: str, flags: str = "", exact: bool = False) -> 
         output = _assistant_text(ctx.run, "")
         return {"output": output, "pattern": str(regex), "matched": tested.test(output)}
 
-    return _output_check(
-        "check-matches", "Matches Check", f"Checks if output matches pattern {regex}", preprocess, "matched"
-    )
+    return _output_check(MATCHES, f"Checks if output matches pattern {regex}", preprocess, "matched")
 
 
+SIMILARITY = ScorerSpec(
+    name="check-similarity",
+    id="check-similarity",
+    title="Similarity Check",
+    description="Checks string similarity of the output to a text",
+)
+
+
+@register(SIMILARITY)
 def create_similarity_check(
     expected: str, threshold: float | None = None, ignore_case: bool = True
 ) -> Scorer:
@@ -172,17 +217,16 @@ def create_similarity_check(
         return {"output": output, "target": target, "score": score, "threshold": threshold}
 
     def generate_score(ctx: StepContext) -> float:
-        score: float = ctx.results["preprocess_step_result"]["score"]
+        score: float = ctx.preprocessed(dict)["score"]
         if threshold is None:
             return score
         return 1 if score >= threshold else 0
 
     return (
-        create_scorer(
-            id="check-similarity",
-            name="Similarity Check",
+        SIMILARITY.create_scorer(
             description=f'Checks string similarity to "{expected}"',
             needs={"output"},
+            label=None if threshold is None else _pass_fail,
         )
         .preprocess(preprocess)
         .generate_score(generate_score, heavy=True)
@@ -198,6 +242,15 @@ def _non_negative(name: str, value: int) -> None:
         raise ValueError(f"{name} must be 0 or more, got {value}")
 
 
+CALLED_TOOL = ScorerSpec(
+    name="check-called-tool",
+    id="check-called-tool",
+    title="Called Tool Check",
+    description="Checks that a tool was called",
+)
+
+
+@register(CALLED_TOOL)
 def create_called_tool_check(tool_name: str, times: int = 1) -> Scorer:
     """1 when the run called ``tool_name`` at least ``times`` times (failed calls count).
 
@@ -218,13 +271,21 @@ def create_called_tool_check(tool_name: str, times: int = 1) -> Scorer:
         }
 
     return _tool_check(
-        "check-called-tool",
-        "Called Tool Check",
+        CALLED_TOOL,
         f'Checks that "{tool_name}" was called{at_least}',
         preprocess,
     )
 
 
+DID_NOT_CALL = ScorerSpec(
+    name="check-did-not-call",
+    id="check-did-not-call",
+    title="Did Not Call Check",
+    description="Checks that a tool was NOT called",
+)
+
+
+@register(DID_NOT_CALL)
 def create_did_not_call_check(tool_name: str) -> Scorer:
     """1 when the run never called ``tool_name`` (not even a call that failed).
 
@@ -237,11 +298,18 @@ def create_did_not_call_check(tool_name: str) -> Scorer:
         count = _tool_names(ctx.run).count(tool_name)
         return {"tool_name": tool_name, "count": count, "passed": count == 0}
 
-    return _tool_check(
-        "check-did-not-call", "Did Not Call Check", f'Checks that "{tool_name}" was NOT called', preprocess
-    )
+    return _tool_check(DID_NOT_CALL, f'Checks that "{tool_name}" was NOT called', preprocess)
 
 
+TOOL_ORDER = ScorerSpec(
+    name="check-tool-order",
+    id="check-tool-order",
+    title="Tool Order Check",
+    description="Checks the order of the tool calls",
+)
+
+
+@register(TOOL_ORDER)
 def create_tool_order_check(expected_order: Sequence[str]) -> Scorer:
     """1 when ``expected_order`` is a subsequence of the run's tool calls (other calls may come between).
 
@@ -261,11 +329,18 @@ def create_tool_order_check(expected_order: Sequence[str]) -> Scorer:
                 matched += 1
         return {"actual_tools": tools, "expected_order": order, "passed": matched == len(order)}
 
-    return _tool_check(
-        "check-tool-order", "Tool Order Check", f"Checks tool call order: [{' → '.join(order)}]", preprocess
-    )
+    return _tool_check(TOOL_ORDER, f"Checks tool call order: [{' → '.join(order)}]", preprocess)
 
 
+MAX_TOOL_CALLS = ScorerSpec(
+    name="check-max-tool-calls",
+    id="check-max-tool-calls",
+    title="Max Tool Calls Check",
+    description="Checks that no more than a number of tool calls were made",
+)
+
+
+@register(MAX_TOOL_CALLS)
 def create_max_tool_calls_check(max: int) -> Scorer:
     """1 when the run made at most ``max`` tool calls.
 
@@ -280,13 +355,21 @@ def create_max_tool_calls_check(max: int) -> Scorer:
         return {"count": count, "max": max, "passed": count <= max}
 
     return _tool_check(
-        "check-max-tool-calls",
-        "Max Tool Calls Check",
+        MAX_TOOL_CALLS,
         f"Checks that no more than {max} tool calls were made",
         preprocess,
     )
 
 
+USED_NO_TOOLS = ScorerSpec(
+    name="check-used-no-tools",
+    id="check-used-no-tools",
+    title="Used No Tools Check",
+    description="Checks that no tools were called",
+)
+
+
+@register(USED_NO_TOOLS)
 def create_used_no_tools_check() -> Scorer:
     """1 when the run called no tool at all.
 
@@ -299,9 +382,7 @@ def create_used_no_tools_check() -> Scorer:
         count = len(_tool_names(ctx.run))
         return {"count": count, "passed": count == 0}
 
-    return _tool_check(
-        "check-used-no-tools", "Used No Tools Check", "Checks that no tools were called", preprocess
-    )
+    return _tool_check(USED_NO_TOOLS, "Checks that no tools were called", preprocess)
 
 
 def js_truthy(value: Any) -> bool:
@@ -326,6 +407,15 @@ def is_error_invocation(invocation: ToolInvocation) -> bool:
     return invocation.state in ("call", "error") or js_truthy(error)
 
 
+NO_TOOL_ERRORS = ScorerSpec(
+    name="check-no-tool-errors",
+    id="check-no-tool-errors",
+    title="No Tool Errors Check",
+    description="Checks that no tool calls resulted in errors",
+)
+
+
+@register(NO_TOOL_ERRORS)
 def create_no_tool_errors_check() -> Scorer:
     """1 when no tool call of the run failed (see ``is_error_invocation``); a run without calls passes.
 
@@ -342,8 +432,7 @@ def create_no_tool_errors_check() -> Scorer:
         return {"error_count": errors, "total_calls": len(invocations), "passed": errors == 0}
 
     return _tool_check(
-        "check-no-tool-errors",
-        "No Tool Errors Check",
+        NO_TOOL_ERRORS,
         "Checks that no tool calls resulted in errors",
         preprocess,
     )

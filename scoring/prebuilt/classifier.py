@@ -20,7 +20,9 @@ from pydantic import BaseModel, BeforeValidator, create_model
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.heuristics import expected_value
-from scoring.scorer import Need, Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import Need, StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # autoevals' suffixes, worded for a JSON answer instead of its ``select_choice`` tool call.
@@ -79,16 +81,21 @@ def render(template: Template, values: dict[str, str], use_cot: bool) -> str:
     return f"{_VARIABLE.sub(fill, template.prompt)}\n{suffix}"
 
 
+def _choice(ctx: StepContext) -> str:
+    """The judge's choice (the label of a classified run)."""
+    choice: str = ctx.analyzed(BaseModel).choice  # type: ignore[attr-defined]  # built by choice_schema
+    return choice
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def create_classifier_scorer(
     judge: Judge,
+    spec: ScorerSpec,
     *,
     template_name: str,
-    id: str,
-    description: str,
     uses: tuple[str, ...],
     extra: dict[str, str] | None = None,
     use_cot: bool | None = None,
@@ -110,17 +117,17 @@ def create_classifier_scorer(
         if "output" in uses:
             values["output"] = get_assistant_message_from_run_output(ctx.run) or ""
         if "expected" in uses:
-            values["expected"] = _text(expected_value(ctx, id))
+            values["expected"] = _text(expected_value(ctx, spec.id))
         return render(template, values, cot)
 
     def score(ctx: StepContext) -> float:
-        return template.choice_scores[ctx.results["analyze_step_result"].choice]
+        return template.choice_scores[_choice(ctx)]
 
     needs: set[Need] = {"output"} | ({"input"} if "input" in uses else set())
     if "expected" in uses:
         needs.add("ground_truth")
     return (
-        create_scorer(id=id, description=description, needs=needs, judge=judge)
+        spec.create_scorer(needs=needs, judge=judge, label=_choice)
         .analyze(
             {
                 "description": "Choose one of the allowed choices",
@@ -132,64 +139,104 @@ def create_classifier_scorer(
     )
 
 
+FACTUALITY = ScorerSpec(
+    name="factuality",
+    id="factuality",
+    title="factuality",
+    description="Checks the factual consistency of the output with the expected answer",
+)
+
+
+@register(FACTUALITY)
 def create_factuality_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Factuality: is the output factually consistent with the expected answer."""
     return create_classifier_scorer(
         judge,
+        FACTUALITY,
         template_name="factuality",
-        id="factuality",
-        description="Checks the factual consistency of the output with the expected answer",
         uses=("input", "output", "expected"),
         use_cot=use_cot,
     )
 
 
+SUMMARY = ScorerSpec(
+    name="summary",
+    id="summary",
+    title="summary",
+    description="Compares the output summary of the input with the expected summary",
+)
+
+
+@register(SUMMARY)
 def create_summary_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Summary: is the output a better summary of the input than the expected one."""
     return create_classifier_scorer(
         judge,
+        SUMMARY,
         template_name="summary",
-        id="summary",
-        description="Compares the output summary of the input with the expected summary",
         uses=("input", "output", "expected"),
         use_cot=use_cot,
     )
 
 
+TRANSLATION = ScorerSpec(
+    name="translation",
+    id="translation",
+    title="translation",
+    description="Checks the output translation against the expected translation",
+)
+
+
+@register(TRANSLATION)
 def create_translation_scorer(judge: Judge, language: str, use_cot: bool | None = None) -> Scorer:
     """autoevals Translation: does the output translate the input from ``language`` as expected."""
     if not language:
         raise ValueError("translation needs the source language")
     return create_classifier_scorer(
         judge,
+        TRANSLATION,
         template_name="translation",
-        id="translation",
-        description="Checks the output translation against the expected translation",
         uses=("input", "output", "expected"),
         extra={"language": language},
         use_cot=use_cot,
     )
 
 
+HUMOR = ScorerSpec(
+    name="humor",
+    id="humor",
+    title="humor",
+    description="Judges whether the output is funny",
+)
+
+
+@register(HUMOR)
 def create_humor_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Humor: is the output funny."""
     return create_classifier_scorer(
         judge,
+        HUMOR,
         template_name="humor",
-        id="humor",
-        description="Judges whether the output is funny",
         uses=("output",),
         use_cot=use_cot,
     )
 
 
+POSSIBLE = ScorerSpec(
+    name="possible",
+    id="possible",
+    title="possible",
+    description="Checks that the output offers a solution rather than calling the task impossible",
+)
+
+
+@register(POSSIBLE)
 def create_possible_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Possible: does the output attempt the task instead of declaring it impossible."""
     return create_classifier_scorer(
         judge,
+        POSSIBLE,
         template_name="possible",
-        id="possible",
-        description="Checks that the output offers a solution rather than calling the task impossible",
         uses=("input", "output"),
         use_cot=use_cot,
     )

@@ -18,7 +18,9 @@ import re
 import unicodedata
 from typing import Any
 
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import input_text, js_trim, output_text
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -161,6 +163,18 @@ def _score(ctx: StepContext) -> float:
     return coverage(elements["input_elements"], elements["output_elements"])
 
 
+COMPLETENESS = ScorerSpec(
+    name="completeness",
+    id="completeness-scorer",
+    title="Completeness Scorer",
+    description=(
+        "Extracts the words of the input and output (verbs as infinitives) and calculates how many of "
+        "the input's the output covers."
+    ),
+)
+
+
+@register(COMPLETENESS)
 def create_completeness_scorer() -> Scorer:
     """Scores the share of the input's elements (words, verbs as infinitives) the output covers.
 
@@ -174,13 +188,4 @@ def create_completeness_scorer() -> Scorer:
         result = await create_completeness_scorer().run(run)
         result.score  # 1.0: "eclipse" covers "eclipses" (7 of 8 letters)
     """
-    return (
-        create_scorer(
-            id="completeness-scorer",
-            name="Completeness Scorer",
-            description="Extracts the words of the input and output (verbs as infinitives) and "
-            "calculates how many of the input's the output covers.",
-        )
-        .preprocess(_preprocess, heavy=True)
-        .generate_score(_score, heavy=True)
-    )
+    return COMPLETENESS.create_scorer().preprocess(_preprocess, heavy=True).generate_score(_score, heavy=True)

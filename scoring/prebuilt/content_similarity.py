@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import JS_WHITESPACE_RUN, input_text, js_collapse_whitespace, output_text, utf16_units
 
 
@@ -28,6 +30,17 @@ def compare_two_strings(first: str, second: str) -> float:
     return 2.0 * shared / (len(first) + len(second) - 2)
 
 
+CONTENT_SIMILARITY = ScorerSpec(
+    name="content-similarity",
+    id="content-similarity-scorer",
+    title="Content Similarity Scorer",
+    description=(
+        "Calculates content similarity between input and output messages using string comparison algorithms."
+    ),
+)
+
+
+@register(CONTENT_SIMILARITY)
 def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace: bool = True) -> Scorer:
     """Scores how alike the input and output texts are (1 identical, 0 no shared bigram).
 
@@ -58,12 +71,5 @@ def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace
         return compare_two_strings(texts["processed_input"], texts["processed_output"])
 
     return (
-        create_scorer(
-            id="content-similarity-scorer",
-            name="Content Similarity Scorer",
-            description="Calculates content similarity between input and output messages using string "
-            "comparison algorithms.",
-        )
-        .preprocess(preprocess)
-        .generate_score(generate_score, heavy=True)
+        CONTENT_SIMILARITY.create_scorer().preprocess(preprocess).generate_score(generate_score, heavy=True)
     )

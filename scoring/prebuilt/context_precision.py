@@ -25,7 +25,9 @@ from pydantic import BaseModel
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import YesNo, js_number, round_to_two_decimals
-from scoring.scorer import Need, Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import Need, StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 ContextExtractor = Callable[[AgentRun], list[str]]
@@ -198,6 +200,18 @@ def context_precision_score(analysis: ContextVerdicts | None, scale: float = 1.0
     return round_to_two_decimals(sum_precision / relevant * (scale or 1))
 
 
+CONTEXT_PRECISION = ScorerSpec(
+    name="context-precision",
+    id="context-precision-scorer",
+    title="Context Precision Scorer",
+    description=(
+        "A scorer that evaluates the relevance and precision of retrieved context nodes for generating "
+        "expected outputs"
+    ),
+)
+
+
+@register(CONTEXT_PRECISION)
 def create_context_precision_scorer(
     judge: Judge,
     *,
@@ -236,10 +250,8 @@ def create_context_precision_scorer(
         )
 
     return (
-        create_scorer(
-            id="context-precision-scorer",
-            name="Context Precision Scorer",
-            description="A scorer that evaluates the relevance and precision of retrieved context nodes for generating expected outputs",
+        CONTEXT_PRECISION.create_scorer(
+            scale=scale or 1,
             needs=context_needs(context, context_extractor),
             judge=replace(judge, instructions=CONTEXT_PRECISION_AGENT_INSTRUCTIONS),
         )

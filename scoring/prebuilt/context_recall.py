@@ -32,7 +32,9 @@ from scoring.prebuilt.context_precision import (
     resolve_context,
 )
 from scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 
 CONTEXT_RECALL_AGENT_INSTRUCTIONS = """You are a precise context recall evaluator. Your job is to determine if the retrieved context contains enough information to support all the claims in a ground-truth reference answer.
 
@@ -211,6 +213,18 @@ def context_recall_score(
     return round_to_two_decimals(min(1.0, attributed / total) * (scale or 1))
 
 
+CONTEXT_RECALL = ScorerSpec(
+    name="context-recall",
+    id="context-recall-scorer",
+    title="Context Recall Scorer",
+    description=(
+        "A scorer that evaluates how well retrieved context covers the claims in a ground-truth "
+        "reference answer"
+    ),
+)
+
+
+@register(CONTEXT_RECALL)
 def create_context_recall_scorer(
     judge: Judge,
     *,
@@ -250,10 +264,8 @@ def create_context_recall_scorer(
         )
 
     return (
-        create_scorer(
-            id="context-recall-scorer",
-            name="Context Recall Scorer",
-            description="A scorer that evaluates how well retrieved context covers the claims in a ground-truth reference answer",
+        CONTEXT_RECALL.create_scorer(
+            scale=scale or 1,
             needs=(context_needs(context, context_extractor) - {"input", "output"}) | {"ground_truth"},
             judge=replace(judge, instructions=CONTEXT_RECALL_AGENT_INSTRUCTIONS),
         )

@@ -34,7 +34,9 @@ from scoring.prebuilt.context_precision import (
     resolve_context,
 )
 from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 RELEVANCE_WEIGHTS: dict[str, float] = {"high": 1.0, "medium": 0.7, "low": 0.3, "none": 0.0}
@@ -237,6 +239,17 @@ def _missing_text(analysis: ContextRelevanceAnalysis | None) -> str:
     return "\nMissing Context Issues:\n" + delimit("missing context", "\n".join(f"- {m}" for m in missing))
 
 
+CONTEXT_RELEVANCE = ScorerSpec(
+    name="context-relevance",
+    id="context-relevance-scorer",
+    title="Context Relevance (LLM)",
+    description=(
+        "Evaluates how relevant and useful the provided context was for generating the agent response"
+    ),
+)
+
+
+@register(CONTEXT_RELEVANCE)
 def create_context_relevance_scorer(
     judge: Judge,
     *,
@@ -280,10 +293,8 @@ def create_context_relevance_scorer(
         )
 
     return (
-        create_scorer(
-            id="context-relevance-scorer",
-            name="Context Relevance (LLM)",
-            description="Evaluates how relevant and useful the provided context was for generating the agent response",
+        CONTEXT_RELEVANCE.create_scorer(
+            scale=scale or 1,
             needs=context_needs(context, context_extractor),
             judge=replace(judge, instructions=CONTEXT_RELEVANCE_INSTRUCTIONS),
         )

@@ -18,7 +18,9 @@ from pydantic import BaseModel
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import Claims, YesNoUnsure, js_json, js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 INSTRUCTIONS = """You are a precise and thorough faithfulness evaluator. Your job is to determine \
@@ -220,6 +222,15 @@ def faithfulness_score(verdicts: list[FaithfulnessVerdict], *, scale: float) -> 
     return round_to_two_decimals(supported / len(verdicts) * scale)
 
 
+FAITHFULNESS = ScorerSpec(
+    name="faithfulness",
+    id="faithfulness-scorer",
+    title="Faithfulness Scorer",
+    description="A scorer that evaluates the faithfulness of an LLM output to an input",
+)
+
+
+@register(FAITHFULNESS)
 def create_faithfulness_scorer(judge: Judge, scale: float = 1, context: list[str] | None = None) -> Scorer:
     """Mastra's faithfulness scorer; ``context`` replaces the run's context and tool results."""
     if scale <= 0:
@@ -249,12 +260,8 @@ def create_faithfulness_scorer(judge: Judge, scale: float = 1, context: list[str
         )
 
     return (
-        create_scorer(
-            id="faithfulness-scorer",
-            name="Faithfulness Scorer",
-            description="A scorer that evaluates the faithfulness of an LLM output to an input",
-            needs={"output"},
-            judge=replace(judge, instructions=INSTRUCTIONS),
+        FAITHFULNESS.create_scorer(
+            scale=scale or 1, needs={"output"}, judge=replace(judge, instructions=INSTRUCTIONS)
         )
         .preprocess(
             {

@@ -21,7 +21,9 @@ from pydantic import BaseModel
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 INSTRUCTIONS = """You are a precise and thorough hallucination evaluator. Your job is to determine \
@@ -252,6 +254,15 @@ def hallucination_score(verdicts: list[HallucinationVerdict], *, scale: float) -
     return round_to_two_decimals(hallucinated / len(verdicts) * scale)
 
 
+HALLUCINATION = ScorerSpec(
+    name="hallucination",
+    id="hallucination-scorer",
+    title="Hallucination Scorer",
+    description="A scorer that evaluates the hallucination of an LLM output to an input",
+)
+
+
+@register(HALLUCINATION)
 def create_hallucination_scorer(
     judge: Judge,
     scale: float = 1,
@@ -291,12 +302,8 @@ def create_hallucination_scorer(
         )
 
     return (
-        create_scorer(
-            id="hallucination-scorer",
-            name="Hallucination Scorer",
-            description="A scorer that evaluates the hallucination of an LLM output to an input",
-            needs={"output"},
-            judge=replace(judge, instructions=INSTRUCTIONS),
+        HALLUCINATION.create_scorer(
+            scale=scale or 1, needs={"output"}, judge=replace(judge, instructions=INSTRUCTIONS)
         )
         .preprocess(
             {

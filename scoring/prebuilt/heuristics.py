@@ -16,7 +16,9 @@ from typing import Any
 
 from rapidfuzz.distance import Levenshtein as _Levenshtein
 
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import output_text
 
 
@@ -92,6 +94,15 @@ def as_number(value: Any, what: str) -> float:
     raise ValueError(f"the {what} {value!r} is not a number")
 
 
+EXACT_MATCH = ScorerSpec(
+    name="exact-match",
+    id="exactMatch",
+    title="Exact Match",
+    description="Exact match of the output with the ground truth",
+)
+
+
+@register(EXACT_MATCH)
 def create_exact_match_scorer(ignore_case: bool = False) -> Scorer:
     """1 when the output text equals the ground truth (JSON compared by content), else 0.
 
@@ -104,14 +115,18 @@ def create_exact_match_scorer(ignore_case: bool = False) -> Scorer:
     def score(ctx: StepContext) -> float:
         return exact_match(output_text(ctx.run), expected_value(ctx, "exact-match"), ignore_case)
 
-    return create_scorer(
-        id="exactMatch",
-        name="Exact Match",
-        description="Exact match of the output with the ground truth",
-        needs={"output", "ground_truth"},
-    ).generate_score(score)
+    return EXACT_MATCH.create_scorer(needs={"output", "ground_truth"}).generate_score(score)
 
 
+LEVENSHTEIN = ScorerSpec(
+    name="levenshtein",
+    id="levenshtein",
+    title="Levenshtein",
+    description="Levenshtein similarity of the output and the ground truth",
+)
+
+
+@register(LEVENSHTEIN)
 def create_levenshtein_scorer() -> Scorer:
     """Normalised edit similarity of the output text and the ground truth (1 identical).
 
@@ -124,14 +139,18 @@ def create_levenshtein_scorer() -> Scorer:
     def score(ctx: StepContext) -> float:
         return levenshtein_similarity(output_text(ctx.run), expected_value(ctx, "levenshtein"))
 
-    return create_scorer(
-        id="levenshtein",
-        name="Levenshtein",
-        description="Levenshtein similarity of the output and the ground truth",
-        needs={"output", "ground_truth"},
-    ).generate_score(score, heavy=True)
+    return LEVENSHTEIN.create_scorer(needs={"output", "ground_truth"}).generate_score(score, heavy=True)
 
 
+NUMERIC_DIFF = ScorerSpec(
+    name="numeric-diff",
+    id="numericDiff",
+    title="Numeric Diff",
+    description="Numeric difference of the output and the ground truth",
+)
+
+
+@register(NUMERIC_DIFF)
 def create_numeric_diff_scorer(threshold: float | None = None) -> Scorer:
     """How close the number the output states is to the ground-truth number.
 
@@ -154,9 +173,4 @@ def create_numeric_diff_scorer(threshold: float | None = None) -> Scorer:
             return 1 if abs(expected - output) <= threshold else 0
         return numeric_diff(output, expected)
 
-    return create_scorer(
-        id="numericDiff",
-        name="Numeric Diff",
-        description="Numeric difference of the output and the ground truth",
-        needs={"output", "ground_truth"},
-    ).generate_score(score)
+    return NUMERIC_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(score)

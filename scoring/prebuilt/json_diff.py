@@ -10,7 +10,9 @@ import json
 from typing import Any
 
 from scoring.prebuilt.heuristics import expected_value, levenshtein_similarity, numeric_diff
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import output_text
 
 
@@ -57,6 +59,15 @@ def json_diff(output: Any, expected: Any) -> float:
     return levenshtein_similarity(json.dumps(output, **compact), json.dumps(expected, **compact))
 
 
+JSON_DIFF = ScorerSpec(
+    name="json-diff",
+    id="jsonDiff",
+    title="JSON Diff",
+    description="Structural similarity of the output JSON and the ground truth",
+)
+
+
+@register(JSON_DIFF)
 def create_json_diff_scorer() -> Scorer:
     """Structural similarity of the output's JSON and the ground truth (1 identical).
 
@@ -70,9 +81,4 @@ def create_json_diff_scorer() -> Scorer:
     def score(ctx: StepContext) -> float:
         return json_diff(output_text(ctx.run), expected_value(ctx, "json-diff"))
 
-    return create_scorer(
-        id="jsonDiff",
-        name="JSON Diff",
-        description="Structural similarity of the output JSON and the ground truth",
-        needs={"output", "ground_truth"},
-    ).generate_score(score, heavy=True)
+    return JSON_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(score, heavy=True)

@@ -13,7 +13,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import JS_WHITESPACE_CHARS, input_text, js_trim, output_text
 
 _HTML_TAG = re.compile(r"<[^>]+>")
@@ -79,6 +81,18 @@ def _score(ctx: StepContext) -> float:
     return counts["matched_keywords_length"] / counts["total_keywords_length"]
 
 
+KEYWORD_COVERAGE = ScorerSpec(
+    name="keyword-coverage",
+    id="keyword-coverage-scorer",
+    title="Keyword Coverage Scorer",
+    description=(
+        'Leverage the nlp method from "compromise" to extract elements from the input and output and '
+        "calculate the coverage."
+    ),
+)
+
+
+@register(KEYWORD_COVERAGE)
 def create_keyword_coverage_scorer() -> Scorer:
     """Scores the share of the input's keywords found among the output's keywords.
 
@@ -91,14 +105,4 @@ def create_keyword_coverage_scorer() -> Scorer:
         result = await create_keyword_coverage_scorer().run(run)
         result.score  # 0.5: "password" of ["reset", "password"]
     """
-    return (
-        create_scorer(
-            id="keyword-coverage-scorer",
-            name="Keyword Coverage Scorer",
-            description='Leverage the nlp method from "compromise" to extract elements from the input '
-            "and output and calculate the coverage.",
-        )
-        .preprocess(_preprocess)
-        .analyze(_analyze)
-        .generate_score(_score)
-    )
+    return KEYWORD_COVERAGE.create_scorer().preprocess(_preprocess).analyze(_analyze).generate_score(_score)

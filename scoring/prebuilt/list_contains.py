@@ -20,7 +20,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from scoring.prebuilt.heuristics import expected_value, levenshtein_similarity
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import output_text
 
 
@@ -65,6 +67,15 @@ def expected_items(value: Any) -> list[Any]:
     return value
 
 
+LIST_CONTAINS = ScorerSpec(
+    name="list-contains",
+    id="listContains",
+    title="List Contains",
+    description="Fuzzy one-to-one overlap of the output items with the expected items",
+)
+
+
+@register(LIST_CONTAINS)
 def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
     """Scores how many of the expected items the output lists (fuzzy, one-to-one).
 
@@ -80,9 +91,4 @@ def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
         expected = expected_items(expected_value(ctx, "list-contains"))
         return list_contains(output_items(output_text(ctx.run)), expected, allow_extra_entities)
 
-    return create_scorer(
-        id="listContains",
-        name="List Contains",
-        description="Fuzzy one-to-one overlap of the output items with the expected items",
-        needs={"output", "ground_truth"},
-    ).generate_score(score, heavy=True)
+    return LIST_CONTAINS.create_scorer(needs={"output", "ground_truth"}).generate_score(score, heavy=True)

@@ -31,7 +31,9 @@ from pydantic import BaseModel, StrictBool
 
 from schemas import AgentRun, Message
 from scoring.judge import Judge, delimit
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import js_trim, message_text
 
 MULTI_TURN_JUDGE_INSTRUCTIONS = """You are an exacting grader. Your job is to judge whether a multi-turn conversation, taken as a whole, satisfies a single plain-English criterion.
@@ -108,6 +110,15 @@ def format_reason(score: float, criterion: str, analysis: MultiTurnAnalysis | No
     return f"{header}\n\n{criterion}\n\n{reasoning}"
 
 
+MULTI_TURN_JUDGE = ScorerSpec(
+    name="multi-turn-judge",
+    id="multi-turn-judge-scorer",
+    title="Multi-turn Judge (LLM)",
+    description="Grades every assistant turn of a conversation against a plain-English criterion",
+)
+
+
+@register(MULTI_TURN_JUDGE)
 def create_multi_turn_judge_scorer(judge: Judge, *, criterion: str, scale: float = 1.0) -> Scorer:
     """Mastra's multi-turn judge (id ``multi-turn-judge-scorer``): ``scale`` if the criterion holds, else 0."""
     if not math.isfinite(scale):
@@ -124,10 +135,8 @@ def create_multi_turn_judge_scorer(judge: Judge, *, criterion: str, scale: float
         return (1 if analysis is not None and analysis.satisfied else 0) * scale
 
     return (
-        create_scorer(
-            id="multi-turn-judge-scorer",
-            name="Multi-turn Judge (LLM)",
-            description="Grades every assistant turn of a conversation against a plain-English criterion",
+        MULTI_TURN_JUDGE.create_scorer(
+            scale=scale or 1,
             needs={"output"},
             judge=replace(judge, instructions=MULTI_TURN_JUDGE_INSTRUCTIONS),
         )

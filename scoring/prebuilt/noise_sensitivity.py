@@ -22,7 +22,9 @@ from pydantic.alias_generators import to_camel
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 ImpactLevel = Literal["none", "minimal", "moderate", "significant", "severe"]
@@ -268,6 +270,17 @@ Format:
 "The score is {js_number(score)} because {{explanation of robustness performance and specific noise impacts}}\""""
 
 
+NOISE_SENSITIVITY = ScorerSpec(
+    name="noise-sensitivity",
+    id="noise-sensitivity-scorer",
+    title="Noise Sensitivity (LLM)",
+    description=(
+        "Evaluates how robust an agent is when exposed to irrelevant, distracting, or misleading information"
+    ),
+)
+
+
+@register(NOISE_SENSITIVITY)
 def create_noise_sensitivity_scorer(
     judge: Judge,
     baseline_response: str,
@@ -296,14 +309,7 @@ def create_noise_sensitivity_scorer(
         return create_reason_prompt(get_user_message_from_run_input(ctx.run) or "", ctx.score, analysis)
 
     return (
-        create_scorer(
-            id="noise-sensitivity-scorer",
-            name="Noise Sensitivity (LLM)",
-            description="Evaluates how robust an agent is when exposed to irrelevant, distracting, or "
-            "misleading information",
-            needs=("input", "output"),
-            judge=judge,
-        )
+        NOISE_SENSITIVITY.create_scorer(needs=("input", "output"), judge=judge)
         .analyze(
             {
                 "description": "Analyze the impact of noise on agent response quality",

@@ -21,7 +21,9 @@ from pydantic import BaseModel, Field, StrictBool
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.scorer import Need, Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import Need, StepContext
 from scoring.utils import (
     DEFAULT_CONVERSATION_HISTORY_MESSAGES,
     get_assistant_message_from_run_output,
@@ -386,6 +388,17 @@ def _history_messages(option: bool | Mapping[str, Any]) -> int | None:
     return count
 
 
+PROMPT_ALIGNMENT = ScorerSpec(
+    name="prompt-alignment",
+    id="prompt-alignment-scorer",
+    title="Prompt Alignment (LLM)",
+    description=(
+        "Evaluates how well the agent response aligns with the intent and requirements of the user prompt"
+    ),
+)
+
+
+@register(PROMPT_ALIGNMENT)
 def create_prompt_alignment_scorer(
     judge: Judge,
     scale: float = 1.0,
@@ -434,14 +447,7 @@ def create_prompt_alignment_scorer(
         )
 
     return (
-        create_scorer(
-            id="prompt-alignment-scorer",
-            name="Prompt Alignment (LLM)",
-            description="Evaluates how well the agent response aligns with the intent and requirements of "
-            "the user prompt",
-            needs=needs,
-            judge=judge,
-        )
+        PROMPT_ALIGNMENT.create_scorer(scale=scale or 1, needs=needs, judge=judge)
         .analyze(
             {
                 "description": "Analyze prompt-response alignment across multiple dimensions",

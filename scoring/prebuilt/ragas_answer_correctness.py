@@ -20,7 +20,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from scoring.judge import Judge, delimit
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # autoevals' EmbeddingSimilarity default: cosine similarities below this count as 0.
@@ -89,6 +91,15 @@ def _ground_truth(ctx: StepContext) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+RAGAS_ANSWER_CORRECTNESS = ScorerSpec(
+    name="ragas-answer-correctness",
+    id="answerCorrectness",
+    title="Answer Correctness",
+    description="RAGAS answer correctness: statement F1 against the ground truth, plus similarity",
+)
+
+
+@register(RAGAS_ANSWER_CORRECTNESS)
 def create_ragas_answer_correctness_scorer(
     judge: Judge,
     factuality_weight: float = 1.0,
@@ -127,10 +138,7 @@ def create_ragas_answer_correctness_scorer(
         )
 
     return (
-        create_scorer(
-            id="answerCorrectness",
-            name="Answer Correctness",
-            description="RAGAS answer correctness: statement F1 against the ground truth, plus similarity",
+        RAGAS_ANSWER_CORRECTNESS.create_scorer(
             needs={"input", "output", "ground_truth"},
             judge=replace(judge, instructions="You classify statements for answer correctness evaluation"),
         )

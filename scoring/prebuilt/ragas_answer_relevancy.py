@@ -23,7 +23,9 @@ from pydantic import BaseModel
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.ragas_answer_correctness import scaled_cosine
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 INSTRUCTIONS = "You generate questions from answers to evaluate relevancy"
@@ -109,6 +111,15 @@ def word_overlap_score(
     return total / len(questions)
 
 
+RAGAS_ANSWER_RELEVANCY = ScorerSpec(
+    name="ragas-answer-relevancy",
+    id="answerRelevancy",
+    title="Answer Relevancy",
+    description="RAGAS answer relevancy: questions generated from the answer vs the input",
+)
+
+
+@register(RAGAS_ANSWER_RELEVANCY)
 def create_ragas_answer_relevancy_scorer(
     judge: Judge,
     strictness: int = 3,
@@ -183,13 +194,7 @@ def create_ragas_answer_relevancy_scorer(
         return f"Generated {len(results)} questions with relevancy score {ctx.score:.2f}"
 
     return (
-        create_scorer(
-            id="answerRelevancy",
-            name="Answer Relevancy",
-            description="RAGAS answer relevancy: questions generated from the answer vs the input",
-            needs={"input", "output"},
-            judge=generator,
-        )
+        RAGAS_ANSWER_RELEVANCY.create_scorer(needs={"input", "output"}, judge=generator)
         .preprocess(preprocess)
         .analyze(analyze)
         .generate_score(score)

@@ -19,7 +19,9 @@ from typing import Any
 
 from scoring.judge import Judge, metered
 from scoring.prebuilt.judge_helpers import normalize_text
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output
 
 DEFAULT_EXPECTED_MIN = 0.7
@@ -54,6 +56,15 @@ def scale_embedding_score(score: float, expected_min: float) -> float:
     return min(max((score - floor) / (1 - floor), 0.0), 1.0)
 
 
+RAGAS_ANSWER_SIMILARITY = ScorerSpec(
+    name="ragas-answer-similarity",
+    id="answerSimilarity",
+    title="Answer Similarity",
+    description="RAGAS answer similarity: embedding cosine of the answer and the ground truth",
+)
+
+
+@register(RAGAS_ANSWER_SIMILARITY)
 def create_ragas_answer_similarity_scorer(
     judge: Judge,
     embedding_model: str = DEFAULT_EMBEDDING_MODEL,
@@ -84,13 +95,7 @@ def create_ragas_answer_similarity_scorer(
         return float(ctx.results["analyze_step_result"]["score"])
 
     return (
-        create_scorer(
-            id="answerSimilarity",
-            name="Answer Similarity",
-            description="RAGAS answer similarity: embedding cosine of the answer and the ground truth",
-            needs={"output", "ground_truth"},
-            judge=judge,
-        )
+        RAGAS_ANSWER_SIMILARITY.create_scorer(needs={"output", "ground_truth"}, judge=judge)
         .analyze(analyze)
         .generate_score(generate_score)
     )

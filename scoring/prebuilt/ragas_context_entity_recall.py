@@ -24,7 +24,9 @@ from pydantic import BaseModel, Field
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_json, normalize_text
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 
 ENTITY_PROMPT = """Extract the distinct entities from the following text. Treat proper nouns, years, \
 events, locations, organizations, and other identifying phrases as entities. Output only valid JSON \
@@ -58,6 +60,15 @@ def entity_recall(expected: list[str], context: list[str]) -> float:
     return len(expected_set & context_set) / len(expected_set)
 
 
+RAGAS_CONTEXT_ENTITY_RECALL = ScorerSpec(
+    name="ragas-context-entity-recall",
+    id="contextEntityRecall",
+    title="Context Entity Recall",
+    description="RAGAS context entity recall: share of the ground truth's entities in the context",
+)
+
+
+@register(RAGAS_CONTEXT_ENTITY_RECALL)
 def create_ragas_context_entity_recall_scorer(judge: Judge) -> Scorer:
     """VoltAgent's context entity recall: the run's ``ground_truth`` entities found in its ``context``."""
     # VoltAgent sends the extraction prompt alone, without a system prompt of its own.
@@ -79,13 +90,7 @@ def create_ragas_context_entity_recall_scorer(judge: Judge) -> Scorer:
         return entity_recall(ctx.results["preprocess_step_result"], ctx.results["analyze_step_result"])
 
     return (
-        create_scorer(
-            id="contextEntityRecall",
-            name="Context Entity Recall",
-            description="RAGAS context entity recall: share of the ground truth's entities in the context",
-            needs={"context", "ground_truth"},
-            judge=extractor,
-        )
+        RAGAS_CONTEXT_ENTITY_RECALL.create_scorer(needs={"context", "ground_truth"}, judge=extractor)
         .preprocess(preprocess)
         .analyze(analyze)
         .generate_score(generate_score)

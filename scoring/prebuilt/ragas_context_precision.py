@@ -14,7 +14,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from scoring.judge import Judge, delimit
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 INSTRUCTIONS = "You evaluate if context was useful for arriving at the answer"
@@ -62,6 +64,15 @@ def precision_score(verdict: PrecisionVerdict, *, binary_threshold: float) -> fl
     return 1.0 if verdict.verdict >= binary_threshold else 0.0
 
 
+RAGAS_CONTEXT_PRECISION = ScorerSpec(
+    name="ragas-context-precision",
+    id="contextPrecision",
+    title="Context Precision",
+    description="RAGAS context precision: was the retrieved context useful for the answer",
+)
+
+
+@register(RAGAS_CONTEXT_PRECISION)
 def create_ragas_context_precision_scorer(
     judge: Judge, binary_threshold: float = 0.5, weighted: bool = False
 ) -> Scorer:
@@ -79,12 +90,8 @@ def create_ragas_context_precision_scorer(
         return precision_score(ctx.results["analyze_step_result"], binary_threshold=binary_threshold)
 
     return (
-        create_scorer(
-            id="contextPrecision",
-            name="Context Precision",
-            description="RAGAS context precision: was the retrieved context useful for the answer",
-            needs={"input", "output", "context"},
-            judge=replace(judge, instructions=INSTRUCTIONS),
+        RAGAS_CONTEXT_PRECISION.create_scorer(
+            needs={"input", "output", "context"}, judge=replace(judge, instructions=INSTRUCTIONS)
         )
         .analyze(
             {

@@ -15,7 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from scoring.judge import Judge, delimit
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 
 INSTRUCTIONS = "You evaluate how well provided context supports factual statements"
 
@@ -85,6 +87,15 @@ def _texts(ctx: StepContext) -> tuple[str, str]:
     return "\n".join(ctx.run.context), ground_truth
 
 
+RAGAS_CONTEXT_RECALL = ScorerSpec(
+    name="ragas-context-recall",
+    id="contextRecall",
+    title="Context Recall",
+    description="RAGAS context recall: how much of the ground truth the context supports",
+)
+
+
+@register(RAGAS_CONTEXT_RECALL)
 def create_ragas_context_recall_scorer(
     judge: Judge, strictness: float = 0.7, partial_credit: bool = False
 ) -> Scorer:
@@ -119,13 +130,7 @@ def create_ragas_context_recall_scorer(
         return f"{text} Missing support for: {'; '.join(missing)}" if missing else text
 
     return (
-        create_scorer(
-            id="contextRecall",
-            name="Context Recall",
-            description="RAGAS context recall: how much of the ground truth the context supports",
-            needs={"context", "ground_truth"},
-            judge=judging,
-        )
+        RAGAS_CONTEXT_RECALL.create_scorer(needs={"context", "ground_truth"}, judge=judging)
         .preprocess(
             {
                 "description": "Extract the factual statements of the ground truth",

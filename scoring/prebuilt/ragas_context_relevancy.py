@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_json
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_user_message_from_run_input
 
 PROMPT = """You are given a question and a reference context. Extract the sentences from the \
@@ -54,6 +56,15 @@ def coverage_ratio(context: str, sentences: list[RelevantSentence]) -> float:
     return min(max(total / (js_length(context) or 1), 0.0), 1.0)
 
 
+RAGAS_CONTEXT_RELEVANCY = ScorerSpec(
+    name="ragas-context-relevancy",
+    id="contextRelevancy",
+    title="Context Relevancy",
+    description="RAGAS context relevancy: the share of the context relevant to the question",
+)
+
+
+@register(RAGAS_CONTEXT_RELEVANCY)
 def create_ragas_context_relevancy_scorer(judge: Judge) -> Scorer:
     """VoltAgent's context relevancy scorer over the run's ``context``."""
 
@@ -66,12 +77,8 @@ def create_ragas_context_relevancy_scorer(judge: Judge) -> Scorer:
         return coverage_ratio(context_text(list(ctx.run.context)), picked.sentences)
 
     return (
-        create_scorer(
-            id="contextRelevancy",
-            name="Context Relevancy",
-            description="RAGAS context relevancy: the share of the context relevant to the question",
-            needs={"input", "context"},
-            judge=replace(judge, instructions=""),
+        RAGAS_CONTEXT_RELEVANCY.create_scorer(
+            needs={"input", "context"}, judge=replace(judge, instructions="")
         )
         .analyze(
             {

@@ -32,7 +32,9 @@ from typing import Any
 from pydantic import BaseModel, Field, StrictBool
 
 from scoring.judge import Judge, delimit
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import js_trim
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
@@ -158,6 +160,18 @@ def format_rubric_reason(score: float, analysis: RubricAnalysis) -> str:
     return f"{header}\n\n{chr(10).join(lines)}{assessment}{footer}"
 
 
+RUBRIC = ScorerSpec(
+    name="rubric",
+    id="rubric-scorer",
+    title="Rubric (LLM)",
+    description=(
+        "Grades an agent output against a rubric of criteria, returning 1 only when every required "
+        "criterion is satisfied"
+    ),
+)
+
+
+@register(RUBRIC)
 def create_rubric_scorer(
     judge: Judge,
     *,
@@ -186,12 +200,8 @@ def create_rubric_scorer(
         return format_rubric_reason(ctx.score if ctx.score is not None else 0, analysis)
 
     return (
-        create_scorer(
-            id="rubric-scorer",
-            name="Rubric (LLM)",
-            description="Grades an agent output against a rubric of criteria, returning 1 only when every required criterion is satisfied",
-            needs={"output"},
-            judge=replace(judge, instructions=RUBRIC_INSTRUCTIONS),
+        RUBRIC.create_scorer(
+            scale=scale or 1, needs={"output"}, judge=replace(judge, instructions=RUBRIC_INSTRUCTIONS)
         )
         .analyze(
             {

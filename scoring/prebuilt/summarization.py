@@ -33,7 +33,9 @@ from pydantic import BaseModel, StrictBool
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.scorer import Need, Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import Need, StepContext
 from scoring.utils import (
     extract_agent_response_messages,
     get_assistant_message_from_run_output,
@@ -301,6 +303,18 @@ def summarization_score(axes: Axes, scale: float) -> float:
     return round_to_two_decimals(min(axes.alignment_score, axes.coverage_score) * scale)
 
 
+SUMMARIZATION = ScorerSpec(
+    name="summarization",
+    id="summarization-scorer",
+    title="Summarization Scorer",
+    description=(
+        "A scorer that evaluates whether a summary stays faithful to its source text and preserves the "
+        "information the source states"
+    ),
+)
+
+
+@register(SUMMARIZATION)
 def create_summarization_scorer(
     judge: Judge,
     *,
@@ -339,12 +353,8 @@ def create_summarization_scorer(
         {"output"} if source is not None or source_extractor is not None else {"input", "output"}
     )
     return (
-        create_scorer(
-            id="summarization-scorer",
-            name="Summarization Scorer",
-            description="A scorer that evaluates whether a summary stays faithful to its source text and preserves the information the source states",
-            needs=needs,
-            judge=replace(judge, instructions=SUMMARIZATION_AGENT_INSTRUCTIONS),
+        SUMMARIZATION.create_scorer(
+            scale=scale or 1, needs=needs, judge=replace(judge, instructions=SUMMARIZATION_AGENT_INSTRUCTIONS)
         )
         .preprocess(
             {

@@ -7,7 +7,9 @@ from typing import Any
 
 from rapidfuzz.distance import LCSseq
 
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import (
     input_text,
     js_collapse_whitespace,
@@ -57,6 +59,15 @@ def _preprocess(ctx: StepContext) -> dict[str, Any]:
     }
 
 
+TEXTUAL_DIFFERENCE = ScorerSpec(
+    name="textual-difference",
+    id="textual-difference-scorer",
+    title="Textual Difference Scorer",
+    description="Calculate textual difference between input and output using sequence matching algorithms.",
+)
+
+
+@register(TEXTUAL_DIFFERENCE)
 def create_textual_difference_scorer() -> Scorer:
     """Scores 2 * LCS / total length of the input and output texts (1 identical, 0 disjoint).
 
@@ -68,12 +79,7 @@ def create_textual_difference_scorer() -> Scorer:
         result.score  # 0.5: "ab" and "ba" share one character of four
     """
     return (
-        create_scorer(
-            id="textual-difference-scorer",
-            name="Textual Difference Scorer",
-            description="Calculate textual difference between input and output using sequence matching "
-            "algorithms.",
-        )
+        TEXTUAL_DIFFERENCE.create_scorer()
         .preprocess(_preprocess, heavy=True)
         .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["ratio"])
     )

@@ -14,7 +14,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import JS_WHITESPACE_CHARS, js_trim, output_text
 
 _PUNCTUATION = re.compile(r"[.,/#!?$%^&*;:{}=_`\"~()]")
@@ -92,6 +94,18 @@ def tone_result(text: str, reference_tone: str | None) -> dict[str, Any]:
     return {"score": max(0.0, 1 - variance), "avg_sentiment": average, "sentiment_variance": variance}
 
 
+TONE = ScorerSpec(
+    name="tone",
+    id="tone-scorer",
+    title="Tone Scorer",
+    description=(
+        "Analyzes the tone and sentiment of agent responses using sentiment analysis. Can compare "
+        "against a reference tone or evaluate sentiment stability."
+    ),
+)
+
+
+@register(TONE)
 def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
     """Scores the output's tone: 1 - |sentiment - reference sentiment|, or without a reference
     1 - the variance of its sentences' sentiments (1 = steady tone). Reads the output text only.
@@ -108,13 +122,7 @@ def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
         return tone_result(output_text(ctx.run), reference_tone)
 
     return (
-        create_scorer(
-            id="tone-scorer",
-            name="Tone Scorer",
-            description="Analyzes the tone and sentiment of agent responses using sentiment analysis. Can "
-            "compare against a reference tone or evaluate sentiment stability.",
-            needs={"output"},
-        )
+        TONE.create_scorer(needs={"output"})
         .preprocess(preprocess)
         .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["score"])
     )

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import extract_tool_calls
 
 
@@ -35,6 +37,15 @@ def _accuracy(
     return int(expected_tool in actual)
 
 
+TOOL_CALL_ACCURACY_CODE = ScorerSpec(
+    name="tool-call-accuracy-code",
+    id="code-tool-call-accuracy-scorer",
+    title="Tool Call Accuracy Scorer",
+    description="Evaluates whether the LLM selected the correct tool, or called tools in the correct order",
+)
+
+
+@register(TOOL_CALL_ACCURACY_CODE)
 def create_tool_call_accuracy_scorer_code(
     expected_tool: str | None = None,
     strict_mode: bool = False,
@@ -86,9 +97,7 @@ def create_tool_call_accuracy_scorer_code(
         return _accuracy(expected_tool, found["actual_tools"], strict_mode, order)
 
     return (
-        create_scorer(
-            id="code-tool-call-accuracy-scorer",
-            name="Tool Call Accuracy Scorer",
+        TOOL_CALL_ACCURACY_CODE.create_scorer(
             description=description,
             needs={"input"},  # tool names survive content capture being off; the user's turn must not
         )

@@ -20,7 +20,9 @@ from pydantic import AliasChoices, BaseModel, Field, StrictBool
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import extract_tool_calls
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
@@ -143,6 +145,17 @@ def tool_selection_score(analysis: ToolSelectionAnalysis) -> float:
     return round_to_two_decimals(appropriate / len(analysis.evaluations))
 
 
+TOOL_CALL_ACCURACY_LLM = ScorerSpec(
+    name="tool-call-accuracy-llm",
+    id="llm-tool-call-accuracy-scorer",
+    title="Tool Call Accuracy (LLM)",
+    description=(
+        "Evaluates whether an agent selected appropriate tools for the given task using LLM analysis"
+    ),
+)
+
+
+@register(TOOL_CALL_ACCURACY_LLM)
 def create_tool_call_accuracy_scorer_llm(
     judge: Judge, available_tools: Sequence[AvailableTool | Mapping[str, Any]]
 ) -> Scorer:
@@ -176,14 +189,7 @@ def create_tool_call_accuracy_scorer_llm(
         )
 
     return (
-        create_scorer(
-            id="llm-tool-call-accuracy-scorer",
-            name="Tool Call Accuracy (LLM)",
-            description="Evaluates whether an agent selected appropriate tools for the given task using LLM "
-            "analysis",
-            needs=("input", "output"),
-            judge=judge,
-        )
+        TOOL_CALL_ACCURACY_LLM.create_scorer(needs=("input", "output"), judge=judge)
         .preprocess(preprocess)
         .analyze(
             {

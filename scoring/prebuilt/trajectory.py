@@ -37,7 +37,9 @@ from typing import Any
 from schemas.agent_run import AgentRun
 from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
 from scoring.prebuilt.trajectory_accuracy import compare_trajectories, extract_trajectory
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 
 DEFAULT_WEIGHTS: dict[str, float] = {
     "accuracy": 0.4,
@@ -424,6 +426,15 @@ def resolve_weights(weights: Mapping[str, Any] | None) -> dict[str, float]:
     return {k: max(0, given.get(k, default)) for k, default in DEFAULT_WEIGHTS.items()}
 
 
+TRAJECTORY_CODE = ScorerSpec(
+    name="trajectory-code",
+    id="code-trajectory-scorer",
+    title="Trajectory Scorer",
+    description=_DESCRIPTION,
+)
+
+
+@register(TRAJECTORY_CODE)
 def create_trajectory_scorer_code(
     defaults: Mapping[str, Any] | None = None, weights: Mapping[str, Any] | None = None
 ) -> Scorer:
@@ -461,10 +472,7 @@ def create_trajectory_scorer_code(
         return trajectory_reason(ctx.results["preprocess_step_result"], ctx.score or 0)
 
     return (
-        create_scorer(
-            id="code-trajectory-scorer",
-            name="Trajectory Scorer",
-            description=_DESCRIPTION,
+        TRAJECTORY_CODE.create_scorer(
             needs=set(),  # tool names, order and timing survive content capture being off
         )
         .preprocess(preprocess)

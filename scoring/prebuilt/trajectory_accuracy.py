@@ -12,7 +12,9 @@ from typing import Any, Literal
 
 from schemas.agent_run import AgentRun
 from scoring.prebuilt.judge_helpers import js_json, round_to_two_decimals
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 
 Ordering = Literal["strict", "relaxed", "unordered"]
 _Steps = list[dict[str, Any]]
@@ -195,6 +197,15 @@ def expected_steps_of(value: Any) -> list[dict[str, Any]] | None:
     return [_step(s) for s in value]
 
 
+TRAJECTORY_ACCURACY_CODE = ScorerSpec(
+    name="trajectory-accuracy-code",
+    id="code-trajectory-accuracy-scorer",
+    title="Trajectory Accuracy Scorer",
+    description="Evaluates whether the agent's trajectory matches the expected steps",
+)
+
+
+@register(TRAJECTORY_ACCURACY_CODE)
 def create_trajectory_accuracy_scorer_code(
     expected_trajectory: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
     comparison_options: Mapping[str, Any] | None = None,
@@ -258,9 +269,7 @@ def create_trajectory_accuracy_scorer_code(
         return comparison["score"] if comparison else 0
 
     return (
-        create_scorer(
-            id="code-trajectory-accuracy-scorer",
-            name="Trajectory Accuracy Scorer",
+        TRAJECTORY_ACCURACY_CODE.create_scorer(
             description=description,
             needs=set(),  # tool names and order survive content capture being off
         )

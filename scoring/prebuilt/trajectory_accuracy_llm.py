@@ -21,7 +21,9 @@ from pydantic import BaseModel, StrictBool
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
 from scoring.prebuilt.trajectory_accuracy import CAMEL_TO_SNAKE, expected_steps_of, extract_trajectory
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 TRAJECTORY_EVALUATION_INSTRUCTIONS = """
@@ -169,6 +171,15 @@ def trajectory_score(analysis: TrajectoryAnalysis) -> float:
     return round_to_two_decimals(max(0.0, min(1.0, score)))
 
 
+TRAJECTORY_ACCURACY_LLM = ScorerSpec(
+    name="trajectory-accuracy-llm",
+    id="llm-trajectory-accuracy-scorer",
+    title="Trajectory Accuracy (LLM)",
+    description="Evaluates the quality and appropriateness of the trajectory using LLM analysis",
+)
+
+
+@register(TRAJECTORY_ACCURACY_LLM)
 def create_trajectory_accuracy_scorer_llm(
     judge: Judge, expected_trajectory: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None
 ) -> Scorer:
@@ -208,12 +219,10 @@ def create_trajectory_accuracy_scorer_llm(
         )
 
     return (
-        create_scorer(
-            id="llm-trajectory-accuracy-scorer",
-            name="Trajectory Accuracy (LLM)",
+        TRAJECTORY_ACCURACY_LLM.create_scorer(
             description="Evaluates the trajectory against an expected trajectory using LLM analysis"
             if expected_trajectory is not None  # an empty list counts as given, as in JavaScript
-            else "Evaluates the quality and appropriateness of the trajectory using LLM analysis",
+            else None,
             needs=(
                 "input",
             ),  # the judge weighs the calls against the request; tool names survive capture off

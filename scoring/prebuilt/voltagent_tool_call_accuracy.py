@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from scoring.prebuilt.judge_helpers import js_json
-from scoring.scorer import Scorer, StepContext, create_scorer
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import extract_tool_calls
 
 Mode = Literal["single_tool", "tool_order"]
@@ -72,6 +74,15 @@ def reason_text(evaluation: dict[str, Any]) -> str:
     return f'Expected tool "{expected}" was not called. Actual tools: {actual}.'
 
 
+VOLTAGENT_TOOL_CALL_ACCURACY = ScorerSpec(
+    name="voltagent-tool-call-accuracy",
+    id="toolCallAccuracyCode",
+    title="Tool Call Accuracy (Code)",
+    description="Whether the agent called the expected tool, or the expected tools in order",
+)
+
+
+@register(VOLTAGENT_TOOL_CALL_ACCURACY)
 def create_voltagent_tool_call_accuracy_scorer(
     expected_tool: str | None = None,
     expected_tool_order: list[str] | None = None,
@@ -117,12 +128,7 @@ def create_voltagent_tool_call_accuracy_scorer(
         return 1 if evaluation[key] else 0
 
     return (
-        create_scorer(
-            id="toolCallAccuracyCode",
-            name="Tool Call Accuracy (Code)",
-            description="Whether the agent called the expected tool, or the expected tools in order",
-            needs=set(),  # tool names and order survive content capture being off
-        )
+        VOLTAGENT_TOOL_CALL_ACCURACY.create_scorer(needs=set())
         .preprocess(preprocess)
         .generate_score(generate_score)
         .generate_reason(lambda ctx: reason_text(ctx.results["preprocess_step_result"]))

@@ -19,6 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
+from ingest.store.clickhouse import Store
+from ingest.store.span_sink import SpanSink
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import (
     EXPORT_METHOD,
@@ -168,6 +170,21 @@ async def test_consumer_failure_is_503_with_retry_after() -> None:
     assert counter(running.metrics, "tracescore_spans_received", transport="http") == 0
 
 
+async def test_a_store_that_refuses_the_spans_is_500_without_retry_after(store: Store) -> None:
+    # A real store whose span table is gone: the insert fails the same way every time, so the
+    # client is told not to retry (OTLP/HTTP retries 503, not 500).
+    await store.query("DROP TABLE otel_traces")
+    body = proto_request(proto_span("a")).SerializeToString()
+    async with running_http(next=SpanSink(store, Recorder(), Metrics())) as running:
+        reply = await http_request("POST", f"{running.url}/v1/traces", data=body, headers=PROTOBUF)
+    assert reply.status == 500
+    assert "Retry-After" not in reply.headers
+    status = status_pb2.Status.FromString(reply.body)
+    assert status.code == code_pb2.INTERNAL
+    assert "spans could not be stored: " in status.message and "UNKNOWN_TABLE" in status.message
+    assert requests_counted(running.metrics, "http", "failed") == 1
+
+
 async def test_scores_api() -> None:
     trace_id = "5dbdf98695bd5785f3d3e61006ad2dba"
     row = {"trace_id": trace_id, "span_id": "594f8d102c7c4a19", "scorer_id": "tone", "score": 0.5}
@@ -229,6 +246,16 @@ async def test_grpc_consumer_failure_is_unavailable() -> None:
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
     assert "store is down" in (info.value.details() or "")
     assert requests_counted(running.metrics, "grpc", UNAVAILABLE) == 1
+
+
+async def test_grpc_store_that_refuses_the_spans_is_internal(store: Store) -> None:
+    await store.query("DROP TABLE otel_traces")
+    async with running_grpc(next=SpanSink(store, Recorder(), Metrics())) as running:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await export_grpc(running, proto_request(proto_span("a")).SerializeToString())
+    assert info.value.code() == grpc.StatusCode.INTERNAL  # OTLP clients do not retry INTERNAL
+    assert "UNKNOWN_TABLE" in (info.value.details() or "")
+    assert requests_counted(running.metrics, "grpc", "failed") == 1
 
 
 async def test_grpc_empty_request_succeeds_without_calling_next() -> None:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clickhouse_connect.driver.exceptions import DatabaseError
 
-from ingest.store.clickhouse import Store, StoreError
+from ingest.store.clickhouse import Store, StoreError, store_error
 from ingest.store.rows import attribute_string
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import insert_logs, insert_spans
@@ -285,7 +286,9 @@ async def test_data_survives_a_restart_on_the_same_directory(tmp_path: Path) -> 
     reopened = Store(f"chdb://{tmp_path / 'data'}")
     await reopened.start()  # the DDL runs again: IF NOT EXISTS everywhere
     try:
-        assert [row["reason"] for row in await ClickHouseScoreSink(reopened).get_scores(TRACE)] == ["answers the question"]
+        assert [row["reason"] for row in await ClickHouseScoreSink(reopened).get_scores(TRACE)] == [
+            "answers the question"
+        ]
         assert await reopened.query("SELECT SpanId FROM otel_traces") == [{"SpanId": ROOT_SPAN}]
     finally:
         await reopened.shutdown()
@@ -336,8 +339,27 @@ async def test_query_binds_parameters(store: Store) -> None:
         {"kind": "Client", "d": 1_000},
     )
     assert rows == [{"SpanName": "invoke_agent weather"}]
-    with pytest.raises(StoreError, match="query on chdb://"):
+    with pytest.raises(StoreError, match="query on chdb://") as missing_table:
         await store.query("SELECT * FROM no_such_table")
+    assert not missing_table.value.retriable  # the same statement fails the same way again
+    with pytest.raises(StoreError, match="UNKNOWN_TABLE") as refused:  # an insert refused: permanently
+        await store.insert("no_such_table", [[1]], ["x"])
+    assert not refused.value.retriable
+
+
+def test_server_errors_are_classified_by_their_code() -> None:
+    # clickhouse-connect raises DatabaseError with the server's "Code: N." for statement failures.
+    def classified(message: str) -> bool:
+        return store_error("insert into scores", DatabaseError(message)).retriable
+
+    assert classified(
+        "HTTPDriver for http://ch:8123 received ClickHouse error code 252\n Code: 252. "
+        "DB::Exception: Too many parts (300). Merges are processing significantly slower"
+    )
+    assert classified("Code: 241. DB::Exception: Memory limit (total) exceeded: would use 9.31 GiB")
+    assert not classified("Code: 60. DB::Exception: Table default.scores does not exist. (UNKNOWN_TABLE)")
+    assert not classified("Code: 516. DB::Exception: default: Authentication failed")
+    assert not classified("something without a code")
 
 
 async def test_lifecycle_is_safe_in_any_order(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from schemas import AgentRun, Message, RunInput
 from schemas.config import RunFilter, ScorerRule, ScoringConfig
+from schemas.errors import StoreError
 from scoring import StepContext, create_scorer
 from scoring.executor import ScoringExecutor
 from scoring.metrics import ScoringMetrics
@@ -391,6 +392,41 @@ async def test_drain_reports_a_sink_failure_and_keeps_the_rows() -> None:
         await executor.drain()
     assert sorted(int(r.trace_id, 16) for r in sink.records) == [1, 2]
     assert len(sink.decisions) == 2
+
+
+async def test_a_permanent_store_error_drops_the_write_at_once_and_counts_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    metrics = ScoringMetrics()
+    refused = StoreError("insert into scores failed: Code: 53. Type mismatch", retriable=False)
+    sink = RecordingSink(fail_first=1, error=refused)
+    async with running(
+        config(ScorerRule(scorer="textual-difference")), sink, metrics=metrics, flush_interval=3600
+    ) as executor:
+        await executor.consume_runs([make_run(1), make_run(2)])
+        await executor.drain()  # no error: the refused rows are not kept for another try
+        await executor.consume_runs([make_run(3)])
+        await executor.drain()
+    assert [int(r.trace_id, 16) for r in sink.records] == [3]  # later rows are not blocked
+    assert sink.attempts == 2
+    dropped = "tracescore_scoring_rows_dropped_total"
+    assert metrics.registry.get_sample_value(dropped, {"kind": "score"}) == 2
+    assert metrics.registry.get_sample_value(dropped, {"kind": "decision"}) == 2
+    assert any(
+        "the store refused them" in message and "Type mismatch" in message for message in caplog.messages
+    )
+
+
+async def test_a_retriable_store_error_keeps_the_rows_for_the_next_write() -> None:
+    sink = RecordingSink(fail_first=1, error=StoreError("cannot reach ClickHouse", retriable=True))
+    async with running(
+        config(ScorerRule(scorer="textual-difference")), sink, flush_interval=3600
+    ) as executor:
+        await executor.consume_runs([make_run(1)])
+        with pytest.raises(StoreError):
+            await executor.drain()
+        await executor.drain()
+    assert [int(r.trace_id, 16) for r in sink.records] == [1]
 
 
 async def test_score_rows_carry_the_run_and_rule() -> None:

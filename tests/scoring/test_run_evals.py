@@ -10,14 +10,15 @@ import pytest
 from schemas import AgentRun
 from scoring import EvalItemResult, create_scorer, run_evals
 from scoring.prebuilt import create_textual_difference_scorer
-from scoring.scorer import Scorer, StepContext
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
 from scoring.text import output_text
 from scoring.utils import create_agent_test_run
 
 
 def _length_scorer() -> Scorer:
     """Score = output length / 10: easy to compute by hand."""
-    return create_scorer(id="length", description="output length / 10").generate_score(
+    return create_scorer(id="length", description="output length / 10", scale=10).generate_score(
         lambda ctx: len(output_text(ctx.run)) / 10
     )
 

@@ -266,13 +266,30 @@ async def test_result_converts_to_a_score_with_json_safe_step_results() -> None:
     assert result.to_score().name == "conv"
 
 
-async def test_to_score_refuses_a_score_outside_the_scale() -> None:
-    result = (
-        await create_scorer(id="big", description="d").generate_score(lambda ctx: 3).run(make_run("q", "a"))
+async def test_a_score_outside_the_scale_fails_the_run_naming_the_value() -> None:
+    too_big = create_scorer(id="big", description="d").generate_score(lambda ctx: 3)
+    with pytest.raises(ScorerError, match=r"returned 3, outside its scale \[0, 1\]"):
+        await too_big.run(make_run("q", "a"))
+    negative = create_scorer(id="neg", description="d").generate_score(lambda ctx: -0.1)
+    with pytest.raises(ScorerError, match=r"returned -0.1, outside its scale"):
+        await negative.run(make_run("q", "a"))
+    on_five = create_scorer(id="five", description="d", scale=5).generate_score(lambda ctx: 3)
+    score = (await on_five.run(make_run("q", "a"))).to_score()
+    assert (score.value, score.scale) == (3.0, 5)
+    with pytest.raises(ValueError, match="scale must be a positive number"):
+        create_scorer(id="zero", description="d", scale=0)
+
+
+async def test_a_label_function_labels_the_result_and_its_score() -> None:
+    scorer = create_scorer(
+        id="lab", description="d", label=lambda ctx: "high" if (ctx.score or 0) > 0.5 else "low"
+    ).generate_score(lambda ctx: 0.75)
+    result = await scorer.run(make_run("q", "a"))
+    assert (result.label, result.to_score().label) == ("high", "high")
+    unlabelled = (
+        await create_scorer(id="nol", description="d").generate_score(lambda ctx: 1).run(make_run("q", "a"))
     )
-    with pytest.raises(ValidationError):
-        result.to_score()
-    assert result.to_score(scale=5).value == 3.0
+    assert unlabelled.label is None
 
 
 async def test_result_is_frozen() -> None:

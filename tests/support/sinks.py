@@ -8,16 +8,19 @@ from schemas import Decision, ScoreRecord
 
 
 class RecordingSink:
-    """A ScoreSink that keeps every write; fails its first ``fail_first`` writes."""
+    """A ScoreSink that keeps every write; fails its first ``fail_first`` writes with ``error``."""
 
-    def __init__(self, fail_first: int = 0) -> None:
+    def __init__(self, fail_first: int = 0, error: Exception | None = None) -> None:
         self.writes: list[tuple[list[ScoreRecord], list[Decision]]] = []
         self.fail_first = fail_first
+        self.error = error or ConnectionError("store down")
+        self.attempts = 0
 
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
+        self.attempts += 1
         if self.fail_first:
             self.fail_first -= 1
-            raise ConnectionError("store down")
+            raise self.error
         self.writes.append((list(records), list(decisions)))
 
     @property

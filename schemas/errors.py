@@ -1,0 +1,33 @@
+"""Errors decided once, as a type: could the same operation succeed if it were tried again later?
+
+Every boundary that must choose between waiting and moving on reads ``is_retriable``: the receivers
+(503 and retry later, or a permanent error), the Kafka receiver (rewind and retry, or dead-letter and
+commit), the score writer (keep the rows and retry, or drop them with a count) and the judge (back
+off and retry, or fail the scorer at once). The store, the judge, decoding and scorers raise
+subclasses of ``TracescoreError`` that carry the decision.
+"""
+
+from __future__ import annotations
+
+
+class TracescoreError(Exception):
+    """Base of tracescore's errors. ``retriable``: trying the same thing later could succeed."""
+
+    retriable: bool = False
+
+    def __init__(self, message: str, *, retriable: bool | None = None) -> None:
+        super().__init__(message)
+        if retriable is not None:
+            self.retriable = retriable
+
+
+class StoreError(TracescoreError):
+    """The store cannot be opened, or a statement failed (unreachable and overloaded are retriable)."""
+
+
+def is_retriable(exc: BaseException) -> bool:
+    """The one decision: a ``TracescoreError`` says so itself; a connection that failed or timed out
+    may work later; anything else (a bug, bad data) fails the same way again."""
+    if isinstance(exc, TracescoreError):
+        return exc.retriable
+    return isinstance(exc, ConnectionError | TimeoutError)

@@ -1,0 +1,121 @@
+"""The steps of a scorer pipeline: what a step sees (``StepContext``), what it returns, and function steps.
+
+A scorer runs up to four steps in order -- preprocess, analyze, generate_score, generate_reason --
+each a function (``FunctionStep``, here) or a prompt object answered by a judge
+(``scoring.prompt_step``). Each step sees the run and the results of the steps before it, read
+through typed accessors::
+
+    def generate_score(ctx: StepContext) -> float:
+        return ctx.analyzed(Verdicts).fraction  # raises StepResultError if analyze gave no Verdicts
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar
+
+from schemas import AgentRun
+
+StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
+STEP_ORDER: tuple[StepName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")
+# ``ground_truth``: the run must carry one (evals and backfills do; live traces never do).
+Need = Literal["input", "output", "context", "ground_truth"]
+NEEDS: frozenset[Need] = frozenset({"input", "output", "context", "ground_truth"})
+# What a scorer reads unless it says otherwise: the user's input text and the agent's output text.
+DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
+
+T = TypeVar("T")
+
+
+def result_key(step: StepName) -> str:
+    """The key of a step's result in ``StepContext.results`` (Mastra's ``analyzeStepResult``, snake_case)."""
+    return f"{step}_step_result"
+
+
+class StepResultError(TypeError):
+    """A step read an earlier step's result that is missing or of another type than it expects."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What a step sees: the run, the earlier steps' results and (for generate_reason) the score.
+
+    Read results with the typed accessors (``ctx.preprocessed(dict)``, ``ctx.analyzed(Verdicts)``);
+    ``ctx.results`` holds them by key for steps written against Mastra's shape, and ``ctx["run"]``
+    reads like Mastra's destructured context.
+    """
+
+    run: AgentRun
+    results: Mapping[str, Any]
+    score: float | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in ("run", "results", "score"):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def result(self, step: StepName, kind: type[T]) -> T:
+        """The result of ``step`` as a ``kind``; raises ``StepResultError`` when it is not one."""
+        value = self.results.get(result_key(step))
+        if not isinstance(value, kind):
+            raise StepResultError(f"the {step} step's result is {type(value).__name__}, not {kind.__name__}")
+        return value
+
+    def preprocessed(self, kind: type[T]) -> T:
+        """The preprocess step's result as a ``kind``."""
+        return self.result("preprocess", kind)
+
+    def analyzed(self, kind: type[T]) -> T:
+        """The analyze step's result as a ``kind``."""
+        return self.result("analyze", kind)
+
+    def judged(self, kind: type[T]) -> T:
+        """In a prompt object's ``calculate_score``: the judge's answer to generate_score, as a ``kind``."""
+        return self.result("generate_score", kind)
+
+    def scored(self) -> float:
+        """The score, in a generate_reason step (raises ``StepResultError`` before generate_score)."""
+        if self.score is None:
+            raise StepResultError("there is no score before the generate_score step")
+        return self.score
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """A step's value; for a prompt-object step also the prompt it sent."""
+
+    value: Any
+    prompt: str | None = None
+
+
+class Step(Protocol):
+    """One pipeline step: a ``FunctionStep`` or a prompt-object ``PromptStep`` (LLM judge)."""
+
+    @property
+    def name(self) -> StepName: ...
+
+    async def execute(self, context: StepContext) -> StepOutcome: ...
+
+
+StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionStep:
+    """A step backed by a sync or async function; ``heavy`` sync functions run in a thread."""
+
+    name: StepName
+    fn: StepFn
+    heavy: bool = False
+
+    async def execute(self, context: StepContext) -> StepOutcome:
+        if self.heavy:
+            value = await asyncio.to_thread(self.fn, context)
+        else:
+            value = self.fn(context)
+        if inspect.isawaitable(value):
+            value = await value
+        return StepOutcome(value)

@@ -1,0 +1,112 @@
+"""What the Kafka receiver does when storing a batch fails, by the error's type: a permanent failure
+parks the batch's records in the dead-letter topic and commits (the stream goes on); a retriable one
+rewinds and retries until the store takes them. Real broker (Tansu), real chDB store."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from ingest.metrics import Metrics
+from ingest.receivers.kafka import KafkaReceiver
+from ingest.store.clickhouse import Store
+from ingest.store.span_sink import SpanSink
+from schemas.config import KafkaConfig
+from schemas.spans import SpanBatch
+from tests.support.otlp import Recorder, proto_request, proto_span
+
+TOPIC = "otlp_spans"
+
+
+def _produce(bootstrap: str, *payloads: bytes) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for payload in payloads:
+        producer.send(TOPIC, payload)
+    producer.flush()
+    producer.close()
+
+
+def _committed_and_parked(bootstrap: str, group: str) -> tuple[int, list[Any]]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    committed = consumer.committed(TopicPartition(TOPIC, 0)) or 0
+    consumer.close()
+    dlq = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=3000)
+    partitions = [TopicPartition(f"{TOPIC}.dlq", p) for p in dlq.partitions_for_topic(f"{TOPIC}.dlq") or ()]
+    parked: list[Any] = []
+    if partitions:  # no dead-letter topic: nothing was ever parked
+        dlq.assign(partitions)
+        dlq.seek_to_beginning()
+        parked = list(dlq)
+    dlq.close()
+    return committed, parked
+
+
+def _config(bootstrap: str, group: str) -> KafkaConfig:
+    return KafkaConfig(bootstrap=bootstrap, topic=TOPIC, group=group, session_timeout_ms=6000)
+
+
+async def _until(condition: Any, limit_s: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.1)
+
+
+async def test_a_store_that_refuses_the_spans_parks_the_records_and_commits(
+    store: Store, kafka_bootstrap: str
+) -> None:
+    await store.query("DROP TABLE otel_traces")  # every insert now fails the same way
+    payloads = [proto_request(proto_span(name)).SerializeToString() for name in ("a", "b")]
+    _produce(kafka_bootstrap, *payloads)
+    metrics = Metrics()
+    receiver = KafkaReceiver(
+        _config(kafka_bootstrap, "refused"), next=SpanSink(store, Recorder(), metrics), metrics=metrics
+    )
+    await receiver.start()
+    try:
+        await receiver.wait_assigned()
+        await _until(lambda: metrics.registry.get_sample_value("tracescore_dead_letters_total") == 2)
+    finally:
+        await receiver.shutdown()
+    committed, parked = await asyncio.to_thread(_committed_and_parked, kafka_bootstrap, "refused")
+    assert committed == 2  # the stream moved on
+    assert sorted(record.value for record in parked) == sorted(payloads)
+    reasons = [dict(record.headers)["tracescore.error"].decode() for record in parked]
+    assert all(reason.startswith("not stored: ") and "UNKNOWN_TABLE" in reason for reason in reasons)
+
+
+class _DownThenUp:
+    """A store that is unreachable for its first ``outages`` writes (retriable), then takes them."""
+
+    def __init__(self, outages: int) -> None:
+        self.outages = outages
+        self.batches: list[SpanBatch] = []
+
+    async def consume_spans(self, batch: SpanBatch) -> None:
+        if self.outages:
+            self.outages -= 1
+            raise ConnectionError("store unreachable")
+        self.batches.append(batch)
+
+
+async def test_a_store_that_is_down_is_retried_without_parking(kafka_bootstrap: str) -> None:
+    _produce(kafka_bootstrap, proto_request(proto_span("a")).SerializeToString())
+    metrics, store = Metrics(), _DownThenUp(outages=2)
+    receiver = KafkaReceiver(_config(kafka_bootstrap, "retried"), next=store, metrics=metrics)
+    await receiver.start()
+    try:
+        await receiver.wait_assigned()
+        await _until(lambda: bool(store.batches))
+    finally:
+        await receiver.shutdown()
+    assert [span.name for span in store.batches[0].spans] == ["a"]
+    assert metrics.registry.get_sample_value("tracescore_dead_letters_total") == 0
+    committed, parked = await asyncio.to_thread(_committed_and_parked, kafka_bootstrap, "retried")
+    assert (committed, parked) == (1, [])

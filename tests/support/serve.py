@@ -1,0 +1,84 @@
+"""``tracescore`` as users run it: a separate process on free loopback ports, the embedded store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+# The subprocess imports the project from the source tree (and ``tests.*`` for custom scorers).
+ENV = {**os.environ, "PYTHONPATH": PROJECT_ROOT}
+
+
+def tracescore(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**ENV, "COLUMNS": "200"},
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_serve(store: Path, *extra: str, grpc_port: int | None = None) -> tuple[subprocess.Popen[str], int]:
+    """``tracescore serve`` in its own process on free ports; returns it and its HTTP port."""
+    http_port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ingest.cli",
+            "serve",
+            "--store",
+            str(store),
+            "--grpc-port",
+            str(grpc_port or free_port()),
+            "--http-port",
+            str(http_port),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+    )
+    return proc, http_port
+
+
+def stop(proc: subprocess.Popen[str]) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=30)
+    finally:
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def wait_healthy(proc: subprocess.Popen[str], http_port: int, limit_s: float = 60.0) -> str:
+    """Wait until ``/healthz`` answers ok; returns the base URL. Fails if the process exits first."""
+    base = f"http://127.0.0.1:{http_port}"
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=1) as resp:
+                assert json.loads(resp.read())["status"] == "ok"
+            return base
+        except OSError:
+            assert proc.poll() is None, "serve exited early"
+            assert time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.1)
