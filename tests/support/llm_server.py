@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from scoring.judge import close_clients
+from scoring.judge import Judge, close_clients
 
 # Imported by tests/conftest.py before any test module: litellm must never fetch its price list here.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -203,6 +203,21 @@ def _vector(text: str, dims: int = 8) -> list[float]:
     """A deterministic unit-free vector for unscripted text."""
     digest = hashlib.sha256(str(text).encode()).digest()
     return [byte / 255.0 for byte in digest[:dims]]
+
+
+JUDGE_MODEL = "openai/gpt-4o-mini"  # litellm routes openai/* to the api_base given
+
+
+def judge_at(server: LLMServer, model: str = JUDGE_MODEL, **settings: Any) -> Judge:
+    """A judge asking ``server``, retrying fast (tests script 429s and 500s on purpose)."""
+    settings = {"api_key": "test-key", "backoff_initial_s": 0.01, **settings}
+    return Judge(model, api_base=server.api_base, **settings)
+
+
+@pytest.fixture
+def judge(llm_server: LLMServer) -> Judge:
+    """A judge asking the ``llm_server`` of the test."""
+    return judge_at(llm_server)
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
-"""Small readers of AgentRuns that the transform and adapter tests share."""
+"""AgentRuns for tests: one builder of runs to score, and small readers the transform tests share."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from schemas import AgentRun, Message
+from schemas import AgentRun, Message, RunInput, ToolInvocation
 
 
 def texts(items: list[Message]) -> list[tuple[str, str]]:
@@ -22,3 +22,38 @@ def invocations(message: Message) -> list[dict[str, Any]]:
 
 def parts(message: Message) -> list[dict[str, Any]]:
     return [p.model_dump() for p in message.parts]
+
+
+def agent_run(
+    question: str | None,
+    answer: str | None,
+    *,
+    context: list[str] | None = None,
+    ground_truth: Any = None,
+    system: str | None = None,
+    history: list[tuple[str, str]] | None = None,
+    tools: list[ToolInvocation] | None = None,
+    agent_name: str | None = None,
+    service_name: str | None = None,
+    trace_id: str = "a" * 32,
+    span_id: str = "b" * 16,
+) -> AgentRun:
+    """A run to score: the user's ``question``, the agent's ``answer`` (None: no such message), and
+    optionally retrieved ``context``, ``ground_truth``, a ``system`` prompt, earlier ``history`` as
+    (role, text) pairs and the answer's tool invocations."""
+    return AgentRun(
+        trace_id=trace_id,
+        span_id=span_id,
+        agent_name=agent_name,
+        service_name=service_name,
+        input=RunInput(
+            input_messages=[Message(role="user", content=question)] if question is not None else [],
+            remembered_messages=[Message(role=role, content=text) for role, text in history or []],  # type: ignore[arg-type]
+            system_messages=[Message(role="system", content=system)] if system is not None else [],
+        ),
+        output=[Message(role="assistant", content=answer, tool_invocations=tools or [])]
+        if answer is not None
+        else [],
+        context=context or [],
+        ground_truth=ground_truth,
+    )
