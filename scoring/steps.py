@@ -64,6 +64,12 @@ class StepContext:
             raise StepResultError(f"the {step} step's result is {type(value).__name__}, not {kind.__name__}")
         return value
 
+    def maybe(self, step: StepName, kind: type[T]) -> T | None:
+        """The result of ``step`` as a ``kind``, or None when the step gave None (or has not run)."""
+        if self.results.get(result_key(step)) is None:
+            return None
+        return self.result(step, kind)
+
     def preprocessed(self, kind: type[T]) -> T:
         """The preprocess step's result as a ``kind``."""
         return self.result("preprocess", kind)

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, create_model
 
 from scoring.judge import Judge, delimit
-from scoring.prebuilt.heuristics import expected_value
+from scoring.prebuilt.ground_truth import expected_value
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import Need, StepContext

@@ -16,21 +16,11 @@ from typing import Any
 
 from rapidfuzz.distance import Levenshtein as _Levenshtein
 
+from scoring.prebuilt.ground_truth import expected_value
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
 from scoring.text import output_text
-
-
-class MissingGroundTruth(ValueError):
-    """The scorer compares with ``ground_truth`` and the run has none."""
-
-
-def expected_value(ctx: StepContext, scorer: str) -> Any:
-    """The run's ground truth; raises ``MissingGroundTruth`` when there is none."""
-    if ctx.run.ground_truth is None:
-        raise MissingGroundTruth(f"{scorer} compares the output with ground_truth, and the run has none")
-    return ctx.run.ground_truth
 
 
 def normalize_value(value: Any, maybe_object: bool) -> str:

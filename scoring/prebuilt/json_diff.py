@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scoring.prebuilt.heuristics import expected_value, levenshtein_similarity, numeric_diff
+from scoring.prebuilt.ground_truth import expected_value
+from scoring.prebuilt.heuristics import levenshtein_similarity, numeric_diff
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from scoring.prebuilt.heuristics import expected_value, levenshtein_similarity
+from scoring.prebuilt.ground_truth import expected_value
+from scoring.prebuilt.heuristics import levenshtein_similarity
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
