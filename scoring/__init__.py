@@ -2,7 +2,7 @@
 
 from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
 from scoring.judge import Judge, JudgeResult, delimit
-from scoring.judge_errors import JudgeError
+from scoring.judge.errors import JudgeError
 from scoring.prompt_step import PromptObject
 from scoring.registry import SCORERS, build_scorer
 from scoring.sampling import is_sampled

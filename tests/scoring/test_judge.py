@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from scoring.judge import DATA_PREAMBLE, Judge, JudgeUsage, delimit, metered
-from scoring.judge_errors import JudgeError
+from scoring.judge.errors import JudgeError
 from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
 
 SCHEMA_MODEL = "openai/gpt-4o-mini"  # litellm's price map says it supports JSON schema output

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import asyncio
 
+from schemas.errors import TracescoreError
+
 # HTTP statuses worth another try: request timeout, rate limit, and server-side trouble.
 RETRIABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
-class JudgeError(Exception):
+class JudgeError(TracescoreError):
     """A judge call failed. ``retriable`` says whether trying again later could succeed."""
 
     def __init__(
         self, message: str, *, retriable: bool, attempts: int = 0, retry_after_s: float | None = None
     ) -> None:
-        super().__init__(message)
-        self.retriable = retriable
+        super().__init__(message, retriable=retriable)
         self.attempts = attempts
         self.retry_after_s = retry_after_s
 
