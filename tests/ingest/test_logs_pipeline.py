@@ -38,7 +38,7 @@ from schemas import AgentRun, LogRecord, Span, SpanBatch
 from schemas.config import AssemblyConfig, load_config
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import http_request
-from tests.test_cli import tracescore
+from tests.support.serve import tracescore
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_TRACES = OTLP_DIR / f"{LEGACY}.traces.json"

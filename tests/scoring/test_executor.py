@@ -8,7 +8,7 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -22,6 +22,7 @@ from scoring.prebuilt import create_textual_difference_scorer
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
 from scoring.text import output_text
+from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
 
 SALT = "test-salt"
@@ -31,19 +32,13 @@ def make_run(
     i: int,
     agent: str = "weather",
     service: str = "svc-a",
-    status: str = "ok",
+    status: Literal["ok", "error"] = "ok",
     user: str = "ab",
     answer: str = "ba",
 ) -> AgentRun:
-    return AgentRun(
-        trace_id=f"{i:032x}",
-        span_id=f"{i:016x}",
-        agent_name=agent,
-        service_name=service,
-        status=status,  # type: ignore[arg-type]
-        input=RunInput(input_messages=[Message(role="user", content=user)]),
-        output=[Message(role="assistant", content=answer)],
-    )
+    """Run number ``i`` ("ab" -> "ba" scores 0.5 on textual difference)."""
+    ids = {"trace_id": f"{i:032x}", "span_id": f"{i:016x}"}
+    return agent_run(user, answer, agent_name=agent, service_name=service, status=status, **ids)
 
 
 def config(*rules: ScorerRule, concurrency: int = 4, timeout: float = 5.0) -> ScoringConfig:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from scoring.judge import DATA_PREAMBLE, Judge, JudgeUsage, delimit, metered
 from scoring.judge.errors import JudgeError
-from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, judge_at, text_reply
 
 SCHEMA_MODEL = "openai/gpt-4o-mini"  # litellm's price map says it supports JSON schema output
 PLAIN_MODEL = "openai/judge-test"  # unknown to litellm: JSON mode, no price
@@ -24,15 +24,10 @@ class Verdict(BaseModel):
     label: str
 
 
-def judge(server: LLMServer, model: str = PLAIN_MODEL, **kwargs: object) -> Judge:
-    settings: dict[str, object] = {"max_retries": 2, "backoff_initial_s": 0.01, "timeout_s": 5.0}
-    settings.update(kwargs)
-    return Judge(
-        model,
-        "You grade answers.",
-        api_base=server.api_base,
-        api_key="test-key",
-        **settings,  # type: ignore[arg-type]
+def judge(server: LLMServer, model: str = PLAIN_MODEL, **settings: object) -> Judge:
+    """A judge of the test server; fewer retries and a shorter timeout than the defaults, for speed."""
+    return judge_at(
+        server, model, instructions="You grade answers.", **{"max_retries": 2, "timeout_s": 5.0, **settings}
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from schemas import AgentRun, Message, RunInput
+from schemas import AgentRun
 from schemas.config import JudgeConfig, ScorerRule, ScoringConfig
 from scoring import ScorerError, StepContext, create_scorer
 from scoring.executor import ScoringExecutor
@@ -18,7 +18,8 @@ from scoring.metrics import ScoringMetrics
 from scoring.prompt_step import PromptObject
 from scoring.scorer import Scorer
 from scoring.text import input_text, output_text
-from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, judge_at, text_reply
+from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
 
 MODEL = "openai/gpt-4o-mini"
@@ -39,18 +40,13 @@ class Verdicts(BaseModel):
 
 
 def make_run(trace: int = 1, answer: str = "Paris is in France. It has 3 million people.") -> AgentRun:
-    return AgentRun(
-        trace_id=f"{trace:032x}",
-        span_id=f"{trace:016x}",
-        agent_name="geo",
-        input=RunInput(input_messages=[Message(role="user", content="Tell me about Paris")]),
-        output=[Message(role="assistant", content=answer)],
+    return agent_run(
+        "Tell me about Paris", answer, agent_name="geo", trace_id=f"{trace:032x}", span_id=f"{trace:016x}"
     )
 
 
-def judge_for(server: LLMServer, model: str = MODEL, **kwargs: Any) -> Judge:
-    kwargs.setdefault("backoff_initial_s", 0.01)
-    return Judge(model, "You check facts.", api_base=server.api_base, api_key="test-key", **kwargs)
+def judge_for(server: LLMServer, model: str = MODEL, **settings: Any) -> Judge:
+    return judge_at(server, model, instructions="You check facts.", **settings)
 
 
 def extract_prompt(ctx: StepContext) -> str:

@@ -12,17 +12,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from schemas import AgentRun, Message, RunInput
 from scoring import ScorerError, StepContext, create_scorer
-
-
-def make_run(user: str, answer: str, trace_id: str = "a" * 32, span_id: str = "b" * 16) -> AgentRun:
-    return AgentRun(
-        trace_id=trace_id,
-        span_id=span_id,
-        input=RunInput(input_messages=[Message(role="user", content=user)]),
-        output=[Message(role="assistant", content=answer)],
-    )
+from tests.support.runs import agent_run
 
 
 def answer(ctx: StepContext) -> str:
@@ -56,7 +47,7 @@ async def test_sync_and_async_steps_pass_results_along() -> None:
         .generate_score(generate_score)
         .generate_reason(generate_reason)
     )
-    result = await scorer.run(make_run("q", "one two three"))
+    result = await scorer.run(agent_run("q", "one two three"))
 
     assert result.score == 0.6
     assert result.reason == "score 0.6 from 3 words"
@@ -77,7 +68,7 @@ async def test_context_reads_as_a_mapping_too() -> None:
     scorer = create_scorer(id="len", description="d").generate_score(
         lambda ctx: len(ctx["run"].output[0].content) / 10
     )
-    assert (await scorer.run(make_run("q", "abcde"))).score == 0.5
+    assert (await scorer.run(agent_run("q", "abcde"))).score == 0.5
 
 
 async def test_chaining_returns_a_new_scorer_and_keeps_the_original() -> None:
@@ -86,10 +77,10 @@ async def test_chaining_returns_a_new_scorer_and_keeps_the_original() -> None:
     replaced = scored.generate_score(lambda ctx: 0.75)
 
     assert [step.name for step in base.steps] == ["preprocess"]
-    assert (await scored.run(make_run("q", "a"))).score == 0.25
-    assert (await replaced.run(make_run("q", "a"))).score == 0.75
+    assert (await scored.run(agent_run("q", "a"))).score == 0.25
+    assert (await replaced.run(agent_run("q", "a"))).score == 0.75
     with pytest.raises(ScorerError, match="no generate_score step"):
-        await base.run(make_run("q", "a"))
+        await base.run(agent_run("q", "a"))
 
 
 async def test_steps_run_in_pipeline_order_whatever_the_chaining_order() -> None:
@@ -109,7 +100,7 @@ async def test_steps_run_in_pipeline_order_whatever_the_chaining_order() -> None
         .analyze(step("analyze", None))
         .preprocess(step("preprocess", None))
     )
-    await scorer.run(make_run("q", "a"))
+    await scorer.run(agent_run("q", "a"))
     assert order == ["preprocess", "analyze", "generate_score", "generate_reason"]
 
 
@@ -126,7 +117,7 @@ async def test_concurrent_runs_keep_their_own_results() -> None:
         .generate_score(lambda ctx: int(ctx.results["analyze_step_result"]["seen"]) / 100)
         .generate_reason(lambda ctx: ctx.results["preprocess_step_result"]["answer"])
     )
-    runs = [make_run("q", str(i), trace_id=f"{i:032x}") for i in range(50)]
+    runs = [agent_run("q", str(i), trace_id=f"{i:032x}") for i in range(50)]
     results = await asyncio.gather(*(scorer.run(run) for run in runs))
 
     for i, result in enumerate(results):
@@ -152,7 +143,7 @@ async def test_heavy_sync_steps_run_in_a_worker_thread() -> None:
         .preprocess(record("cheap"))
         .generate_score(record("heavy"), heavy=True)
     )
-    assert (await scorer.run(make_run("q", "a"))).score == 0.5
+    assert (await scorer.run(agent_run("q", "a"))).score == 0.5
     assert threads["cheap"] == loop_thread
     assert threads["heavy"] != loop_thread
 
@@ -171,7 +162,7 @@ async def test_a_failing_step_raises_scorer_error_naming_scorer_and_step() -> No
 
     scorer = create_scorer(id="fragile", description="d").analyze(analyze).generate_score(lambda ctx: 1.0)
     with pytest.raises(ScorerError) as info:
-        await scorer.run(make_run("q", "a"))
+        await scorer.run(agent_run("q", "a"))
     assert info.value.scorer_id == "fragile"
     assert info.value.step == "analyze"
     assert (
@@ -188,20 +179,20 @@ async def test_a_failing_async_reason_step_is_named_too() -> None:
 
     scorer = create_scorer(id="r", description="d").generate_score(lambda ctx: 1).generate_reason(reason)
     with pytest.raises(ScorerError, match="generate_reason.*judge down"):
-        await scorer.run(make_run("q", "a"))
+        await scorer.run(agent_run("q", "a"))
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "0.5", None, True, [0.5]])
 async def test_a_score_that_is_not_a_finite_number_is_rejected(bad: Any) -> None:
     scorer = create_scorer(id="bad-score", description="d").generate_score(lambda ctx: bad)
     with pytest.raises(ScorerError, match="generate_score") as info:
-        await scorer.run(make_run("q", "a"))
+        await scorer.run(agent_run("q", "a"))
     assert info.value.step == "generate_score"
 
 
 async def test_integer_scores_become_floats() -> None:
     result = (
-        await create_scorer(id="int", description="d").generate_score(lambda ctx: 1).run(make_run("q", "a"))
+        await create_scorer(id="int", description="d").generate_score(lambda ctx: 1).run(agent_run("q", "a"))
     )
     assert result.score == 1.0 and isinstance(result.score, float)
 
@@ -211,7 +202,7 @@ async def test_a_reason_that_is_not_text_is_rejected() -> None:
         create_scorer(id="r", description="d").generate_score(lambda ctx: 1).generate_reason(lambda ctx: 42)
     )
     with pytest.raises(ScorerError, match="not a string"):
-        await scorer.run(make_run("q", "a"))
+        await scorer.run(agent_run("q", "a"))
 
 
 async def test_dict_runs_are_accepted_in_snake_and_camel_case() -> None:
@@ -256,7 +247,7 @@ async def test_result_converts_to_a_score_with_json_safe_step_results() -> None:
         .generate_score(lambda ctx: 0.5)
         .generate_reason(lambda ctx: "half")
     )
-    result = await scorer.run(make_run("q", "a"))
+    result = await scorer.run(agent_run("q", "a"))
     score = result.to_score("my-name")
     assert (score.name, score.value, score.reason) == ("my-name", 0.5, "half")
     assert score.metadata == {
@@ -269,12 +260,12 @@ async def test_result_converts_to_a_score_with_json_safe_step_results() -> None:
 async def test_a_score_outside_the_scale_fails_the_run_naming_the_value() -> None:
     too_big = create_scorer(id="big", description="d").generate_score(lambda ctx: 3)
     with pytest.raises(ScorerError, match=r"returned 3, outside its scale \[0, 1\]"):
-        await too_big.run(make_run("q", "a"))
+        await too_big.run(agent_run("q", "a"))
     negative = create_scorer(id="neg", description="d").generate_score(lambda ctx: -0.1)
     with pytest.raises(ScorerError, match=r"returned -0.1, outside its scale"):
-        await negative.run(make_run("q", "a"))
+        await negative.run(agent_run("q", "a"))
     on_five = create_scorer(id="five", description="d", scale=5).generate_score(lambda ctx: 3)
-    score = (await on_five.run(make_run("q", "a"))).to_score()
+    score = (await on_five.run(agent_run("q", "a"))).to_score()
     assert (score.value, score.scale) == (3.0, 5)
     with pytest.raises(ValueError, match="scale must be a positive number"):
         create_scorer(id="zero", description="d", scale=0)
@@ -284,17 +275,17 @@ async def test_a_label_function_labels_the_result_and_its_score() -> None:
     scorer = create_scorer(
         id="lab", description="d", label=lambda ctx: "high" if (ctx.score or 0) > 0.5 else "low"
     ).generate_score(lambda ctx: 0.75)
-    result = await scorer.run(make_run("q", "a"))
+    result = await scorer.run(agent_run("q", "a"))
     assert (result.label, result.to_score().label) == ("high", "high")
     unlabelled = (
-        await create_scorer(id="nol", description="d").generate_score(lambda ctx: 1).run(make_run("q", "a"))
+        await create_scorer(id="nol", description="d").generate_score(lambda ctx: 1).run(agent_run("q", "a"))
     )
     assert unlabelled.label is None
 
 
 async def test_result_is_frozen() -> None:
     result = (
-        await create_scorer(id="f", description="d").generate_score(lambda ctx: 1).run(make_run("q", "a"))
+        await create_scorer(id="f", description="d").generate_score(lambda ctx: 1).run(agent_run("q", "a"))
     )
     with pytest.raises(ValidationError):
         result.score = 0.0  # type: ignore[misc]

@@ -6,6 +6,7 @@ what the receivers would hand the assembler.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,15 @@ FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 OTLP_DIR = FIXTURES_DIR / "conventions" / "otlp"
 PARITY_DIR = FIXTURES_DIR / "mastra_parity"  # the published Mastra code scorers' scores
 REFERENCES_DIR = FIXTURES_DIR / "references"  # more reference results, with the scripts that made them
+
+# The Mastra parity cases by id, and the score each published code scorer gives each case.
+PARITY_CASES: dict[str, dict[str, Any]] = {
+    case["id"]: case for case in json.loads((PARITY_DIR / "cases.json").read_text(encoding="utf-8"))
+}
+PARITY_SCORES: dict[str, dict[str, Any]] = {
+    entry["id"]: entry["scores"]
+    for entry in json.loads((PARITY_DIR / "reference.json").read_text(encoding="utf-8"))
+}
 
 
 def otlp_fixture_path(name: str) -> Path:

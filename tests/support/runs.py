@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from schemas import AgentRun, Message, RunInput, ToolInvocation
 
@@ -35,6 +35,7 @@ def agent_run(
     tools: list[ToolInvocation] | None = None,
     agent_name: str | None = None,
     service_name: str | None = None,
+    status: Literal["ok", "error"] = "ok",
     trace_id: str = "a" * 32,
     span_id: str = "b" * 16,
 ) -> AgentRun:
@@ -46,6 +47,7 @@ def agent_run(
         span_id=span_id,
         agent_name=agent_name,
         service_name=service_name,
+        status=status,
         input=RunInput(
             input_messages=[Message(role="user", content=question)] if question is not None else [],
             remembered_messages=[Message(role=role, content=text) for role, text in history or []],  # type: ignore[arg-type]

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli import CASES, PARITY, tracescore
+from tests.support.fixture_files import PARITY_CASES, PARITY_SCORES
+from tests.support.serve import tracescore
 
 
 def _write_jsonl(path: Path, rows: list[Any]) -> Path:
@@ -45,8 +46,10 @@ def _agent_run(case: dict[str, Any]) -> dict[str, Any]:
 
 def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path) -> None:
     ids = ["c000", "c003", "c006"]
-    rows: list[Any] = [{"input": CASES[i]["input"], "output": CASES[i]["output"]} for i in ids[:2]]
-    rows.append(_agent_run(CASES["c006"]))  # the same numbers whichever shape a line has
+    rows: list[Any] = [
+        {"input": PARITY_CASES[i]["input"], "output": PARITY_CASES[i]["output"]} for i in ids[:2]
+    ]
+    rows.append(_agent_run(PARITY_CASES["c006"]))  # the same numbers whichever shape a line has
     data = _write_jsonl(tmp_path / "data.jsonl", [rows[0], "", rows[1], rows[2]])
     out = tmp_path / "items.jsonl"
     done = tracescore(
@@ -66,7 +69,7 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
         ("textual-difference-scorer", "textual-difference"),
         ("content-similarity-scorer", "content-similarity"),
     ]:
-        values = [PARITY[i][reference] for i in ids]
+        values = [PARITY_SCORES[i][reference] for i in ids]
         assert table[scorer_id] == [
             f"{sum(values) / 3:.4f}",
             f"{min(values):.4f}",
@@ -77,17 +80,19 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
     items = [json.loads(line) for line in out.read_text().splitlines()]
     assert [item["line"] for item in items] == [1, 3, 4]  # the blank line 2 is skipped
     assert [item["scores"]["textual-difference-scorer"]["score"] for item in items] == [
-        PARITY[i]["textual-difference"] for i in ids
+        PARITY_SCORES[i]["textual-difference"] for i in ids
     ]
     assert items[2]["run_id"] == f"{'ab' * 16}:c006000000000000"
     assert all(item["errors"] == {} and item["error"] is None for item in items)
 
 
 def test_eval_with_scorer_options_counts_scorer_errors_apart(tmp_path: Path) -> None:
-    cases = [CASES[i] for i in ("c135", "c147", "c123")]  # Mastra: 0, 1, 0 for expectedTool weather-tool
+    cases = [
+        PARITY_CASES[i] for i in ("c135", "c147", "c123")
+    ]  # Mastra: 0, 1, 0 for expectedTool weather-tool
     no_output = {"input": {"input_messages": [{"role": "user", "content": "hi"}]}, "output": []}
     data = _write_jsonl(tmp_path / "tools.jsonl", [*(_agent_run(c) for c in cases), no_output])
-    expected = [PARITY[c["id"]]["code-tool-call-accuracy"] for c in cases]
+    expected = [PARITY_SCORES[c["id"]]["code-tool-call-accuracy"] for c in cases]
     assert expected == [0, 1, 0]
     for scorer_args in (
         ["--scorer", 'tool-call-accuracy-code={"expectedTool": "weather-tool"}'],

@@ -28,7 +28,7 @@ from schemas import AgentRun
 from schemas.config import AssemblyConfig, ReceiverConfig
 from tests.support.fixture_files import OTLP_DIR
 
-GOLDEN_DIR = Path(__file__).parent / "ingest" / "golden"
+GOLDEN_DIR = Path(__file__).parents[1] / "ingest" / "golden"
 UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"
 FIXTURES = sorted(p.name.removesuffix(".traces.json") for p in OTLP_DIR.glob("*.traces.json"))
 

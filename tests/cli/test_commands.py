@@ -11,13 +11,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.support.fixture_files import OTLP_DIR, PARITY_DIR
+from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tests.support.serve import PROJECT_ROOT, start_serve, stop, tracescore, wait_healthy
 
 GENAI_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
-PARITY = {c["id"]: c["scores"] for c in json.loads((PARITY_DIR / "reference.json").read_text())}
-CASES = {c["id"]: c for c in json.loads((PARITY_DIR / "cases.json").read_text())}
 
 
 def test_inspect_prints_the_agent_runs_of_an_otlp_json_file() -> None:
@@ -43,7 +41,7 @@ def test_inspect_prints_the_agent_runs_of_an_otlp_json_file() -> None:
 
 
 def test_score_one_run_file_matches_the_mastra_reference(tmp_path: Path) -> None:
-    case = CASES["c030"]
+    case = PARITY_CASES["c030"]
     run = {
         "input": {"input_messages": [{"role": "user", "content": case["input"]}]},
         "output": [{"role": "assistant", "content": case["output"]}],
@@ -51,7 +49,7 @@ def test_score_one_run_file_matches_the_mastra_reference(tmp_path: Path) -> None
     (tmp_path / "run.json").write_text(json.dumps(run))
     done = tracescore("score", "textual-difference", "--run", str(tmp_path / "run.json"))
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["score"] == PARITY["c030"]["textual-difference"]
+    assert json.loads(done.stdout)["score"] == PARITY_SCORES["c030"]["textual-difference"]
 
     exact = tracescore(
         "score",
@@ -62,7 +60,7 @@ def test_score_one_run_file_matches_the_mastra_reference(tmp_path: Path) -> None
         '{"ignoreCase": false, "ignoreWhitespace": false}',
     )
     assert exact.returncode == 0, exact.stderr
-    assert json.loads(exact.stdout)["score"] == PARITY["c030"]["content-similarity-exact"]
+    assert json.loads(exact.stdout)["score"] == PARITY_SCORES["c030"]["content-similarity-exact"]
 
 
 def test_score_with_an_unknown_scorer_fails_with_the_list_of_scorers(tmp_path: Path) -> None:

@@ -28,10 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
 from ingest.service import Service
 from schemas.config import ServiceConfig, load_config
-from tests.support.fixture_files import OTLP_DIR, PARITY_DIR
-
-PARITY = {c["id"]: c["scores"] for c in json.loads((PARITY_DIR / "reference.json").read_text())}
-CASES = {c["id"]: c for c in json.loads((PARITY_DIR / "cases.json").read_text())}
+from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
 
 
 def _config(tmp_path: Path, **overrides: Any) -> ServiceConfig:
@@ -58,7 +55,7 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
 
 
 def _scenario(case_id: str) -> Scenario:
-    case = CASES[case_id]
+    case = PARITY_CASES[case_id]
     return Scenario(
         agent="support_agent",
         system="Answer briefly.",
@@ -96,8 +93,8 @@ async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
     await asyncio.to_thread(provider.shutdown)
 
     rows = _by_scorer(await _wait_scores(service, trace_id, 2))
-    assert rows["content-similarity-scorer"]["score"] == PARITY["c030"]["content-similarity"]
-    assert rows["textual-difference-scorer"]["score"] == PARITY["c030"]["textual-difference"]
+    assert rows["content-similarity-scorer"]["score"] == PARITY_SCORES["c030"]["content-similarity"]
+    assert rows["textual-difference-scorer"]["score"] == PARITY_SCORES["c030"]["textual-difference"]
     for row in rows.values():
         assert row["service_name"] == "e2e-grpc"
         assert row["agent_name"] == "support_agent"
@@ -187,8 +184,8 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
         await svc.kafka.wait_assigned()
         for case_id, trace_id in zip(["c000", "c030"], trace_ids, strict=True):
             rows = _by_scorer(await _wait_scores(svc, trace_id, 2))
-            assert rows["content-similarity-scorer"]["score"] == PARITY[case_id]["content-similarity"]
-            assert rows["textual-difference-scorer"]["score"] == PARITY[case_id]["textual-difference"]
+            assert rows["content-similarity-scorer"]["score"] == PARITY_SCORES[case_id]["content-similarity"]
+            assert rows["textual-difference-scorer"]["score"] == PARITY_SCORES[case_id]["textual-difference"]
         assert svc.metrics.registry.get_sample_value("tracescore_dead_letters_total") == 1
     finally:
         await svc.shutdown()
