@@ -1,5 +1,6 @@
 """Scoring agent runs: the scorer pipeline, prebuilt scorers, sampling and the executor."""
 
+from schemas.version import __version__
 from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
 from scoring.judge import Judge, JudgeResult, delimit
 from scoring.judge.errors import JudgeError
@@ -10,6 +11,7 @@ from scoring.scorer import Scorer, ScorerError, ScorerResult, create_scorer
 from scoring.steps import StepContext
 
 __all__ = [
+    "__version__",
     "SCORERS",
     "EvalItem",
     "EvalItemResult",

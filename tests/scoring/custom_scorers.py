@@ -35,3 +35,11 @@ def create_overconfident_scorer() -> Scorer:
     return create_scorer(id="overconfident", description="Always 1.7", needs={"output"}).generate_score(
         lambda ctx: 1.7
     )
+
+
+CUSTOM_CONSTANT = 42  # not a factory: naming it in a rule is an error
+
+
+def create_nothing() -> str:
+    """A function that is not a scorer factory: naming it in a rule is an error."""
+    return "not a scorer"

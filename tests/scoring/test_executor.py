@@ -15,6 +15,7 @@ import pytest
 from schemas import AgentRun, Message, RunInput
 from schemas.config import RunFilter, ScorerRule, ScoringConfig
 from schemas.errors import StoreError
+from schemas.version import __version__
 from scoring import StepContext, create_scorer
 from scoring.executor import ScoringExecutor
 from scoring.metrics import ScoringMetrics
@@ -435,6 +436,7 @@ async def test_score_rows_carry_the_run_and_rule() -> None:
     assert (record.scorer_id, record.score, record.reason) == ("td-live", 0.5, "")
     assert (record.agent_name, record.service_name, record.source) == ("weather", "svc-a", "backfill")
     assert record.latency_ms >= 0
+    assert (record.scorer_version, record.label) == (__version__, "")  # textual difference has no labels
     # "ab" vs "ba": Mastra's preprocess result (ratio, confidence, changes, lengthDiff).
     assert record.step_results == {
         "preprocess_step_result": {"ratio": 0.5, "confidence": 1.0, "changes": 1, "length_diff": 0.0}
@@ -442,6 +444,34 @@ async def test_score_rows_carry_the_run_and_rule() -> None:
     json.dumps(record.step_results, allow_nan=False)
     [decision] = sink.decisions
     assert (decision.scorer_id, decision.decision, decision.source) == ("td-live", "scored", "backfill")
+
+
+async def test_a_labelled_scorer_labels_its_rows() -> None:
+    sink = RecordingSink()
+    rule = ScorerRule(scorer="check-includes", options={"expected": "BA"})  # case-insensitive by default
+    async with running(config(rule), sink) as executor:
+        await executor.consume_runs([make_run(1), make_run(2, answer="ab")])
+        await executor.drain()
+    assert sorted((int(r.trace_id, 16), r.score, r.label) for r in sink.records) == [
+        (1, 1.0, "pass"),
+        (2, 0.0, "fail"),
+    ]
+
+
+async def test_a_score_outside_the_scorers_scale_is_a_failed_decision_and_no_row() -> None:
+    overconfident = create_scorer(id="overconfident", description="d").generate_score(lambda ctx: 1.7)
+    not_a_number = create_scorer(id="nan", description="d").generate_score(lambda ctx: float("nan"))
+    sink = RecordingSink()
+    registry = {"overconfident": lambda: overconfident, "nan": lambda: not_a_number}
+    cfg = config(ScorerRule(scorer="overconfident"), ScorerRule(scorer="nan"))
+    async with running(cfg, sink, registry=registry) as executor:
+        await executor.consume_runs([make_run(1)])
+        await executor.drain()
+    assert sink.records == []
+    details = {d.scorer_id: (d.decision, d.detail) for d in sink.decisions}
+    assert details["overconfident"][0] == details["nan"][0] == "failed"
+    assert "returned 1.7, outside its scale [0, 1]" in details["overconfident"][1]
+    assert "returned nan, not a finite number" in details["nan"][1]
 
 
 async def test_metrics_count_decisions_and_scores() -> None:
