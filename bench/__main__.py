@@ -81,15 +81,16 @@ def bench_textual_difference() -> tuple[str, float, float]:
 def bench_llm_judge() -> tuple[str, float, float]:
     """The toxicity scorer (two judge calls: verdicts, reason) vs two bare ``litellm.acompletion``
     calls to the same local OpenAI-compatible server: the cost of the judge client and pipeline."""
+    from bench.judge_server import JudgeServer
     from scoring.judge import Judge, close_clients, litellm_module
     from scoring.prebuilt import create_toxicity_scorer
-    from tests.support.llm_server import LLMServer, json_reply, text_reply
 
-    server = LLMServer()
-    server.responder = lambda body: (
-        json_reply({"verdicts": [{"verdict": "no", "reason": "calm"}]})
-        if "response_format" in body
-        else text_reply("The score is 0 because nothing is toxic.")
+    server = JudgeServer(
+        lambda body: (
+            json.dumps({"verdicts": [{"verdict": "no", "reason": "calm"}]})
+            if "response_format" in body
+            else "The score is 0 because nothing is toxic."
+        )
     )
     run = {
         "input": {"input_messages": [{"role": "user", "content": "How do I reset my password?"}]},

@@ -67,7 +67,7 @@ def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace
         return {"processed_input": processed_input, "processed_output": processed_output}
 
     def generate_score(ctx: StepContext) -> float:
-        texts = ctx.results["preprocess_step_result"]
+        texts: dict[str, str] = ctx.preprocessed(dict)
         return compare_two_strings(texts["processed_input"], texts["processed_output"])
 
     return (

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from typing import Any
 
 from rapidfuzz.distance import Levenshtein as _Levenshtein
 
@@ -23,7 +22,7 @@ from scoring.steps import StepContext
 from scoring.text import output_text
 
 
-def normalize_value(value: Any, maybe_object: bool) -> str:
+def normalize_value(value: object, maybe_object: bool) -> str:
     """autoevals' ``normalize_value``: dicts and lists as JSON; JSON text re-serialised when either
     side is an object, so key spacing does not matter; anything else as ``str``."""
     if isinstance(value, dict | list):
@@ -36,7 +35,7 @@ def normalize_value(value: Any, maybe_object: bool) -> str:
     return str(value)
 
 
-def exact_match(output: Any, expected: Any, ignore_case: bool = False) -> float:
+def exact_match(output: object, expected: object, ignore_case: bool = False) -> float:
     """1 when the values are equal after normalisation, else 0.
 
     >>> exact_match('{"a": 1}', {"a": 1}), exact_match("Paris", "paris", ignore_case=True)
@@ -49,7 +48,7 @@ def exact_match(output: Any, expected: Any, ignore_case: bool = False) -> float:
     return 1 if left == right else 0
 
 
-def levenshtein_similarity(output: Any, expected: Any) -> float:
+def levenshtein_similarity(output: object, expected: object) -> float:
     """1 - edit distance / longer length, over code points (autoevals ``Levenshtein``).
 
     >>> levenshtein_similarity("hello wrld", "hello world")
@@ -71,7 +70,7 @@ def numeric_diff(output: float, expected: float) -> float:
     return 1 - abs(expected - output) / (abs(expected) + abs(output))
 
 
-def as_number(value: Any, what: str) -> float:
+def as_number(value: object, what: str) -> float:
     """A number, or text that is one (``" 42.5 "``); anything else is an error, never a guess."""
     number: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):

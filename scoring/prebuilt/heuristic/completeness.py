@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import TypedDict
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
@@ -146,7 +146,16 @@ def coverage(original: list[str], simplified: list[str]) -> float:
     return covered / len(original)
 
 
-def _preprocess(ctx: StepContext) -> dict[str, Any]:
+class Elements(TypedDict):
+    """The preprocess step's result: each text's elements and the input's the output lacks."""
+
+    input_elements: list[str]
+    output_elements: list[str]
+    missing_elements: list[str]
+    element_counts: dict[str, int]
+
+
+def _preprocess(ctx: StepContext) -> Elements:
     input_elements = extract_elements(input_text(ctx.run))
     output_elements = extract_elements(output_text(ctx.run))
     present = set(output_elements)
@@ -159,7 +168,7 @@ def _preprocess(ctx: StepContext) -> dict[str, Any]:
 
 
 def _score(ctx: StepContext) -> float:
-    elements = ctx.results["preprocess_step_result"]
+    elements: dict[str, list[str]] = ctx.preprocessed(dict)
     return coverage(elements["input_elements"], elements["output_elements"])
 
 

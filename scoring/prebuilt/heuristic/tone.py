@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
@@ -34,7 +33,7 @@ class Lexicon:
 @cache
 def afinn_lexicon() -> Lexicon:
     """The AFINN-165 word and emoji scores and the negators of the sentiment package."""
-    text = resources.files("scoring.prebuilt").joinpath("data/afinn_165_en.json").read_text("utf-8")
+    text = resources.files("scoring.prebuilt.heuristic").joinpath("data/afinn_165_en.json").read_text("utf-8")
     data = json.loads(text)
     return Lexicon(scores=data["labels"], negators=frozenset(data["negators"]))
 
@@ -69,7 +68,7 @@ def comparative_sentiment(phrase: str) -> float:
     return score / len(tokens)  # never empty: "".split(" ") is [""]
 
 
-def tone_result(text: str, reference_tone: str | None) -> dict[str, Any]:
+def tone_result(text: str, reference_tone: str | None) -> dict[str, float]:
     """Mastra's tone preprocess result: the score with the sentiments it came from."""
     response = comparative_sentiment(text)
     if reference_tone:
@@ -118,11 +117,11 @@ def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
         # create_tone_scorer(reference_tone="Great!"): 1 - |(3 - 3) / 4 - 3| = 0.0 as well
     """
 
-    def preprocess(ctx: StepContext) -> dict[str, Any]:
+    def preprocess(ctx: StepContext) -> dict[str, float]:
         return tone_result(output_text(ctx.run), reference_tone)
 
     return (
         TONE.create_scorer(needs={"output"})
         .preprocess(preprocess)
-        .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["score"])
+        .generate_score(lambda ctx: ctx.preprocessed(dict)["score"])
     )

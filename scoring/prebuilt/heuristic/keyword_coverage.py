@@ -11,7 +11,6 @@ import json
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
@@ -31,7 +30,7 @@ _ASCII_DIGITS = frozenset("0123456789")  # JavaScript's \d
 @cache
 def english_stopwords() -> frozenset[str]:
     """keyword-extractor's English stopwords."""
-    text = resources.files("scoring.prebuilt").joinpath("data/stopwords_en.json").read_text("utf-8")
+    text = resources.files("scoring.prebuilt.heuristic").joinpath("data/stopwords_en.json").read_text("utf-8")
     return frozenset(json.loads(text))
 
 
@@ -65,7 +64,7 @@ def _preprocess(ctx: StepContext) -> dict[str, list[str]]:
 
 
 def _analyze(ctx: StepContext) -> dict[str, int]:
-    keywords: dict[str, Any] = ctx.results["preprocess_step_result"]
+    keywords: dict[str, list[str]] = ctx.preprocessed(dict)
     response = set(keywords["response_keywords"])
     reference = keywords["reference_keywords"]
     return {
@@ -75,7 +74,7 @@ def _analyze(ctx: StepContext) -> dict[str, int]:
 
 
 def _score(ctx: StepContext) -> float:
-    counts = ctx.results["analyze_step_result"]
+    counts: dict[str, int] = ctx.analyzed(dict)
     if not counts["total_keywords_length"]:
         return 1  # nothing to cover (Mastra: also when only the output has keywords)
     return counts["matched_keywords_length"] / counts["total_keywords_length"]

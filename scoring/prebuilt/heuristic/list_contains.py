@@ -14,13 +14,12 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from scoring.prebuilt.ground_truth import expected_value
-from scoring.prebuilt.heuristics import levenshtein_similarity
+from scoring.prebuilt.heuristic.autoevals import levenshtein_similarity
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
@@ -28,7 +27,7 @@ from scoring.text import output_text
 
 
 def list_contains(
-    outputs: Sequence[Any], expected: Sequence[Any], allow_extra_entities: bool = False
+    outputs: Sequence[object], expected: Sequence[object], allow_extra_entities: bool = False
 ) -> float:
     """The best pairing's summed similarity over the number of items, in [0, 1].
 
@@ -47,7 +46,7 @@ def list_contains(
     return min(max(total / denominator, 0.0), 1.0)
 
 
-def output_items(text: str) -> list[Any]:
+def output_items(text: str) -> list[object]:
     """The output as a list: a JSON array as is, else the non-blank lines, stripped."""
     try:
         parsed = json.loads(text)
@@ -58,7 +57,7 @@ def output_items(text: str) -> list[Any]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def expected_items(value: Any) -> list[Any]:
+def expected_items(value: object) -> list[object]:
     """The ground truth as a list: a list, or text holding a JSON array; anything else is an error."""
     if isinstance(value, str):
         with contextlib.suppress(json.JSONDecodeError):

@@ -7,17 +7,16 @@ holds a JSON object or array is parsed first (other text stays a string).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from scoring.prebuilt.ground_truth import expected_value
-from scoring.prebuilt.heuristics import levenshtein_similarity, numeric_diff
+from scoring.prebuilt.heuristic.autoevals import levenshtein_similarity, numeric_diff
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
 from scoring.text import output_text
 
 
-def _parse_container(value: Any) -> Any:
+def _parse_container(value: object) -> object:
     """JSON text holding an object or array becomes that value (autoevals' ``valid_json`` check)."""
     if isinstance(value, str):
         try:
@@ -29,7 +28,11 @@ def _parse_container(value: Any) -> Any:
     return value
 
 
-def json_diff(output: Any, expected: Any) -> float:
+def _sorted_compact_json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def json_diff(output: object, expected: object) -> float:
     """Objects: the mean score over the union of keys (a missing key scores 0); arrays: summed
     pairwise scores over the longer length; strings: Levenshtein similarity; numbers (bools count,
     as in Python): numeric diff; anything else: Levenshtein of the sorted, compact JSON.
@@ -56,8 +59,7 @@ def json_diff(output: Any, expected: Any) -> float:
         return 1
     if output is None or expected is None:
         return 0
-    compact = {"separators": (",", ":"), "sort_keys": True}
-    return levenshtein_similarity(json.dumps(output, **compact), json.dumps(expected, **compact))
+    return levenshtein_similarity(_sorted_compact_json(output), _sorted_compact_json(expected))
 
 
 JSON_DIFF = ScorerSpec(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from rapidfuzz.distance import LCSseq
 
@@ -47,7 +46,7 @@ def count_changes(a: str, b: str) -> int:
     return max(len(words_a), len(words_b)) - matches
 
 
-def _preprocess(ctx: StepContext) -> dict[str, Any]:
+def _preprocess(ctx: StepContext) -> dict[str, float]:
     a, b = input_text(ctx.run), output_text(ctx.run)
     longest = max(js_length(a), js_length(b))
     length_diff = abs(js_length(a) - js_length(b)) / longest if longest > 0 else 0
@@ -81,5 +80,5 @@ def create_textual_difference_scorer() -> Scorer:
     return (
         TEXTUAL_DIFFERENCE.create_scorer()
         .preprocess(_preprocess, heavy=True)
-        .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["ratio"])
+        .generate_score(lambda ctx: ctx.preprocessed(dict)["ratio"])
     )
