@@ -1,0 +1,90 @@
+"""RAGAS context entity recall (VoltAgent's ``createContextEntityRecallScorer``).
+
+The judge lists the distinct entities (proper nouns, years, events, places, organisations, other
+identifying phrases) of the run's ``ground_truth``, then, in a second call, those of its
+``context``. Recall = expected entities found in the context / distinct expected entities, both
+sides compared lower-cased as sets (so duplicates and case differences count once). No expected
+entity scores 0.
+
+As in VoltAgent, a text is used as it is when it is a string and as its ``JSON.stringify`` text
+otherwise: the run's ``context`` list is sent as a JSON array, a non-string ground truth as JSON.
+An empty text has no entities and costs no judge call.
+
+Deviation, on purpose: VoltAgent reads the answer with a free-text parse that turns any answer that
+is not valid JSON for ``{"entities": [string]}`` into an empty list -- a silent score of 0. Here the
+answer is validated by its pydantic schema, a bad answer gets one repair round, and a second bad
+answer fails the scorer (a ``failed`` decision), never a made-up score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pydantic import BaseModel, Field
+
+from scoring.judge import Judge, delimit
+from scoring.prebuilt.judge_helpers import js_json, normalize_text
+from scoring.prompts import load_prompt
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
+
+EXTRACT_ENTITIES = load_prompt(__package__, "context_entity_recall/extract_entities")
+
+
+class Entities(BaseModel):
+    entities: list[str] = Field(description="The distinct entities of the text")
+
+
+def entity_prompt(text: str) -> str:
+    return EXTRACT_ENTITIES.render(text=delimit("text", text))
+
+
+def entity_recall(expected: list[str], context: list[str]) -> float:
+    """Share of the distinct (lower-cased) expected entities that the context names; 0 without any.
+
+    >>> entity_recall(["Fleming", "1928", "fleming"], ["FLEMING", "London"])
+    0.5
+    """
+    expected_set = {entity.lower() for entity in expected}
+    if not expected_set:
+        return 0.0
+    context_set = {entity.lower() for entity in context}
+    return len(expected_set & context_set) / len(expected_set)
+
+
+RAGAS_CONTEXT_ENTITY_RECALL = ScorerSpec(
+    name="ragas-context-entity-recall",
+    id="contextEntityRecall",
+    title="Context Entity Recall",
+    description="RAGAS context entity recall: share of the ground truth's entities in the context",
+)
+
+
+@register(RAGAS_CONTEXT_ENTITY_RECALL)
+def create_ragas_context_entity_recall_scorer(judge: Judge) -> Scorer:
+    """VoltAgent's context entity recall: the run's ``ground_truth`` entities found in its ``context``."""
+    # VoltAgent sends the extraction prompt alone, without a system prompt of its own.
+    extractor = replace(judge, instructions="")
+
+    async def entities_of(text: str) -> list[str]:
+        if not text:
+            return []
+        return (await extractor.structured(entity_prompt(text), Entities)).value.entities
+
+    async def preprocess(ctx: StepContext) -> list[str]:
+        return await entities_of(normalize_text(ctx.run.ground_truth))
+
+    async def analyze(ctx: StepContext) -> list[str]:
+        # Asked after the ground truth's entities, as VoltAgent does, also when there are none.
+        return await entities_of(js_json(list(ctx.run.context)) if ctx.run.context else "")
+
+    def generate_score(ctx: StepContext) -> float:
+        return entity_recall(ctx.preprocessed(list), ctx.analyzed(list))
+
+    return (
+        RAGAS_CONTEXT_ENTITY_RECALL.create_scorer(needs={"context", "ground_truth"}, judge=extractor)
+        .preprocess(preprocess)
+        .analyze(analyze)
+        .generate_score(generate_score)
+    )
