@@ -24,7 +24,7 @@ from ingest.store.span_sink import insert_logs, insert_spans
 from schemas import Decision, LogRecord, ScoreRecord, Span, SpanEvent, SpanLink
 from schemas.score import score_id
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 OTHER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 ROOT_SPAN = "b7ad6b7169203331"

@@ -17,7 +17,7 @@ from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import SERVICE, TRACE_ID, load_otlp_spans, make_span
 from tests.support.runs import only_run, texts
 
-GOLDEN_DIR = Path(__file__).parent / "golden"
+GOLDEN_DIR = Path(__file__).parents[1] / "golden"
 UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the get_weather tool."
 CALL_ID = "call_VSPygqKTWdrhaFErNvMV18Yl"
