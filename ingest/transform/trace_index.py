@@ -117,15 +117,21 @@ def _apply_top_roles(nodes: dict[str, Node]) -> None:
     """Give a span its adapter's ``top_role`` when no span of the same adapter is above it."""
     for span_id, node in list(nodes.items()):
         adapter = node.adapter
-        if adapter is None or any(a.adapter is adapter for a in ancestors(node, nodes)):
+        if adapter is None:
             continue
+        # The role is asked first: most adapters have none, and walking up the trace costs more.
         try:
             role = adapter.top_role(node.span)
         except Exception:
-            log.warning("adapter %s cannot classify span %s", adapter.name, span_id, exc_info=True)
+            if not _below_own_adapter(node, nodes):
+                log.warning("adapter %s cannot classify span %s", adapter.name, span_id, exc_info=True)
             continue
-        if role is not None:
+        if role is not None and not _below_own_adapter(node, nodes):
             nodes[span_id] = replace(node, role=role)
+
+
+def _below_own_adapter(node: Node, nodes: dict[str, Node]) -> bool:
+    return any(a.adapter is node.adapter for a in ancestors(node, nodes))
 
 
 def _fold_nested_calls(index: TraceIndex) -> None:
