@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from ingest.cli import demo, inspect, score, serve
 from ingest.cli import eval as eval_command
+from schemas.errors import StoreError
 
 log = logging.getLogger("tracescore")
 
@@ -29,8 +30,6 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from ingest.store.clickhouse import StoreError
-
     try:
         return int(args.func(args) or 0)
     except (ValidationError, ValueError, OSError, StoreError) as exc:

@@ -11,14 +11,14 @@ partial success). A log record's ids may be empty: it is then stored but correla
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from google.protobuf import message as protobuf_message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ingest.decode.batch import BatchBuilder
-from ingest.decode.otlp_json import JsonRequestError, parse_logs_request, parse_trace_request
+from ingest.decode.otlp_json import JsonRequestError, ParsedRequest, parse_logs_request, parse_trace_request
 from ingest.decode.protobuf import logs_request_to_batch, request_to_batch
 from schemas.errors import TracescoreError
 from schemas.spans import SpanBatch
@@ -39,12 +39,11 @@ class DecodeError(TracescoreError, ValueError):
 
 
 Decoder = Callable[[bytes], SpanBatch]
+# ExportTraceServiceRequest or ExportLogsServiceRequest.
+_Request = TypeVar("_Request", bound=protobuf_message.Message)
 
 
-def _protobuf_decoder(
-    request_type: type[ExportTraceServiceRequest] | type[ExportLogsServiceRequest],
-    to_batch: Callable[[Any], SpanBatch],
-) -> Decoder:
+def _protobuf_decoder(request_type: type[_Request], to_batch: Callable[[_Request], SpanBatch]) -> Decoder:
     def decode_protobuf(payload: bytes) -> SpanBatch:
         try:
             request = request_type.FromString(payload)
@@ -56,7 +55,7 @@ def _protobuf_decoder(
 
 
 def _json_decoder(
-    parse: Callable[[bytes], Any], to_batch: Callable[[Any, BatchBuilder], SpanBatch]
+    parse: Callable[[bytes], ParsedRequest[_Request]], to_batch: Callable[[_Request, BatchBuilder], SpanBatch]
 ) -> Decoder:
     def decode_json(payload: bytes) -> SpanBatch:
         try:

@@ -17,7 +17,7 @@ import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -39,20 +39,32 @@ class _BadItem(Exception):
     """One item (or one envelope's items) cannot be read; the message says why."""
 
 
+# ExportTraceServiceRequest or ExportLogsServiceRequest.
+_Request = TypeVar("_Request", bound=Message)
+_Request_co = TypeVar("_Request_co", bound=Message, covariant=True)
+
+
 @dataclass
-class ParsedRequest:
-    request: Any  # ExportTraceServiceRequest or ExportLogsServiceRequest
+class ParsedRequest(Generic[_Request]):
+    request: _Request
     rejected_spans: int = 0  # rejected items of either signal, as SpanBatch counts them
     errors: list[str] = field(default_factory=list)
 
 
+class _Refusals(Protocol):
+    """Where the readers below count and explain the items they leave out (a ``ParsedRequest``)."""
+
+    rejected_spans: int
+    errors: list[str]
+
+
 @dataclass(frozen=True)
-class _Shape:
+class _Shape(Generic[_Request_co]):
     """Where one signal keeps its items in an export request, and how one item is prepared."""
 
     signal: str  # as error messages name the request: "trace", "logs"
     noun: str  # one item: "span", "log record"
-    request_type: type[Message]
+    request_type: type[_Request_co]
     resource_type: type[Message]
     scope_type: type[Message]
     item_type: type[Message]
@@ -60,20 +72,20 @@ class _Shape:
     scopes: str
     items: str
     label_keys: tuple[str, str]  # the item field that names it in error messages
-    prepare: Callable[[Any, _Shape, ParsedRequest], dict[str, Any]]
+    prepare: Callable[[Any, _Shape[Message], _Refusals], dict[str, Any]]
 
 
-def parse_trace_request(payload: bytes) -> ParsedRequest:
+def parse_trace_request(payload: bytes) -> ParsedRequest[ExportTraceServiceRequest]:
     """Read an OTLP/JSON trace export request; JsonRequestError if the payload as a whole is unusable."""
     return _parse(payload, TRACES)
 
 
-def parse_logs_request(payload: bytes) -> ParsedRequest:
+def parse_logs_request(payload: bytes) -> ParsedRequest[ExportLogsServiceRequest]:
     """Read an OTLP/JSON logs export request; JsonRequestError if the payload as a whole is unusable."""
     return _parse(payload, LOGS)
 
 
-def _parse(payload: bytes, shape: _Shape) -> ParsedRequest:
+def _parse(payload: bytes, shape: _Shape[_Request]) -> ParsedRequest[_Request]:
     resources = _resources(_load_json(payload), shape)
     parsed = ParsedRequest(shape.request_type())
     prepared = [_prepare_resource(index, r, shape, parsed) for index, r in enumerate(resources)]
@@ -95,7 +107,7 @@ def _load_json(payload: bytes) -> Any:
         raise JsonRequestError(f"invalid JSON: {exc}") from None
 
 
-def _resources(document: Any, shape: _Shape) -> list[Any]:
+def _resources(document: Any, shape: _Shape[Message]) -> list[Any]:
     key = _camel(shape.resources)
     if not isinstance(document, dict):
         raise JsonRequestError(
@@ -124,7 +136,7 @@ def _camel(snake: str) -> str:
     return head + "".join(word.capitalize() for word in rest)
 
 
-def _prepare_resource(index: int, resource: Any, shape: _Shape, parsed: ParsedRequest) -> dict[str, Any]:
+def _prepare_resource(index: int, resource: Any, shape: _Shape[Message], parsed: _Refusals) -> dict[str, Any]:
     """The resource envelope with each readable item's ids rewritten to base64; bad items counted."""
     where = f"{_camel(shape.resources)}[{index}]"
     if not isinstance(resource, dict):
@@ -140,7 +152,7 @@ def _prepare_resource(index: int, resource: Any, shape: _Shape, parsed: ParsedRe
     return envelope
 
 
-def _prepare_scope(where: str, scope: Any, shape: _Shape, parsed: ParsedRequest) -> dict[str, Any]:
+def _prepare_scope(where: str, scope: Any, shape: _Shape[Message], parsed: _Refusals) -> dict[str, Any]:
     if not isinstance(scope, dict):
         parsed.errors.append(f"{where} has an entry that is not a JSON object")
         return {}
@@ -161,7 +173,7 @@ def _prepare_scope(where: str, scope: Any, shape: _Shape, parsed: ParsedRequest)
     return envelope
 
 
-def _prepare_span(span: Any, shape: _Shape, parsed: ParsedRequest) -> dict[str, Any]:
+def _prepare_span(span: Any, shape: _Shape[Message], parsed: _Refusals) -> dict[str, Any]:
     if not isinstance(span, dict):
         raise _BadItem(f"span is not a JSON object: {_show(span)}")
     label = _label(span, shape)
@@ -179,7 +191,7 @@ def _prepare_span(span: Any, shape: _Shape, parsed: ParsedRequest) -> dict[str, 
     return out
 
 
-def _prepare_link(label: str, link: Any, parsed: ParsedRequest) -> dict[str, Any] | None:
+def _prepare_link(label: str, link: Any, parsed: _Refusals) -> dict[str, Any] | None:
     if not isinstance(link, dict):
         parsed.errors.append(f"{label}: dropped a link that is not a JSON object")
         return None
@@ -192,7 +204,7 @@ def _prepare_link(label: str, link: Any, parsed: ParsedRequest) -> dict[str, Any
     return out
 
 
-def _prepare_log_record(record: Any, shape: _Shape, parsed: ParsedRequest) -> dict[str, Any]:
+def _prepare_log_record(record: Any, shape: _Shape[Message], parsed: _Refusals) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise _BadItem(f"log record is not a JSON object: {_show(record)}")
     out = dict(record)
@@ -237,7 +249,9 @@ def _hex_to_base64(value: Any, name: str, size: int, allow_zero: bool = False) -
     return base64.b64encode(raw).decode("ascii")
 
 
-def _parse_piecewise(prepared: list[dict[str, Any]], shape: _Shape, parsed: ParsedRequest) -> None:
+def _parse_piecewise(
+    prepared: list[dict[str, Any]], shape: _Shape[_Request], parsed: ParsedRequest[_Request]
+) -> None:
     """Parse envelope by envelope and item by item, dropping and counting what cannot be read."""
     scopes_key, items_key = _camel(shape.scopes), _camel(shape.items)
     for resource in prepared:
@@ -269,21 +283,21 @@ def _parse_piecewise(prepared: list[dict[str, Any]], shape: _Shape, parsed: Pars
         getattr(parsed.request, shape.resources).append(resource_msg)
 
 
-def _parse_into(data: dict[str, Any], message: Any) -> None:
+def _parse_into(data: dict[str, Any], message: Message) -> None:
     try:
         json_format.ParseDict(data, message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise _BadItem(str(exc)) from None
 
 
-def _reject_all(scopes: list[dict[str, Any]], reason: str, shape: _Shape, parsed: ParsedRequest) -> None:
+def _reject_all(scopes: list[dict[str, Any]], reason: str, shape: _Shape[Message], parsed: _Refusals) -> None:
     items_key = _camel(shape.items)
     count = sum(len(scope.get(items_key, [])) for scope in scopes)
     parsed.rejected_spans += count
     parsed.errors.append(f"{count} {shape.noun}(s) rejected, {reason}")
 
 
-def _label(item: dict[str, Any], shape: _Shape) -> str:
+def _label(item: dict[str, Any], shape: _Shape[Message]) -> str:
     name = _get(item, *shape.label_keys)
     return f"{shape.noun} {_show(name)}" if isinstance(name, str) and name else shape.noun
 
@@ -293,7 +307,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
-TRACES = _Shape(
+TRACES: _Shape[ExportTraceServiceRequest] = _Shape(
     signal="trace",
     noun="span",
     request_type=ExportTraceServiceRequest,
@@ -307,7 +321,7 @@ TRACES = _Shape(
     prepare=_prepare_span,
 )
 
-LOGS = _Shape(
+LOGS: _Shape[ExportLogsServiceRequest] = _Shape(
     signal="logs",
     noun="log record",
     request_type=ExportLogsServiceRequest,

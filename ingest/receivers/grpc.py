@@ -9,7 +9,6 @@ compression is handled by gRPC itself.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
@@ -24,8 +23,9 @@ from schemas.consumers import SpanConsumer
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 METHOD = "Export"
+ExportResponse = ExportTraceServiceResponse | ExportLogsServiceResponse
 # gRPC service -> (signal, response type).
-_SERVICES: dict[str, tuple[str, Any]] = {
+_SERVICES: dict[str, tuple[str, type[ExportResponse]]] = {
     SERVICE: (SIGNAL_TRACES, ExportTraceServiceResponse),
     LOGS_SERVICE: (SIGNAL_LOGS, ExportLogsServiceResponse),
 }
@@ -80,8 +80,10 @@ class GrpcReceiver:
         if server is not None:
             await server.stop(SHUTDOWN_GRACE_SECONDS)
 
-    def _exporter(self, signal: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[Any]]:
-        async def export_signal(request: bytes, context: grpc.aio.ServicerContext) -> Any:
+    def _exporter(
+        self, signal: str
+    ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[ExportResponse]]:
+        async def export_signal(request: bytes, context: grpc.aio.ServicerContext) -> ExportResponse:
             try:
                 batch = await export("otlp_proto", request, self._next, self._metrics, TRANSPORT, signal)
             except DecodeError as exc:

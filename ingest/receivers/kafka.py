@@ -23,11 +23,10 @@ import logging
 import random
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Future
-from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
+from kafka.producer.future import FutureRecordMetadata
 
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
@@ -148,7 +147,7 @@ class KafkaReceiver:
 
     def _handle(self, records: Iterable[ConsumerRecord], producer: KafkaProducer) -> None:
         merged = SpanBatch()
-        parked: list[Future[Any]] = []
+        parked: list[FutureRecordMetadata] = []
         carried: list[ConsumerRecord] = []  # records whose spans or log records go to the store
         for record in records:
             signal = self._signals.get(record.topic, SIGNAL_TRACES)
@@ -189,7 +188,7 @@ class KafkaReceiver:
             count_received(merged, self._metrics, TRANSPORT)
 
     @staticmethod
-    def _flush_parked(producer: KafkaProducer, parked: list[Future[Any]]) -> None:
+    def _flush_parked(producer: KafkaProducer, parked: list[FutureRecordMetadata]) -> None:
         """Dead letters must be durable before their offsets are committed."""
         producer.flush()
         for future in parked:
@@ -197,7 +196,7 @@ class KafkaReceiver:
 
     def _park(
         self, producer: KafkaProducer, record: ConsumerRecord, reason: str, rejected: int | None
-    ) -> Any:
+    ) -> FutureRecordMetadata:
         log.warning(
             "kafka record %s[%d]@%d parked in %s: %s",
             record.topic,

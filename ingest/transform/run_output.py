@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest.transform.adapters import AgentInfo, LlmCall, ToolExecution
-from ingest.transform.trace_index import Node, TraceIndex, note_replies, read_span, start_order
+from ingest.transform.trace_index import Node, TraceIndex, note_replies, read_tool_execution, start_order
 from schemas import Message, Part, ToolInvocation
 from schemas.agent_run import ToolState
 
@@ -55,8 +55,8 @@ def _add_unjoined_tools(
         if not t.tool_call_id or t.tool_call_id not in index.tools
     ]
     for node in sorted(tools, key=start_order):
-        tool = read_span("tool_execution", node)
-        if not isinstance(tool, ToolExecution):
+        tool = read_tool_execution(node)
+        if tool is None:
             continue
         if tool.call_id and tool.call_id in joined:
             continue
@@ -85,11 +85,13 @@ def _add_unjoined_tools(
             at = 0
         target = output[at]
         # The step's parts get the call too, so parts and tool_invocations tell the same story.
-        part = Part(
-            type="tool_call",
-            tool_call_id=invocation.tool_call_id,
-            tool_name=invocation.tool_name,
-            args=invocation.args,
+        part = Part.model_validate(
+            {
+                "type": "tool_call",
+                "tool_call_id": invocation.tool_call_id,
+                "tool_name": invocation.tool_name,
+                "args": invocation.args,
+            }
         )
         output[at] = target.model_copy(
             update={

@@ -16,7 +16,15 @@ from datetime import UTC, datetime, timedelta
 from ingest.transform.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole
 from ingest.transform.correlate import attach_logs
 from ingest.transform.run_output import run_output
-from ingest.transform.trace_index import Node, TraceIndex, ancestors, index_trace, read_span, start_order
+from ingest.transform.trace_index import (
+    Node,
+    TraceIndex,
+    ancestors,
+    index_trace,
+    read_agent_info,
+    read_retrieved_texts,
+    start_order,
+)
 from schemas import AgentRun, LogRecord, Message, RunInput, Span, Usage
 from schemas.spans import STATUS_ERROR
 
@@ -141,10 +149,8 @@ def _utc(ns: int) -> datetime | None:
 
 def _agent_info(root: Node, inner: Node | None) -> AgentInfo | None:
     """The run's agent reading: the root's, completed from a wrapped inner agent span."""
-    outer = read_span("agent_info", root) if root.role in (SpanRole.AGENT, SpanRole.RETRIEVER) else None
-    outer = outer if isinstance(outer, AgentInfo) else None
-    wrapped = read_span("agent_info", inner) if inner is not None else None
-    wrapped = wrapped if isinstance(wrapped, AgentInfo) else None
+    outer = read_agent_info(root) if root.role in (SpanRole.AGENT, SpanRole.RETRIEVER) else None
+    wrapped = read_agent_info(inner) if inner is not None else None
     if outer is None or wrapped is None:
         return outer or wrapped
     return AgentInfo(
@@ -177,8 +183,7 @@ def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: Node |
     context: list[str] = list(agent.context) if agent else []
     for node in members:
         if node.role is SpanRole.RETRIEVER:
-            texts = read_span("retrieved_texts", node)
-            context.extend(t for t in texts or [] if isinstance(t, str))
+            context.extend(read_retrieved_texts(node))
     tools = [n for n in members if n.role is SpanRole.TOOL]
     run_input = _run_input(agent, first)
     output = run_output(agent, timed_calls, tools, index)

@@ -4,14 +4,16 @@ tool executions, and tool results and reasoning that prompts replay, by tool cal
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
-from ingest.transform.adapters import ConventionAdapter, LlmCall, SpanRole, ToolExecution
+from ingest.transform.adapters import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
 from schemas import Message, Part, Span
 
 log = logging.getLogger(__name__)
+
+_Read = TypeVar("_Read")
 
 
 @dataclass
@@ -41,13 +43,37 @@ def start_order(node: Node) -> tuple[int, str]:
     return node.span.start_time_unix_nano, node.span.span_id
 
 
-def read_span(what: str, node: Node) -> Any:
+def _read(node: Node, what: str, read: Callable[[ConventionAdapter, Span], _Read]) -> _Read | None:
     """One adapter read; a span the adapter chokes on is skipped rather than losing the run."""
-    try:
-        return getattr(node.adapter, what)(node.span)
-    except Exception:
-        log.warning("adapter %s cannot read span %s", what, node.span.span_id, exc_info=True)
+    if node.adapter is None:
         return None
+    try:
+        return read(node.adapter, node.span)
+    except Exception:
+        log.warning(
+            "adapter %s cannot read the %s of span %s",
+            node.adapter.name,
+            what,
+            node.span.span_id,
+            exc_info=True,
+        )
+        return None
+
+
+def read_llm_call(node: Node) -> LlmCall | None:
+    return _read(node, "model call", lambda adapter, span: adapter.llm_call(span))
+
+
+def read_tool_execution(node: Node) -> ToolExecution | None:
+    return _read(node, "tool execution", lambda adapter, span: adapter.tool_execution(span))
+
+
+def read_agent_info(node: Node) -> AgentInfo | None:
+    return _read(node, "agent info", lambda adapter, span: adapter.agent_info(span))
+
+
+def read_retrieved_texts(node: Node) -> list[str]:
+    return _read(node, "retrieved texts", lambda adapter, span: adapter.retrieved_texts(span)) or []
 
 
 def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) -> TraceIndex:
@@ -63,11 +89,11 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
                     break
             except Exception:
                 log.warning("adapter %s cannot classify span %s", candidate.name, span.span_id, exc_info=True)
-        nodes[span.span_id] = Node(span, adapter, role if isinstance(role, SpanRole) else SpanRole.OTHER)
+        nodes[span.span_id] = Node(span, adapter, role)
     _apply_top_roles(nodes)
     index = TraceIndex(nodes)
     for node in nodes.values():
-        if node.role is SpanRole.LLM and isinstance(call := read_span("llm_call", node), LlmCall):
+        if node.role is SpanRole.LLM and (call := read_llm_call(node)) is not None:
             index.calls[node.span.span_id] = call
             # Tool results come back in a later prompt, or (server-executed tools) in the same answer.
             for message in call.input_messages:
@@ -80,8 +106,8 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
                             index.replayed_reasoning.setdefault(str(call_id), reasoning)
             note_replies([*call.input_messages, *call.output_messages], index)
         elif node.role is SpanRole.TOOL:
-            tool = read_span("tool_execution", node)
-            if isinstance(tool, ToolExecution) and tool.call_id:
+            tool = read_tool_execution(node)
+            if tool is not None and tool.call_id:
                 index.tools.setdefault(tool.call_id, tool)
     _fold_nested_calls(index)
     return index
@@ -90,16 +116,22 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
 def _apply_top_roles(nodes: dict[str, Node]) -> None:
     """Give a span its adapter's ``top_role`` when no span of the same adapter is above it."""
     for span_id, node in list(nodes.items()):
-        top_role = getattr(node.adapter, "top_role", None)
-        if top_role is None or any(a.adapter is node.adapter for a in ancestors(node, nodes)):
+        adapter = node.adapter
+        if adapter is None:
             continue
+        # The role is asked first: most adapters have none, and walking up the trace costs more.
         try:
-            role = top_role(node.span)
+            role = adapter.top_role(node.span)
         except Exception:
-            log.warning("adapter %s cannot classify span %s", node.adapter.name, span_id, exc_info=True)
+            if not _below_own_adapter(node, nodes):
+                log.warning("adapter %s cannot classify span %s", adapter.name, span_id, exc_info=True)
             continue
-        if isinstance(role, SpanRole):
+        if role is not None and not _below_own_adapter(node, nodes):
             nodes[span_id] = replace(node, role=role)
+
+
+def _below_own_adapter(node: Node, nodes: dict[str, Node]) -> bool:
+    return any(a.adapter is node.adapter for a in ancestors(node, nodes))
 
 
 def _fold_nested_calls(index: TraceIndex) -> None:

@@ -79,7 +79,10 @@ class AgentInfo:
 
 
 class ConventionAdapter(Protocol):
-    """Reads the spans of one convention. Methods may raise on odd input; the transform copes."""
+    """Reads the spans of one convention. Methods may raise on odd input; the transform copes.
+
+    Adapters subclass this protocol explicitly, so they share the default ``top_role``.
+    """
 
     name: str
 
@@ -88,8 +91,10 @@ class ConventionAdapter(Protocol):
 
     def classify(self, span: Span) -> SpanRole: ...
 
-    # Optional: ``top_role(span) -> SpanRole | None``, the role a span takes instead when no span
-    # of the same convention is above it in the trace (None: keep ``classify``'s).
+    def top_role(self, span: Span) -> SpanRole | None:
+        """The role a span takes instead of ``classify``'s when no span of the same convention is
+        above it in the trace; None (the default) keeps ``classify``'s."""
+        return None
 
     def llm_call(self, span: Span) -> LlmCall: ...
 
@@ -125,12 +130,13 @@ def normalize_role(role: Any, default: Role = "user") -> Role:
 def make_part(data: Mapping[str, Any]) -> Part:
     """A Part from already-normalized keys; keys pydantic cannot take are kept under ``data``."""
     part_type = data.get("type")
+    type_name = part_type if isinstance(part_type, str) and part_type else "unknown"
     fields = {k: plain_json(v) for k, v in data.items() if isinstance(k, str) and k != "type"}
     try:
-        return Part(type=part_type if isinstance(part_type, str) and part_type else "unknown", **fields)
+        return Part.model_validate({"type": type_name, **fields})
     except (TypeError, ValueError):
-        # A key such as "model_config" collides with pydantic internals: keep the raw dict whole.
-        return Part(type=part_type if isinstance(part_type, str) and part_type else "unknown", data=fields)
+        # A key pydantic cannot take as an extra field: keep the raw dict whole.
+        return Part.model_validate({"type": type_name, "data": fields})
 
 
 def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:

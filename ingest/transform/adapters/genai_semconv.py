@@ -19,6 +19,7 @@ from typing import Any
 
 from ingest.transform.adapters.base import (
     AgentInfo,
+    ConventionAdapter,
     LlmCall,
     SpanRole,
     ToolExecution,
@@ -169,7 +170,7 @@ def _is_unnamed_model_call(span: Span) -> bool:
     )
 
 
-class GenAiSemconvAdapter:
+class GenAiSemconvAdapter(ConventionAdapter):
     name = "genai_semconv"
 
     def claims(self, span: Span) -> bool:

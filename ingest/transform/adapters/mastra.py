@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import AgentInfo, LlmCall, SpanRole, ToolExecution, make_message
+from ingest.transform.adapters.base import (
+    AgentInfo,
+    ConventionAdapter,
+    LlmCall,
+    SpanRole,
+    ToolExecution,
+    make_message,
+)
 from ingest.transform.adapters.genai_semconv import usage_of
 from ingest.transform.adapters.mastra_messages import (
     clean_text,
@@ -116,7 +123,7 @@ def _model(attrs: Mapping[str, Any]) -> str | None:
     return model
 
 
-class MastraAdapter:
+class MastraAdapter(ConventionAdapter):
     name = "mastra"
 
     def claims(self, span: Span) -> bool:

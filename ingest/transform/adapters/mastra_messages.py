@@ -191,8 +191,8 @@ def _reasoning_text(result: Mapping[str, Any]) -> str:
 
 def _call_body(item: Any) -> Mapping[str, Any]:
     """Tool calls/results come bare or as stream chunks ``{type, payload: {...}}``."""
-    if isinstance(item, Mapping) and isinstance(item.get("payload"), Mapping):
-        return item["payload"]
+    if isinstance(item, Mapping) and isinstance(payload := item.get("payload"), Mapping):
+        return payload
     return item if isinstance(item, Mapping) else {}
 
 

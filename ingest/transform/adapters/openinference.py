@@ -29,6 +29,7 @@ from typing import Any
 
 from ingest.transform.adapters.base import (
     AgentInfo,
+    ConventionAdapter,
     LlmCall,
     SpanRole,
     ToolExecution,
@@ -236,7 +237,7 @@ def _pydantic_turn(attributes: Mapping[str, Any], span_id: str) -> tuple[list[Me
     return turn, messages[:cut]
 
 
-class OpenInferenceAdapter:
+class OpenInferenceAdapter(ConventionAdapter):
     name = "openinference"
 
     def claims(self, span: Span) -> bool:

@@ -204,7 +204,7 @@ def _tool_call_parts(calls: Any) -> list[Part]:
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, Mapping):
             continue
-        function = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        function = nested if isinstance(nested := call.get("function"), Mapping) else call
         parts.append(call_part(call.get("id"), function.get("name"), first_of(function, "arguments", "args")))
     return parts
 
@@ -277,9 +277,13 @@ def _message_list(value: Any) -> list[Any] | None:
     """A list of messages; LangChain's ``[[message, ...]]`` batches read as their first batch."""
     if not isinstance(value, list):
         return None
-    batches = bool(value) and all(isinstance(v, list) for v in value)
-    if batches and not all(len(v) == 2 and isinstance(v[0], str) for v in value):  # not [("user", "hi")]
-        return value[0]
+    batches = [v for v in value if isinstance(v, list)]
+    if (
+        value
+        and len(batches) == len(value)
+        and not all(len(v) == 2 and isinstance(v[0], str) for v in batches)
+    ):
+        return batches[0]  # not [("user", "hi")]
     return value
 
 

@@ -17,7 +17,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import AgentInfo, LlmCall, SpanRole, ToolExecution, make_message
+from ingest.transform.adapters.base import (
+    AgentInfo,
+    ConventionAdapter,
+    LlmCall,
+    SpanRole,
+    ToolExecution,
+    make_message,
+)
 from ingest.transform.adapters.genai_semconv import (
     INPUT_MESSAGES,
     OPERATION,
@@ -240,7 +247,7 @@ def _tool_result(value: Any) -> tuple[Any, str | None, bool]:
     return payload, None, False
 
 
-class OpenLlmetryAdapter:
+class OpenLlmetryAdapter(ConventionAdapter):
     name = "openllmetry_traceloop"
 
     def claims(self, span: Span) -> bool:

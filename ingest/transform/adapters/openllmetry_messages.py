@@ -323,7 +323,7 @@ def lc_message(raw: Any, msg_id: str) -> Message | None:
     raw_calls = fields.get("tool_calls") or extra.get("tool_calls")
     for call in raw_calls if isinstance(raw_calls, list) else []:
         if isinstance(call, Mapping):
-            function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+            function = nested if isinstance(nested := call.get("function"), Mapping) else {}
             name = call.get("name", function.get("name"))
             args = call.get("args", function.get("arguments", call.get("arguments")))
             calls.append(tool_call_part(call.get("id"), name, args))

@@ -23,6 +23,7 @@ from typing import Any
 
 from ingest.transform.adapters.base import (
     AgentInfo,
+    ConventionAdapter,
     LlmCall,
     SpanRole,
     ToolExecution,
@@ -244,7 +245,7 @@ def _is_pydantic_ai(span: Span) -> bool:
     return looks_like_event_list(attrs.get("events"))
 
 
-class PydanticAiAdapter:
+class PydanticAiAdapter(ConventionAdapter):
     name = "pydantic_ai_logfire"
 
     def claims(self, span: Span) -> bool:

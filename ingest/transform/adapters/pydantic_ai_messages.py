@@ -241,7 +241,7 @@ def _event_message(body: Mapping[str, Any], msg_id: str, fallback_role: Role) ->
     for call in as_list(body.get("tool_calls")):
         if not isinstance(call, Mapping):
             continue
-        function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+        function = nested if isinstance(nested := call.get("function"), Mapping) else {}
         args = parse_json_value(function.get("arguments"))
         parts.append(
             make_part(

@@ -21,7 +21,7 @@ from typing import Any
 
 from ingest.transform.adapters import genai_semconv as semconv
 from ingest.transform.adapters import vercel_ai_messages as sdk
-from ingest.transform.adapters.base import AgentInfo, LlmCall, SpanRole, ToolExecution
+from ingest.transform.adapters.base import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
 from ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
 from schemas import Message, Span, Usage
 from schemas.spans import STATUS_ERROR
@@ -108,7 +108,7 @@ def _conversation_info(
     )
 
 
-class VercelAiAdapter:
+class VercelAiAdapter(ConventionAdapter):
     name = "vercel_ai_sdk"
 
     def claims(self, span: Span) -> bool:

@@ -10,7 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.transform.adapters import ADAPTERS, AgentInfo, LlmCall, SpanRole, ToolExecution, adapter_for
+from ingest.transform.adapters import (
+    ADAPTERS,
+    AgentInfo,
+    ConventionAdapter,
+    LlmCall,
+    SpanRole,
+    ToolExecution,
+    adapter_for,
+)
 from ingest.transform.adapters.vercel_ai import VercelAiAdapter
 from ingest.transform.runs import build_runs
 from schemas import Span
@@ -615,7 +623,7 @@ def test_odd_values_do_not_raise() -> None:
 # --- nesting under a framework's wrapper (Mastra 0.x agent.stream) ---------------------------------
 
 
-class WrapperAdapter:
+class WrapperAdapter(ConventionAdapter):
     """Stands for the Mastra adapter in this test: reads 0.x ``agent.stream`` spans as agents that
     know their name and nothing else."""
 

@@ -1,7 +1,7 @@
 """OpenLLMetry / Traceloop spans -> AgentRuns: the real fixtures and hand-built span trees.
 
 Expected values are written by hand from the spans (FIELD-GUIDE section 2, the fixtures' attributes),
-never computed by the code under test. Message-shape details live in test_adapter_openllmetry_messages.
+never computed by the code under test. Message-shape details live in test_openllmetry_messages.
 """
 
 from __future__ import annotations

@@ -1,0 +1,129 @@
+"""Scores and decisions written to and read back from real chDB, and the scored-spans view.
+
+Expected values are written by hand from the inputs built in ``tests.ingest.store.samples``, following
+the OpenTelemetry Collector clickhouseexporter's row mapping and pdata's ``AsString()`` rendering.
+"""
+
+from __future__ import annotations
+
+from ingest.store.clickhouse import Store
+from ingest.store.score_sink import ClickHouseScoreSink
+from ingest.store.span_sink import insert_spans
+from schemas import Decision
+from schemas.score import score_id
+from tests.ingest.store.samples import (
+    CHILD_SPAN,
+    CREATED,
+    LATER,
+    OTHER_TRACE,
+    ROOT_SPAN,
+    TRACE,
+    agent_span,
+    relevancy,
+    tool_span,
+)
+
+
+async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> None:
+    await ClickHouseScoreSink(store).write_scores([relevancy(), relevancy()], [])
+    expected = {
+        "trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "answer-relevancy", "scorer_version": "1",
+        "score": 0.75, "label": "relevant", "reason": "answers the question",
+        "step_results": {"statements": ["a", "b"], "n": 2}, "judge_model": "gpt-4o-mini",
+        "input_tokens": 120, "output_tokens": 30, "cost_usd": 0.0004, "latency_ms": 812.5,
+        "sample_rate": 0.5, "source": "live", "agent_name": "weather_agent", "service_name": "weather-svc",
+        "created_at": "2025-01-02T03:04:05.678901+00:00",
+        "score_id": score_id(TRACE, ROOT_SPAN, "answer-relevancy"),
+    }  # fmt: skip
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [expected]
+
+    # A replay re-scores the run later with a different verdict: one row, the new values.
+    await ClickHouseScoreSink(store).write_scores(
+        [relevancy(score=0.25, reason="replayed", label="partial", created_at=LATER)], []
+    )
+    replayed = {**expected, "score": 0.25, "reason": "replayed", "label": "partial",
+                "created_at": "2025-01-02T03:09:00.000001+00:00"}  # fmt: skip
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [replayed]
+
+    # A late, older write does not roll the score back.
+    await ClickHouseScoreSink(store).write_scores([relevancy(reason="stale")], [])
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [replayed]
+
+    # Same created_at (same Version): the last insert wins.
+    await ClickHouseScoreSink(store).write_scores(
+        [relevancy(score=0.25, reason="again", label="partial", created_at=LATER)], []
+    )
+    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [{**replayed, "reason": "again"}]
+
+    # Other spans, scorers and traces are separate rows, ordered by span then scorer.
+    await ClickHouseScoreSink(store).write_scores(
+        [
+            relevancy(scorer_id="toxicity", score=0.0),
+            relevancy(span_id=CHILD_SPAN, scorer_id="tool-accuracy"),
+            relevancy(trace_id=OTHER_TRACE),
+        ],
+        [],
+    )
+    keys = [(row["span_id"], row["scorer_id"]) for row in await ClickHouseScoreSink(store).get_scores(TRACE)]
+    assert keys == [(CHILD_SPAN, "tool-accuracy"), (ROOT_SPAN, "answer-relevancy"), (ROOT_SPAN, "toxicity")]
+    assert await ClickHouseScoreSink(store).get_scores("ffffffffffffffffffffffffffffffff") == []
+
+
+async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -> None:
+    failed = Decision(
+        trace_id=TRACE,
+        span_id=ROOT_SPAN,
+        scorer_id="answer-relevancy",
+        decision="failed",
+        detail="judge timed out",
+        sample_rate=0.5,
+        created_at=CREATED,
+    )
+    sampled_out = Decision(
+        trace_id=TRACE,
+        span_id=ROOT_SPAN,
+        scorer_id="toxicity",
+        decision="sampled_out",
+        sample_rate=0.1,
+        source="backfill",
+        created_at=CREATED,
+    )
+    await ClickHouseScoreSink(store).write_scores([], [failed, sampled_out, failed])
+    scored = failed.model_copy(update={"decision": "scored", "detail": "", "created_at": LATER})
+    await ClickHouseScoreSink(store).write_scores([relevancy()], [scored])
+
+    assert await ClickHouseScoreSink(store).get_decisions(TRACE) == [
+        {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "answer-relevancy", "decision": "scored",
+         "detail": "", "sample_rate": 0.5, "source": "live",
+         "created_at": "2025-01-02T03:09:00.000001+00:00"},
+        {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "toxicity", "decision": "sampled_out",
+         "detail": "", "sample_rate": 0.1, "source": "backfill",
+         "created_at": "2025-01-02T03:04:05.678901+00:00"},
+    ]  # fmt: skip
+    assert len(await ClickHouseScoreSink(store).get_scores(TRACE)) == 1
+
+
+async def test_view_shows_scores_as_genai_evaluation_span_attributes(store: Store) -> None:
+    await insert_spans(store, [agent_span(), tool_span()])
+    await ClickHouseScoreSink(store).write_scores(
+        [relevancy(), relevancy(scorer_id="toxicity", score=1.0, label="", reason="no toxic content")], []
+    )
+    await ClickHouseScoreSink(store).write_scores([relevancy(reason="replayed", created_at=LATER)], [])
+
+    rows = await store.query(
+        "SELECT SpanId, SpanAttributes, SpanKind, Duration, Events.Name AS EventNames "
+        "FROM otel_traces_scored WHERE TraceId = {t:String} ORDER BY SpanId",
+        {"t": TRACE},
+    )
+    assert [row["SpanId"] for row in rows] == [CHILD_SPAN, ROOT_SPAN]
+    assert rows[0]["SpanAttributes"] == {"gen_ai.tool.name": "get_weather"}
+    scored = rows[1]["SpanAttributes"]
+    assert scored["gen_ai.evaluation.answer-relevancy.score"] == "0.75"
+    assert scored["gen_ai.evaluation.answer-relevancy.label"] == "relevant"
+    assert scored["gen_ai.evaluation.answer-relevancy.explanation"] == "replayed"
+    assert scored["gen_ai.evaluation.toxicity.score"] == "1"
+    assert scored["gen_ai.evaluation.toxicity.explanation"] == "no toxic content"
+    assert scored["gen_ai.system"] == "openai"  # the span's own attributes stay
+    assert len(scored) == 11 + 6
+    assert (rows[1]["SpanKind"], rows[1]["Duration"], rows[1]["EventNames"]) == (
+        "Client", 2_500_000_001, ["gen_ai.choice", "exception"])  # fmt: skip

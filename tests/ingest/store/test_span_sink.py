@@ -1,0 +1,149 @@
+"""Spans and log records written to ``otel_traces`` and ``otel_logs`` in real chDB, row by row.
+
+Expected values are written by hand from the inputs built in ``tests.ingest.store.samples``, following
+the OpenTelemetry Collector clickhouseexporter's row mapping and pdata's ``AsString()`` rendering.
+"""
+
+from __future__ import annotations
+
+from ingest.store.clickhouse import Store
+from ingest.store.span_sink import insert_logs, insert_spans
+from schemas import LogRecord
+from tests.ingest.store.samples import OTHER_TRACE, ROOT_SPAN, START, TRACE, agent_span, tool_span
+
+
+async def test_spans_round_trip_with_the_collector_mapping(store: Store) -> None:
+    await insert_spans(store, [agent_span(), tool_span()])
+
+    rows = await store.query(
+        "SELECT toUnixTimestamp64Nano(Timestamp) AS StartNs, TraceId, SpanId, ParentSpanId, TraceState, "
+        "SpanName, SpanKind, ServiceName, ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, "
+        "Duration, StatusCode, StatusMessage, arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp) "
+        "AS EventNs, Events.Name AS EventNames, Events.Attributes AS EventAttributes, Links.TraceId AS "
+        "LinkTraces, Links.SpanId AS LinkSpans, Links.TraceState AS LinkStates, Links.Attributes AS "
+        "LinkAttributes FROM otel_traces ORDER BY Timestamp"
+    )
+
+    assert rows[0] == {
+        "StartNs": 1_700_000_000_123_456_789,
+        "TraceId": TRACE,
+        "SpanId": ROOT_SPAN,
+        "ParentSpanId": "",
+        "TraceState": "vendor=x",
+        "SpanName": "invoke_agent weather",
+        "SpanKind": "Client",
+        "ServiceName": "weather-svc",
+        "ResourceAttributes": {"service.name": "weather-svc", "host.port": "8080"},
+        "ScopeName": "agents.sdk",
+        "ScopeVersion": "1.2.3",
+        "SpanAttributes": {
+            "gen_ai.system": "openai",
+            "gen_ai.request.temperature": "0.7",
+            "gen_ai.usage.input_tokens": "42",
+            "stream": "true",
+            "ratio": "1",
+            "tiny": "1.5e-7",
+            "huge": "1e+21",
+            "raw": "AAFoaQ==",
+            "gen_ai.output.messages": '[{"parts":[{"content":"hi","type":"text"}],"role":"assistant"}]',
+            "tags": '["a",2,0.5,false]',
+            "nested": '{"a":null,"z":"é"}',
+        },
+        "Duration": 2_500_000_001,
+        "StatusCode": "Error",
+        "StatusMessage": "upstream timeout",
+        "EventNs": [1_700_000_000_123_457_789, 1_700_000_000_123_458_789],
+        "EventNames": ["gen_ai.choice", "exception"],
+        "EventAttributes": [{"index": "0"}, {"exception.type": "TimeoutError", "exception.escaped": "false"}],
+        "LinkTraces": [OTHER_TRACE],
+        "LinkSpans": ["53995c3f42cd8ad8"],
+        "LinkStates": ["k=v"],
+        "LinkAttributes": [{"link.kind": "follows_from"}],
+    }
+    tool = rows[1]
+    assert (tool["SpanKind"], tool["StatusCode"], tool["Duration"]) == ("Internal", "Ok", 0)
+    assert (tool["ParentSpanId"], tool["EventNames"], tool["LinkSpans"]) == (ROOT_SPAN, [], [])
+
+    # The exporter's trace-id lookup, filled by its materialized view, second resolution.
+    lookup = await store.query(
+        "SELECT TraceId, toUnixTimestamp(min(Start)) AS s, toUnixTimestamp(max(End)) AS e "
+        "FROM otel_traces_trace_id_ts GROUP BY TraceId"
+    )
+    assert lookup == [{"TraceId": TRACE, "s": 1_700_000_000, "e": 1_700_000_005}]
+
+
+async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -> None:
+    choice = LogRecord(
+        trace_id=TRACE,
+        span_id=ROOT_SPAN,
+        time_unix_nano=START,
+        observed_time_unix_nano=START + 7,
+        severity_number=9,
+        severity_text="INFO",
+        event_name="gen_ai.choice",
+        body={
+            "message": {"role": "assistant", "content": "rainy, 57°F"},
+            "index": 0,
+            "finish_reason": "stop",
+        },
+        attributes={"gen_ai.system": "openai", "event.name": "gen_ai.choice", "n": 2},
+        resource_attributes={"service.name": "weather-svc", "host.port": 8080},
+        scope_name="openai-v2",
+        scope_version="2.1b0",
+        flags=257,  # the low byte is the trace flags
+        resource_schema_url="https://opentelemetry.io/schemas/1.28.0",
+        scope_schema_url="https://opentelemetry.io/schemas/1.30.0",
+        scope_attributes={"kind": "genai"},
+    )
+    # No timestamp of its own, no trace, a plain string body.
+    startup = LogRecord(observed_time_unix_nano=START + 5_000_000_000, body="service started")
+
+    await insert_logs(store, [choice, startup])
+
+    rows = await store.query(
+        "SELECT toUnixTimestamp64Nano(Timestamp) AS Ns, toUnixTimestamp(TimestampTime) AS Seconds, TraceId, "
+        "SpanId, TraceFlags, SeverityText, SeverityNumber, ServiceName, Body, ResourceSchemaUrl, "
+        "ResourceAttributes, ScopeSchemaUrl, ScopeName, ScopeVersion, ScopeAttributes, LogAttributes, "
+        "EventName FROM otel_logs ORDER BY Timestamp"
+    )
+    assert rows[0] == {
+        "Ns": 1_700_000_000_123_456_789,
+        "Seconds": 1_700_000_000,
+        "TraceId": TRACE,
+        "SpanId": ROOT_SPAN,
+        "TraceFlags": 1,
+        "SeverityText": "INFO",
+        "SeverityNumber": 9,
+        "ServiceName": "weather-svc",
+        # pdata's Body().AsString(): a map as compact JSON with sorted keys.
+        "Body": '{"finish_reason":"stop","index":0,"message":{"content":"rainy, 57°F","role":"assistant"}}',
+        "ResourceSchemaUrl": "https://opentelemetry.io/schemas/1.28.0",
+        "ResourceAttributes": {"service.name": "weather-svc", "host.port": "8080"},
+        "ScopeSchemaUrl": "https://opentelemetry.io/schemas/1.30.0",
+        "ScopeName": "openai-v2",
+        "ScopeVersion": "2.1b0",
+        "ScopeAttributes": {"kind": "genai"},
+        "LogAttributes": {"gen_ai.system": "openai", "event.name": "gen_ai.choice", "n": "2"},
+        "EventName": "gen_ai.choice",
+    }
+    assert rows[1] == {
+        "Ns": 1_700_000_005_123_456_789,
+        "Seconds": 1_700_000_005,
+        "TraceId": "",
+        "SpanId": "",
+        "TraceFlags": 0,
+        "SeverityText": "",
+        "SeverityNumber": 0,
+        "ServiceName": "",
+        "Body": "service started",
+        "ResourceSchemaUrl": "",
+        "ResourceAttributes": {},
+        "ScopeSchemaUrl": "",
+        "ScopeName": "",
+        "ScopeVersion": "",
+        "ScopeAttributes": {},
+        "LogAttributes": {},
+        "EventName": "",
+    }
+    await insert_logs(store, [])  # nothing to write is not an error
+    assert (await store.query("SELECT count() AS n FROM otel_logs")) == [{"n": 2}]
