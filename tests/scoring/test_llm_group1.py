@@ -14,10 +14,10 @@ import pytest
 from schemas import AgentRun, Message, RunInput, ToolInvocation
 from scoring import ScorerError
 from scoring.judge import Judge
-from scoring.prebuilt.answer_relevancy import create_answer_relevancy_scorer
-from scoring.prebuilt.answer_similarity import create_answer_similarity_scorer
-from scoring.prebuilt.faithfulness import create_faithfulness_scorer
-from scoring.prebuilt.hallucination import GetContextParams, create_hallucination_scorer
+from scoring.prebuilt.mastra.answer_relevancy import create_answer_relevancy_scorer
+from scoring.prebuilt.mastra.answer_similarity import create_answer_similarity_scorer
+from scoring.prebuilt.mastra.faithfulness import create_faithfulness_scorer
+from scoring.prebuilt.mastra.hallucination import GetContextParams, create_hallucination_scorer
 from scoring.registry import build_scorer
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 

@@ -15,20 +15,20 @@ import pytest
 from schemas import AgentRun, Message, RunInput
 from scoring import ScorerError
 from scoring.judge import Judge
-from scoring.prebuilt.bias import BIAS_AGENT_INSTRUCTIONS, create_bias_scorer
-from scoring.prebuilt.context_precision import (
+from scoring.prebuilt.mastra.bias import BIAS_AGENT_INSTRUCTIONS, create_bias_scorer
+from scoring.prebuilt.mastra.context_precision import (
     CONTEXT_PRECISION_AGENT_INSTRUCTIONS,
     create_context_precision_scorer,
 )
-from scoring.prebuilt.context_recall import (
+from scoring.prebuilt.mastra.context_recall import (
     CONTEXT_RECALL_AGENT_INSTRUCTIONS,
     create_context_recall_scorer,
 )
-from scoring.prebuilt.context_relevance import (
+from scoring.prebuilt.mastra.context_relevance import (
     CONTEXT_RELEVANCE_INSTRUCTIONS,
     create_context_relevance_scorer,
 )
-from scoring.prebuilt.toxicity import TOXICITY_AGENT_INSTRUCTIONS, create_toxicity_scorer
+from scoring.prebuilt.mastra.toxicity import TOXICITY_AGENT_INSTRUCTIONS, create_toxicity_scorer
 from scoring.registry import build_scorer
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 

@@ -11,8 +11,8 @@ import pytest
 from schemas import AgentRun, Message, RunInput
 from scoring import ScorerError
 from scoring.judge import Judge
-from scoring.prebuilt.noise_sensitivity import create_noise_sensitivity_scorer
-from scoring.prebuilt.prompt_alignment import create_prompt_alignment_scorer
+from scoring.prebuilt.mastra.noise_sensitivity import create_noise_sensitivity_scorer
+from scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
 from scoring.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
 from scoring.registry import build_scorer
 from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation

@@ -19,15 +19,15 @@ import pytest
 from schemas import AgentRun, Message, RunInput
 from scoring import ScorerError
 from scoring.judge import Judge, delimit
-from scoring.prebuilt.multi_turn_judge import MULTI_TURN_JUDGE_INSTRUCTIONS, create_multi_turn_judge_scorer
-from scoring.prebuilt.rubric import (
+from scoring.prebuilt.mastra.multi_turn_judge import MULTI_TURN_JUDGE_INSTRUCTIONS, create_multi_turn_judge_scorer
+from scoring.prebuilt.mastra.rubric import (
     NO_RUBRIC_PROMPT,
     NO_RUBRIC_REASON,
     RUBRIC_INSTRUCTIONS,
     create_rubric_scorer,
     parse_rubric_string,
 )
-from scoring.prebuilt.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS, create_summarization_scorer
+from scoring.prebuilt.mastra.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS, create_summarization_scorer
 from scoring.registry import build_scorer
 from tests.support.fixture_files import REFERENCES_DIR
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply

@@ -10,7 +10,7 @@ and ``missing_penalty`` is ``missing_context_per_item`` (0.15) per missing item,
 ``scale`` (the agent had nothing to use); no evaluations score 0 if context is missing, else 1.
 
 Context comes from ``context_extractor(run)``, ``context`` or, without both, the run's own context
-(see ``scoring.prebuilt.context_precision``).
+(see ``scoring.prebuilt.mastra.context_precision``).
 """
 
 # ruff: noqa: E501  -- the prompts are Mastra's text verbatim, long lines included
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 
 from scoring.judge import Judge, delimit
-from scoring.prebuilt.context_precision import (
+from scoring.prebuilt.mastra.context_precision import (
     ContextExtractor,
     check_context_options,
     context_needs,

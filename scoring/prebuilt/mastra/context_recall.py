@@ -7,7 +7,7 @@ decimals, and 0 when the run has no ground truth or the judge finds no claims. A
 is not a string is sent as JSON, as Mastra does.
 
 Context comes from ``context_extractor(run)``, ``context`` or, without both, the run's own context
-(see ``scoring.prebuilt.context_precision``); an empty context is judged as such (Mastra does not
+(see ``scoring.prebuilt.mastra.context_precision``); an empty context is judged as such (Mastra does not
 refuse it: every claim is then unattributable).
 """
 
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
-from scoring.prebuilt.context_precision import (
+from scoring.prebuilt.mastra.context_precision import (
     ContextExtractor,
     check_context_options,
     context_needs,
