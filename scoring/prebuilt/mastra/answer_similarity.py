@@ -10,6 +10,7 @@ units scores 0.
 
 A run without ground truth (JavaScript-falsy: missing, ``""``, ``0``, ``false``) fails the scorer
 when ``require_ground_truth`` (the default), else scores 0 -- the judge is still asked, as in Mastra.
+The prompts are ``prompts/answer_similarity/*.txt``.
 """
 
 from __future__ import annotations
@@ -23,24 +24,18 @@ from pydantic.alias_generators import to_camel
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from scoring.prompts import load_prompt
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
 from scoring.utils import get_assistant_message_from_run_output
 
-INSTRUCTIONS = """You are a precise answer similarity evaluator for CI/CD testing. Your role is to \
-compare agent \
-outputs against ground truth answers to ensure consistency and accuracy in automated testing.
-
-Key Principles:
-1. Focus on semantic equivalence, not just string matching
-2. Recognize that different phrasings can convey the same information
-3. Identify missing critical information from the ground truth
-4. Detect contradictions between output and ground truth
-5. Provide actionable feedback for improving answer accuracy
-6. Be strict but fair - partial credit for partial matches"""
-
-NO_GROUND_TRUTH_REASON_PROMPT = "No ground truth was provided for comparison. Score is 0 by default."
+INSTRUCTIONS = load_prompt(__package__, "answer_similarity/instructions").render()
+EXTRACT_PROMPT = load_prompt(__package__, "answer_similarity/extract")
+ANALYZE_PROMPT = load_prompt(__package__, "answer_similarity/analyze")
+REASON_PROMPT = load_prompt(__package__, "answer_similarity/reason")
+# The reason "prompt" of a run without ground truth: Mastra sends this fixed text to the judge.
+NO_GROUND_TRUTH_REASON_PROMPT = load_prompt(__package__, "answer_similarity/no_ground_truth_reason").render()
 EXTRA_INFO_PENALTY_CAP = 0.2
 
 
@@ -73,136 +68,34 @@ class SimilarityAnalysis(_Camel):
     contradictions: list[Contradiction]
 
 
-def _pretty(value: Any) -> str:
+def _pretty(value: object) -> str:
     """``JSON.stringify(value, null, 2)``."""
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def extract_prompt(output: str, ground_truth: str) -> str:
-    return f"""Extract and normalize the semantic units (facts, claims, concepts) from both the \
-agent output and \
-the ground truth answer.
-
-Break down each text into its core semantic components while preserving meaning and relationships.
-Focus on extracting:
-- Key facts and claims
-- Important concepts and entities
-- Relationships between concepts
-- Quantitative information
-- Qualitative descriptions
-
-Guidelines:
-- Preserve the semantic meaning, not just keywords
-- Group related information together
-- Normalize different phrasings of the same concept
-- Keep numerical values and units together
-- Don't over-split compound concepts that belong together
-
-Return ONLY valid JSON with two arrays of semantic units. Do not include any text before or after the JSON.
-
-Agent Output:
-{delimit("agent output", output)}
-
-Ground Truth:
-{delimit("ground truth", ground_truth)}
-
-Required JSON format (return valid JSON only):
-{{
-  "outputUnits": [],
-  "groundTruthUnits": []
-}}
-
-Important: Return valid JSON only, no additional text or explanations."""
+    return EXTRACT_PROMPT.render(
+        output=delimit("agent output", output), ground_truth=delimit("ground truth", ground_truth)
+    )
 
 
 def analyze_prompt(output_units: list[str], ground_truth_units: list[str]) -> str:
-    return f"""Compare the semantic units from the agent output against the ground truth to evaluate answer \
-similarity.
-
-Analyze each ground truth unit and determine:
-1. Whether it has a matching unit in the output (exact or semantic match)
-2. The quality of the match (exact, semantic, partial, missing)
-3. Whether there are contradictions
-
-Also identify:
-- Extra information in the output not present in ground truth
-- Any contradictory statements between output and ground truth
-
-Matching Guidelines:
-- "exact": The same information expressed identically or with minor wording differences
-- "semantic": The same concept or fact expressed differently but with equivalent meaning
-- "partial": Some overlap but missing important details or context
-- "missing": No corresponding information found in the output
-- For factually incorrect information (wrong facts, incorrect names), mark the match as "missing" and add it \
-to the "contradictions" array
-
-CRITICAL: If the output contains factually incorrect information (wrong names, wrong facts, \
-opposite claims), \
-you MUST identify contradictions and mark relevant matches as "missing" while adding entries to the \
-contradictions array.
-
-Return ONLY valid JSON with detailed analysis. Do not include any text before or after the JSON.
-
-Output Units:
-{delimit("output units", _pretty(output_units))}
-
-Ground Truth Units:
-{delimit("ground truth units", _pretty(ground_truth_units))}
-
-Required JSON format (copy this structure exactly):
-{{
-  "matches": [
-    {{
-      "groundTruthUnit": "unit from ground truth",
-      "outputUnit": "corresponding unit from output or null if missing",
-      "matchType": "exact",
-      "explanation": "brief explanation of the match quality"
-    }}
-  ],
-  "extraInOutput": [],
-  "contradictions": []
-}}
-
-Important:
-- matchType must be exactly one of: "exact", "semantic", "partial", "missing"
-- outputUnit must be a string or null (not undefined)
-- All arrays must be present even if empty
-- Return valid JSON only, no additional text"""
+    return ANALYZE_PROMPT.render(
+        output_units=delimit("output units", _pretty(output_units)),
+        ground_truth_units=delimit("ground truth units", _pretty(ground_truth_units)),
+    )
 
 
 def reason_prompt(
     *, output: str, ground_truth: str, score: float | None, analysis: SimilarityAnalysis, scale: float
 ) -> str:
-    return f"""Generate a clear, actionable explanation of the answer similarity score.
-
-Context:
-- Agent Output: {delimit("agent output", output)}
-- Ground Truth: {delimit("ground truth", ground_truth)}
-- Score: {js_number(score)}/{js_number(scale)}
-- Analysis: {delimit("analysis", _pretty(analysis.model_dump(by_alias=True)))}
-
-Provide a concise explanation that:
-1. States the overall similarity level (high/moderate/low)
-2. Highlights what the agent got right
-3. Identifies key missing or incorrect information
-4. Suggests specific improvements if score is not perfect
-
-Keep the explanation under 3 sentences and focus on actionable insights.
-
-Format: "The score is {{score}}/{{scale}} because {{explanation}}. {{what matched well}}. {{what \
-needs improvement or \
-is perfect}}."
-
-Example good responses:
-- "The score is 0.9/1 because the answer captures all key concepts with minor phrasing differences. \
-The agent \
-correctly identified the main facts and relationships. Only missing a minor detail about the specific date \
-mentioned in the ground truth."
-- "The score is 0.5/1 because the answer is partially correct but missing crucial information. The agent \
-correctly explained the basic concept. However, it missed the quantitative data and specific examples that \
-were essential to the complete answer."
-- "The score is 1.0/1 because the answer perfectly matches the ground truth semantically. All key facts, \
-relationships, and details are accurately represented. No improvements needed.\""""
+    return REASON_PROMPT.render(
+        output=delimit("agent output", output),
+        ground_truth=delimit("ground truth", ground_truth),
+        score=js_number(score),
+        scale=js_number(scale),
+        analysis=delimit("analysis", _pretty(analysis.model_dump(by_alias=True))),
+    )
 
 
 def has_ground_truth(value: Any) -> bool:
@@ -286,13 +179,13 @@ def create_answer_similarity_scorer(
         return extract_prompt(output, ground_truth_text(ctx.run.ground_truth))
 
     def analyze(ctx: StepContext) -> str:
-        units: SemanticUnits = ctx.results["preprocess_step_result"]
+        units = ctx.preprocessed(SemanticUnits)
         return analyze_prompt(units.output_units, units.ground_truth_units)
 
     def generate_score(ctx: StepContext) -> float:
         if not has_ground_truth(ctx.run.ground_truth):
             return 0
-        return similarity_score(ctx.results["analyze_step_result"], **weights)
+        return similarity_score(ctx.analyzed(SimilarityAnalysis), **weights)
 
     def reason(ctx: StepContext) -> str:
         if not has_ground_truth(ctx.run.ground_truth):
@@ -301,7 +194,7 @@ def create_answer_similarity_scorer(
             output=get_assistant_message_from_run_output(ctx.run) or "",
             ground_truth=ground_truth_text(ctx.run.ground_truth),
             score=ctx.score,
-            analysis=ctx.results["analyze_step_result"],
+            analysis=ctx.analyzed(SimilarityAnalysis),
             scale=scale,
         )
 

@@ -4,23 +4,29 @@ A port of Mastra's ``createPromptAlignmentScorerLLM``: one ``analyze`` judge cal
 dimensions (intent, requirements, completeness, appropriateness) in [0, 1]; the score is their
 weighted sum (user weights 0.4/0.3/0.2/0.1, system weights 0.35/0.35/0.15/0.15; ``both`` mixes
 user 70% and system 30% of the same user-weighted analysis, as Mastra does), times ``scale``,
-rounded to two decimals. ``include_conversation_history`` (Mastra's ``includeConversationHistory``:
-true, or ``{"max_messages": n}``, default 10) puts the run's remembered messages before the prompt so
-short replies to earlier turns ("A", "yes") are judged against what was asked.
-"""
+rounded to two decimals (``prompt_alignment_analysis``). ``include_conversation_history``
+(Mastra's ``includeConversationHistory``: true, or ``{"max_messages": n}``, default 10) puts the
+run's remembered messages before the prompt so short replies to earlier turns ("A", "yes") are
+judged against what was asked.
 
-# ruff: noqa: E501 -- the prompt templates are Mastra's text, kept line for line
+The prompts are ``prompts/prompt_alignment/*.txt``; what differs per evaluation mode (what is
+evaluated, the four dimension instructions) is in ``prompts/prompt_alignment/<mode>/``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, Field, StrictBool
+from typing import Any, Literal
 
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from scoring.prebuilt.mastra.prompt_alignment_analysis import (
+    AlignmentAnalysis,
+    EvaluationMode,
+    weighted_alignment,
+)
+from scoring.prompts import load_prompt
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import Need, StepContext
@@ -32,223 +38,37 @@ from scoring.utils import (
     get_user_message_from_run_input,
 )
 
-EvaluationMode = Literal["user", "system", "both"]
-# Strict: a judge answering "0.5" or "yes" where a number or a boolean belongs is invalid.
-Unit = Annotated[float, Field(ge=0.0, le=1.0, strict=True)]
+PROMPT_ALIGNMENT_INSTRUCTIONS = load_prompt(__package__, "prompt_alignment/instructions").render()
+ANALYZE_PROMPT = load_prompt(__package__, "prompt_alignment/analyze")
+REASON_PROMPT = load_prompt(__package__, "prompt_alignment/reason")
+BREAKDOWN_PROMPT = load_prompt(__package__, "prompt_alignment/breakdown")
+HISTORY_PROMPT = load_prompt(__package__, "prompt_alignment/history")
+USER_PROMPT = load_prompt(__package__, "prompt_alignment/user_prompt")
+SYSTEM_PROMPT = load_prompt(__package__, "prompt_alignment/system_prompt")
+BREAKDOWN_MISSING = load_prompt(__package__, "prompt_alignment/breakdown_missing")
+BREAKDOWN_COMPLETE = load_prompt(__package__, "prompt_alignment/breakdown_complete").render()
+# Mastra's guidance on how to use the history, in the analyze prompt only.
+CONVERSATION_HISTORY_GUIDANCE = load_prompt(__package__, "prompt_alignment/history_guidance").render()
 
-# (intent, requirements, completeness, appropriateness), Mastra's SCORING_WEIGHTS.
-USER_WEIGHTS = (0.4, 0.3, 0.2, 0.1)
-SYSTEM_WEIGHTS = (0.35, 0.35, 0.15, 0.15)
-BOTH_USER_WEIGHT, BOTH_SYSTEM_WEIGHT = 0.7, 0.3
-
-PROMPT_ALIGNMENT_INSTRUCTIONS = """You are an expert prompt-response alignment evaluator. Your job is to analyze how well an agent's response aligns with the user's prompt in terms of intent, requirements, completeness, and appropriateness.
-
-Key Evaluation Dimensions:
-1. **Intent Alignment**: Does the response address the core purpose of the prompt?
-2. **Requirements Fulfillment**: Are all explicit and implicit requirements met?
-3. **Completeness**: Is the response comprehensive and thorough?
-4. **Response Appropriateness**: Does the format, tone, and style match expectations?
-
-Evaluation Guidelines:
-- Identify the primary intent and any secondary intents in the prompt
-- Extract all explicit requirements (specific tasks, constraints, formats)
-- Consider implicit requirements based on context and standard expectations
-- Assess whether the response fully addresses the prompt or leaves gaps
-- Evaluate if the response format and tone are appropriate for the request
-- Be objective and focus on alignment rather than response quality
-
-Score each dimension from 0.0 (completely misaligned) to 1.0 (perfectly aligned)."""
+# Per mode: what is evaluated (``target``), what the reason addresses (``focus``) and the four
+# dimension instructions, each ``prompts/prompt_alignment/<mode>/<part>.txt``.
+ModePart = Literal["target", "focus", "intent", "requirements", "completeness", "appropriateness"]
 
 
-class IntentAlignment(BaseModel):
-    score: Unit
-    primaryIntent: str  # the judge's JSON keys, as in Mastra's schema
-    isAddressed: StrictBool
-    reasoning: str
-
-
-class Requirement(BaseModel):
-    requirement: str
-    isFulfilled: StrictBool
-    reasoning: str
-
-
-class RequirementsFulfillment(BaseModel):
-    requirements: list[Requirement]
-    overallScore: Unit
-
-
-class Completeness(BaseModel):
-    score: Unit
-    missingElements: list[str]
-    reasoning: str
-
-
-class ResponseAppropriateness(BaseModel):
-    score: Unit
-    formatAlignment: StrictBool
-    toneAlignment: StrictBool
-    reasoning: str
-
-
-class AlignmentAnalysis(BaseModel):
-    """The judge's analysis (Mastra's analyzeOutputSchema); every score must lie in [0, 1]."""
-
-    intentAlignment: IntentAlignment
-    requirementsFulfillment: RequirementsFulfillment
-    completeness: Completeness
-    responseAppropriateness: ResponseAppropriateness
-    overallAssessment: str
-
-
-# Per mode: what is evaluated, then the four dimension instructions (Mastra's prompt text).
-_TARGET = {
-    "user": "the user's prompt",
-    "system": "the system's behavioral guidelines and constraints",
-    "both": "both the user's prompt and the system's behavioral guidelines",
-}
-_GUIDE = {
-    "system": (
-        """- Identify the primary behavioral guidelines and constraints from the system prompt
-   - Assess whether the response follows these guidelines
-   - Score from 0.0 (violates system constraints) to 1.0 (perfectly follows system guidelines)""",
-        """- List all system constraints and rules from the system prompt
-   - Check if each constraint is respected
-   - Calculate an overall score based on respected vs. total constraints""",
-        """- Evaluate if the response fully adheres to all system guidelines
-   - Identify any system rules that were not followed""",
-        """- Check if the format/tone matches system specifications
-   - Evaluate consistency with defined agent behavior""",
-    ),
-    "user": (
-        """- Identify the primary intent of the user's prompt
-   - Assess whether the response addresses this intent
-   - Score from 0.0 (completely misses intent) to 1.0 (perfectly addresses intent)""",
-        """- List all explicit requirements from the user prompt
-   - Check if each requirement is fulfilled
-   - Calculate an overall score based on fulfilled vs. total requirements""",
-        """- Evaluate if the response is comprehensive for the user's request
-   - Identify any missing elements that should have been included""",
-        """- Check if the format matches what was requested (e.g., list, paragraph, code)
-   - Evaluate if the tone is appropriate (e.g., formal, casual, technical)""",
-    ),
-    "both": (
-        """- Identify both the user's intent AND system behavioral guidelines
-   - Assess whether the response addresses user intent while following system constraints
-   - Score from 0.0 (misses both) to 1.0 (perfectly addresses both)""",
-        """- List requirements from BOTH user prompt and system constraints
-   - Check fulfillment of each requirement
-   - Calculate separate scores for user requirements and system constraints, then combine""",
-        """- Evaluate completeness for both user request AND system compliance
-   - Identify missing elements from either perspective""",
-        """- Check format/tone for both user expectations AND system requirements
-   - Evaluate if response satisfies both perspectives""",
-    ),
-}
-
-_FORMAT = """Format your response as:
-{
-  "intentAlignment": {
-    "score": 0.0-1.0,
-    "primaryIntent": "the main purpose of the prompt",
-    "isAddressed": true/false,
-    "reasoning": "explanation of intent alignment"
-  },
-  "requirementsFulfillment": {
-    "requirements": [
-      {
-        "requirement": "specific requirement from prompt",
-        "isFulfilled": true/false,
-        "reasoning": "explanation of fulfillment status"
-      }
-    ],
-    "overallScore": 0.0-1.0
-  },
-  "completeness": {
-    "score": 0.0-1.0,
-    "missingElements": ["list of missing elements if any"],
-    "reasoning": "explanation of completeness assessment"
-  },
-  "responseAppropriateness": {
-    "score": 0.0-1.0,
-    "formatAlignment": true/false,
-    "toneAlignment": true/false,
-    "reasoning": "explanation of appropriateness"
-  },
-  "overallAssessment": "summary of the prompt-response alignment"
-}
-
-Example:
-User Prompt: "Write a Python function to calculate factorial with error handling for negative numbers."
-
-Agent Response: "def factorial(n):
-    if n < 0:
-        raise ValueError('Factorial not defined for negative numbers')
-    if n == 0:
-        return 1
-    return n * factorial(n-1)"
-
-{
-  "intentAlignment": {
-    "score": 1.0,
-    "primaryIntent": "Create a Python function to calculate factorial",
-    "isAddressed": true,
-    "reasoning": "The response provides exactly what was requested - a Python function that calculates factorial"
-  },
-  "requirementsFulfillment": {
-    "requirements": [
-      {
-        "requirement": "Write a Python function",
-        "isFulfilled": true,
-        "reasoning": "A proper Python function is provided with correct syntax"
-      },
-      {
-        "requirement": "Calculate factorial",
-        "isFulfilled": true,
-        "reasoning": "The function correctly implements factorial calculation using recursion"
-      },
-      {
-        "requirement": "Include error handling for negative numbers",
-        "isFulfilled": true,
-        "reasoning": "The function raises a ValueError for negative inputs with an appropriate message"
-      }
-    ],
-    "overallScore": 1.0
-  },
-  "completeness": {
-    "score": 0.9,
-    "missingElements": ["No docstring or comments"],
-    "reasoning": "The function is complete and functional but could benefit from documentation"
-  },
-  "responseAppropriateness": {
-    "score": 1.0,
-    "formatAlignment": true,
-    "toneAlignment": true,
-    "reasoning": "The response is in the exact format requested (Python code) with appropriate technical implementation"
-  },
-  "overallAssessment": "The response perfectly aligns with the prompt, providing a correct Python factorial function with the requested error handling for negative numbers"
-}"""
-
-
-CONVERSATION_HISTORY_GUIDANCE = """
-Note on conversation history:
-- The conversation history is provided only to resolve the meaning of the current prompt. Use it to interpret short or referential prompts (e.g. "A", "yes", "the second one") against what was previously asked or offered.
-- Evaluate only the agent response to the current prompt. Do not score earlier turns, and do not credit or penalise the agent for anything it said in them."""
+def mode_text(mode: EvaluationMode, part: ModePart) -> str:
+    return load_prompt(__package__, f"prompt_alignment/{mode}/{part}").render()
 
 
 def _prompt_context(
     mode: EvaluationMode, user_prompt: str, system_prompt: str, history: str | None = None
 ) -> str:
-    user = "User Prompt:\n" + delimit("user prompt", user_prompt)
-    system = "System Prompt:\n" + delimit("system prompt", system_prompt)
-    earlier = (
-        "Conversation History (prior turns, for context only):\n"
-        + delimit("conversation history", history)
-        + "\n\n"
-        if history
-        else ""
-    )
-    return earlier + {"user": user, "system": system, "both": f"{user}\n\n{system}"}[mode]
+    """The history (when given), then the prompts the mode evaluates, a blank line apart."""
+    sections = [HISTORY_PROMPT.render(history=delimit("conversation history", history))] if history else []
+    if mode != "system":
+        sections.append(USER_PROMPT.render(user_prompt=delimit("user prompt", user_prompt)))
+    if mode != "user":
+        sections.append(SYSTEM_PROMPT.render(system_prompt=delimit("system prompt", system_prompt)))
+    return "\n\n".join(sections)
 
 
 def create_analyze_prompt(
@@ -258,36 +78,46 @@ def create_analyze_prompt(
     mode: EvaluationMode,
     conversation_history: str | None = None,
 ) -> str:
-    intent, requirements, completeness, appropriateness = _GUIDE[mode]
-    return f"""Analyze how well the agent's response aligns with {_TARGET[mode]} across multiple dimensions.
+    return ANALYZE_PROMPT.render(
+        target=mode_text(mode, "target"),
+        prompt_context=_prompt_context(mode, user_prompt, system_prompt, conversation_history),
+        agent_response=delimit("agent response", agent_response),
+        history_guidance=CONVERSATION_HISTORY_GUIDANCE if conversation_history else "",
+        intent=mode_text(mode, "intent"),
+        requirements=mode_text(mode, "requirements"),
+        completeness=mode_text(mode, "completeness"),
+        appropriateness=mode_text(mode, "appropriateness"),
+    )
 
-{_prompt_context(mode, user_prompt, system_prompt, conversation_history)}
 
-Agent Response:
-{delimit("agent response", agent_response)}
-{CONVERSATION_HISTORY_GUIDANCE if conversation_history else ""}
-
-Evaluate the following aspects:
-
-1. **Intent Alignment**:
-   {intent}
-   - Provide reasoning for your assessment
-
-2. **Requirements Fulfillment**:
-   {requirements}
-   - Provide reasoning for each requirement assessment
-
-3. **Completeness**:
-   {completeness}
-   - Score from 0.0 (severely incomplete) to 1.0 (fully complete)
-   - Provide reasoning for your assessment
-
-4. **Response Appropriateness**:
-   {appropriateness}
-   - Score from 0.0 (completely inappropriate) to 1.0 (perfectly appropriate)
-   - Provide reasoning for your assessment
-
-{_FORMAT}"""
+def _breakdown(analysis: AlignmentAnalysis) -> str:
+    """The analysis as the reason prompt shows it (the judge's own words are data there too)."""
+    intent = analysis.intentAlignment
+    requirements = analysis.requirementsFulfillment.requirements
+    missing = analysis.completeness.missingElements
+    appropriateness = analysis.responseAppropriateness
+    return BREAKDOWN_PROMPT.render(
+        intent_score=js_number(intent.score),
+        primary_intent=intent.primaryIntent,
+        addressed="Yes" if intent.isAddressed else "No",
+        intent_reasoning=intent.reasoning,
+        requirements_score=js_number(analysis.requirementsFulfillment.overallScore),
+        fulfilled_count=str(sum(r.isFulfilled for r in requirements)),
+        requirement_count=str(len(requirements)),
+        requirement_lines="\n".join(
+            f"  • {r.requirement}: {'✓' if r.isFulfilled else '✗'}" for r in requirements
+        ).lstrip(),
+        completeness_score=js_number(analysis.completeness.score),
+        completeness_summary=(
+            BREAKDOWN_MISSING.render(missing_elements=", ".join(missing)) if missing else BREAKDOWN_COMPLETE
+        ),
+        completeness_reasoning=analysis.completeness.reasoning,
+        appropriateness_score=js_number(appropriateness.score),
+        format_alignment="Aligned" if appropriateness.formatAlignment else "Misaligned",
+        tone_alignment="Aligned" if appropriateness.toneAlignment else "Misaligned",
+        appropriateness_reasoning=appropriateness.reasoning,
+        overall_assessment=analysis.overallAssessment,
+    )
 
 
 def create_reason_prompt(
@@ -299,78 +129,13 @@ def create_reason_prompt(
     mode: EvaluationMode,
     conversation_history: str | None = None,
 ) -> str:
-    requirements = analysis.requirementsFulfillment.requirements
-    fulfilled = sum(r.isFulfilled for r in requirements)
-    missing = analysis.completeness.missingElements
-    description = {
-        "system": "system behavioral guidelines and constraints",
-        "user": "user's prompt",
-        "both": "both user's prompt and system guidelines",
-    }[mode]
-    appropriateness = analysis.responseAppropriateness
-    # The judge's own words from the analysis are data too when they come back in this prompt.
-    breakdown = f"""- Intent Alignment (40% weight): {js_number(analysis.intentAlignment.score)}
-  Primary Intent: "{analysis.intentAlignment.primaryIntent}"
-  Addressed: {"Yes" if analysis.intentAlignment.isAddressed else "No"}
-  {analysis.intentAlignment.reasoning}
-
-- Requirements Fulfillment (30% weight): {js_number(analysis.requirementsFulfillment.overallScore)}
-  {fulfilled} out of {len(requirements)} requirements met
-  {chr(10).join(f"  • {r.requirement}: {'✓' if r.isFulfilled else '✗'}" for r in requirements).lstrip()}
-
-- Completeness (20% weight): {js_number(analysis.completeness.score)}
-  {"Missing elements: " + ", ".join(missing) if missing else "Response is complete"}
-  {analysis.completeness.reasoning}
-
-- Response Appropriateness (10% weight): {js_number(appropriateness.score)}
-  Format: {"Aligned" if appropriateness.formatAlignment else "Misaligned"}
-  Tone: {"Aligned" if appropriateness.toneAlignment else "Misaligned"}
-  {appropriateness.reasoning}
-
-Overall Assessment: {analysis.overallAssessment}"""
-    return f"""Explain the prompt alignment score based on how well the agent's response addresses the {description}.
-
-{_prompt_context(mode, user_prompt, system_prompt, conversation_history)}
-
-Score: {js_number(score)} out of {js_number(scale)}
-
-Evaluation Breakdown:
-{delimit("evaluation breakdown", breakdown)}
-
-Prompt Alignment measures how well the response addresses the user's request across intent, requirements, completeness, and appropriateness. The weighted scoring ensures primary focus on understanding and addressing the core intent while meeting specific requirements.
-
-Rules for explanation:
-- Summarize the key strengths and weaknesses of alignment
-- Highlight any major misalignments that significantly impacted the score
-- Be concise but comprehensive in the explanation
-- Use the given score, don't recalculate
-
-Format:
-"The score is {js_number(score)} because {{explanation of alignment strengths and weaknesses based on the weighted dimensions}}\""""
-
-
-def weighted_alignment(analysis: AlignmentAnalysis, mode: EvaluationMode) -> float:
-    """The weighted sum of the four dimension scores for ``mode`` (before scale and rounding)."""
-    dimensions = (
-        analysis.intentAlignment.score,
-        analysis.requirementsFulfillment.overallScore,
-        analysis.completeness.score,
-        analysis.responseAppropriateness.score,
+    return REASON_PROMPT.render(
+        focus=mode_text(mode, "focus"),
+        prompt_context=_prompt_context(mode, user_prompt, system_prompt, conversation_history),
+        score=js_number(score),
+        scale=js_number(scale),
+        breakdown=delimit("evaluation breakdown", _breakdown(analysis)),
     )
-    weights = SYSTEM_WEIGHTS if mode == "system" else USER_WEIGHTS
-
-    def total(ws: tuple[float, ...]) -> float:
-        # Summed left to right, as Mastra's expression is, so floats match it exactly.
-        result = 0.0
-        for dimension, weight in zip(dimensions, ws, strict=True):
-            result += dimension * weight
-        return result
-
-    if mode != "both":
-        return total(weights)
-    user_score = total(USER_WEIGHTS)
-    system_score = user_score  # Mastra scores "both" from one analysis: system = user
-    return user_score * BOTH_USER_WEIGHT + system_score * BOTH_SYSTEM_WEIGHT
 
 
 def _history_messages(option: bool | Mapping[str, Any]) -> int | None:
@@ -435,15 +200,20 @@ def create_prompt_alignment_scorer(
         return create_analyze_prompt(user_prompt, system_prompt, response, evaluation_mode, history(ctx))
 
     def score(ctx: StepContext) -> float:
-        analysis: AlignmentAnalysis = ctx.results["analyze_step_result"]
-        return round_to_two_decimals(weighted_alignment(analysis, evaluation_mode) * scale)
+        return round_to_two_decimals(
+            weighted_alignment(ctx.analyzed(AlignmentAnalysis), evaluation_mode) * scale
+        )
 
     def reason_prompt(ctx: StepContext) -> str:
         user_prompt, system_prompt = prompts(ctx)
-        analysis: AlignmentAnalysis = ctx.results["analyze_step_result"]
-        assert ctx.score is not None  # generate_reason runs after generate_score
         return create_reason_prompt(
-            user_prompt, system_prompt, ctx.score, scale, analysis, evaluation_mode, history(ctx)
+            user_prompt,
+            system_prompt,
+            ctx.scored(),
+            scale,
+            ctx.analyzed(AlignmentAnalysis),
+            evaluation_mode,
+            history(ctx),
         )
 
     return (

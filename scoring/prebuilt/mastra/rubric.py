@@ -15,11 +15,9 @@ passes (score 1), and the reason's header says "satisfied" only for a score of a
 a ``scale`` below 1 a fully met rubric reads "not yet satisfied". Checked where Mastra does not:
 ``scale`` must be finite and > 0.
 
-The prompt is Mastra's, with the task and the output (trace content) put in data markers by
-``delimit``; the criteria are configuration and stay as Mastra renders them.
+The prompts (``prompts/rubric/*.txt``) are Mastra's, with the task and the output (trace content) put
+in data markers by ``delimit``; the criteria are configuration and stay as Mastra renders them.
 """
-
-# ruff: noqa: E501 -- the prompts are Mastra's text verbatim, long lines included
 
 from __future__ import annotations
 
@@ -32,24 +30,20 @@ from typing import Any
 from pydantic import BaseModel, Field, StrictBool
 
 from scoring.judge import Judge, delimit
+from scoring.prompts import load_prompt
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
 from scoring.text import js_trim
 from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
-RUBRIC_INSTRUCTIONS = """You are an exacting grader. Your job is to judge whether an agent's output satisfies each criterion in a rubric.
-
-A rubric is a checklist of criteria. For each criterion you must decide, strictly and independently, whether the output satisfies it.
-
-Grading guidelines:
-- Judge each criterion on its own merits. Do not let one criterion's verdict influence another.
-- A criterion is "satisfied" only when the output clearly and fully meets it. When in doubt, mark it as NOT satisfied.
-- Base your judgement on evidence in the output (and the original task for context). Do not assume facts that are not present.
-- Be concise but specific in your reasoning: say what is present or missing.
-- Do not reward effort, intent, or partial progress. Only the actual output counts."""
-
-NO_RUBRIC_PROMPT = 'No rubric was provided. Return exactly: {"criteria": [], "overallAssessment": "No rubric provided; nothing to grade."}'
+RUBRIC_INSTRUCTIONS = load_prompt(__package__, "rubric/instructions").render()
+ANALYZE_PROMPT = load_prompt(__package__, "rubric/analyze")
+CRITERION_PROMPT = load_prompt(__package__, "rubric/criterion")
+NO_TASK = load_prompt(__package__, "rubric/no_task").render()
+NO_OUTPUT = load_prompt(__package__, "rubric/no_output").render()
+# Without criteria Mastra still asks the judge, with this fixed prompt.
+NO_RUBRIC_PROMPT = load_prompt(__package__, "rubric/no_rubric").render()
 NO_RUBRIC_REASON = "No rubric was provided, so the rubric check passed by default."
 
 # Mastra's list-marker pattern; JavaScript's \d is ASCII only, hence [0-9].
@@ -97,36 +91,16 @@ def normalize_rubric(
 
 def analyze_prompt(original_task: str, output: str, criteria: Sequence[RubricCriterion]) -> str:
     rendered = "\n".join(
-        f"{i + 1}. [{'required' if c.required else 'optional'}] {c.description}"
+        CRITERION_PROMPT.render(
+            number=str(i + 1), designation="required" if c.required else "optional", description=c.description
+        )
         for i, c in enumerate(criteria)
     )
-    task = delimit("task", original_task) if original_task else "(no task provided)"
-    answer = delimit("output", output) if output else "(empty output)"
-    return f"""Grade the agent's output against the rubric below.
-
-Original task:
-{task}
-
-Rubric criteria:
-{rendered}
-
-Agent output to grade:
-{answer}
-
-For every criterion, decide whether the output satisfies it. Preserve the exact criterion text and its required/optional designation in your answer.
-
-Return your judgement as JSON in this shape:
-{{
-  "criteria": [
-    {{
-      "criterion": "exact criterion text",
-      "satisfied": true,
-      "required": true,
-      "reasoning": "why it is or is not satisfied"
-    }}
-  ],
-  "overallAssessment": "one or two sentence summary of what passed and what is missing"
-}}"""
+    return ANALYZE_PROMPT.render(
+        task=delimit("task", original_task) if original_task else NO_TASK,
+        criteria=rendered,
+        output=delimit("output", output) if output else NO_OUTPUT,
+    )
 
 
 def rubric_score(analysis: RubricAnalysis | None, scale: float) -> float:
@@ -146,18 +120,18 @@ def format_rubric_reason(score: float, analysis: RubricAnalysis) -> str:
         if complete
         else "❌ Rubric not yet satisfied."
     )
-    lines = [
-        f"{'✅' if c.satisfied else '❌'} [{'required' if c.required else 'optional'}] {c.criterion}\n   → {c.reasoning}"
-        for c in analysis.criteria
-    ]
+
+    def line(c: CriterionVerdict) -> str:
+        mark = "✅" if c.satisfied else "❌"
+        return f"{mark} [{'required' if c.required else 'optional'}] {c.criterion}\n   → {c.reasoning}"
+
+    lines = [line(c) for c in analysis.criteria]
     unmet = sum(1 for c in analysis.criteria if c.required and not c.satisfied)
-    footer = (
-        ""
-        if complete
-        else f"\n\nTo finish, address the {unmet} unmet required {'criterion' if unmet == 1 else 'criteria'} above."
-    )
+    noun = "criterion" if unmet == 1 else "criteria"
+    footer = "" if complete else f"\n\nTo finish, address the {unmet} unmet required {noun} above."
     assessment = f"\n\n{analysis.overall_assessment}" if analysis.overall_assessment else ""
-    return f"{header}\n\n{chr(10).join(lines)}{assessment}{footer}"
+    body = "\n".join(lines)
+    return f"{header}\n\n{body}{assessment}{footer}"
 
 
 RUBRIC = ScorerSpec(
@@ -194,7 +168,7 @@ def create_rubric_scorer(
         )
 
     def reason(ctx: StepContext) -> str:
-        analysis: RubricAnalysis | None = ctx.results.get("analyze_step_result")
+        analysis = ctx.maybe("analyze", RubricAnalysis)
         if analysis is None or not analysis.criteria:
             return NO_RUBRIC_REASON
         return format_rubric_reason(ctx.score if ctx.score is not None else 0, analysis)
@@ -210,6 +184,6 @@ def create_rubric_scorer(
                 "create_prompt": prompt,
             }
         )
-        .generate_score(lambda ctx: rubric_score(ctx.results.get("analyze_step_result"), scale))
+        .generate_score(lambda ctx: rubric_score(ctx.maybe("analyze", RubricAnalysis), scale))
         .generate_reason(reason)
     )

@@ -1,4 +1,4 @@
-"""Summarization (Mastra's ``createSummarizationScorer``): is the summary faithful to its source, and complete?
+"""Summarization (Mastra's ``createSummarizationScorer``): is a summary faithful to its source, and complete?
 
 Three judge calls, as in Mastra. Preprocess: the judge extracts the summary's claims and says for each
 whether the source supports it (``alignment``), and draws at most ``max_questions`` yes-questions from
@@ -16,11 +16,9 @@ the run's first user message (Mastra's precedence).
 Checked where Mastra does not: ``scale`` must be finite and > 0 (else scores fall outside
 [0, scale]) and ``max_questions`` a whole number (JavaScript would slice at a fraction).
 
-The prompts are Mastra's, with the source, the summary (trace content) and what the judge extracted
-from them put in data markers by ``delimit``.
+The prompts (``prompts/summarization/*.txt``) are Mastra's, with the source, the summary (trace
+content) and what the judge extracted from them put in data markers by ``delimit``.
 """
-
-# ruff: noqa: E501 -- the prompts are Mastra's text verbatim, long lines included
 
 from __future__ import annotations
 
@@ -33,6 +31,7 @@ from pydantic import BaseModel, StrictBool
 from schemas import AgentRun
 from scoring.judge import Judge, delimit
 from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from scoring.prompts import load_prompt
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import Need, StepContext
@@ -45,15 +44,10 @@ from scoring.utils import (
 SourceExtractor = Callable[[AgentRun], str]
 DEFAULT_MAX_QUESTIONS = 10
 
-SUMMARIZATION_AGENT_INSTRUCTIONS = """You are a strict summarization evaluator. Your job is to determine whether a summary is factually faithful to its source text and whether it preserves the information the source states.
-
-Key Principles:
-1. Judge only against the text you are given, never against prior knowledge
-2. A claim is supported only when the source states or directly implies it
-3. Treat approximations as deviations when the source is precise: "about 2020" does not match "2020"
-4. Allow semantically equivalent phrasing: "founded in Boston" matches "based in Boston"
-5. Judge each claim and each question independently
-6. Factual accuracy and information coverage are separate concerns and are judged separately"""
+SUMMARIZATION_AGENT_INSTRUCTIONS = load_prompt(__package__, "summarization/instructions").render()
+SOURCE_JUDGEMENT_PROMPT = load_prompt(__package__, "summarization/source_judgement")
+COVERAGE_PROMPT = load_prompt(__package__, "summarization/coverage")
+REASON_PROMPT = load_prompt(__package__, "summarization/reason")
 
 
 class AlignmentVerdict(BaseModel):
@@ -82,132 +76,20 @@ class Coverage(BaseModel):
 
 
 def source_judgement_prompt(source_text: str, summary: str, max_questions: int) -> str:
-    return f"""Complete two independent parts.
-
-Part 1 (alignment): extract the atomic claims the summary makes, then decide whether the source text supports each one.
-- A claim is a single statement that asserts one piece of information
-- Break compound statements into individual claims
-- Include factual assertions such as numbers, dates, and quantities
-- Exclude questions, commands, and purely stylistic text
-- Set "supported" to true only when the source states or directly implies the claim, and to false when the source contradicts it or does not contain it
-- Return an empty list when the summary makes no claims
-
-Part 2 (questions): write at most {max_questions} closed-ended questions drawn from the source text.
-- Every question must be answerable as "yes" from the source text alone
-- Cover the most important facts and main points first
-- Each question must be specific, unambiguous, and verifiable from the source
-- Choose the questions from the source alone. Do not let the summary influence which facts you pick, and do not skip a fact because the summary omits it
-- Never write questions that could be answered "maybe" or "partially"
-- Return an empty list when the source text is empty
-
-Matching guidelines for Part 1:
-- Dates, numbers, and proper nouns must match exactly: "2020" does not match "about 2020", "ABC Corp" does not match "ABC Company"
-- Domain terms must match exactly: "quantum supremacy" does not match "quantum advantage"
-- General phrasing may differ when the meaning holds: "developed technology" matches "made breakthroughs"
-- Weaker or stronger claims do not match: "became successful" does not match "dominated the market"
-
-Format:
-{{
-    "alignment": [
-        {{
-            "claim": "the claim the summary makes",
-            "supported": true,
-            "reason": "why the source does or does not support this claim"
-        }}
-    ],
-    "questions": ["a question the source answers with yes"]
-}}
-
-Example:
-Source Text: "Company Y was established in Boston in 2015. Their first ML model achieved 95% accuracy. The company relocated to Seattle in 2018."
-Summary: "Company Y, founded in Boston in 2015, built an ML model with 99% accuracy."
-
-{{
-    "alignment": [
-        {{
-            "claim": "Company Y was founded in Boston in 2015",
-            "supported": true,
-            "reason": "The source states the company was established in Boston in 2015"
-        }},
-        {{
-            "claim": "Company Y built an ML model with 99% accuracy",
-            "supported": false,
-            "reason": "The source states 95% accuracy, which contradicts 99%"
-        }}
-    ],
-    "questions": [
-        "Was Company Y established in Boston in 2015?",
-        "Did their first ML model achieve 95% accuracy?",
-        "Did the company relocate to Seattle in 2018?"
-    ]
-}}
-
-Source Text:
-{delimit("source", source_text)}
-
-Summary:
-{delimit("summary", summary)}
-
-JSON:
-"""
+    return SOURCE_JUDGEMENT_PROMPT.render(
+        max_questions=str(max_questions),
+        source=delimit("source", source_text),
+        summary=delimit("summary", summary),
+    )
 
 
 def coverage_prompt(summary: str, questions: list[str]) -> str:
     listed = "\n".join(f"[{index}] {question}" for index, question in enumerate(questions))
-    return f"""Decide whether each question can be answered from the summary below. The summary is the only evidence you have, and you must not rely on prior knowledge.
-
-Summary:
-{delimit("summary", summary)}
-
-Number of questions: {len(questions)}
-
-Questions:
-{delimit("questions", listed)}
-
-Set "answered" to true only when the summary holds enough information to answer the question, and to false when the summary omits or contradicts that information.
-
-Matching guidelines:
-- Dates, numbers, and proper nouns must match exactly: "2020" does not match "about 2020", "ABC Corp" does not match "ABC Company"
-- Domain terms must match exactly: "quantum supremacy" does not match "quantum advantage"
-- General phrasing may differ when the meaning holds: "developed technology" matches "made breakthroughs"
-- Weaker or stronger claims do not match: "became successful" does not match "dominated the market"
-
-The number of verdicts MUST MATCH the number of questions exactly.
-
-Format:
-{{
-    "coverage": [
-        {{
-            "question": "the question being answered",
-            "answered": true,
-            "reason": "why the summary can or cannot answer this question"
-        }}
-    ]
-}}
-
-Example:
-Summary: "Company Y, founded in Boston in 2015, built an ML model with 99% accuracy."
-Questions: ["Was Company Y established in Boston in 2015?", "Did their first ML model achieve 95% accuracy?", "Did the company relocate to Seattle in 2018?"]
-
-{{
-    "coverage": [
-        {{
-            "question": "Was Company Y established in Boston in 2015?",
-            "answered": true,
-            "reason": "The summary states the company was founded in Boston in 2015"
-        }},
-        {{
-            "question": "Did their first ML model achieve 95% accuracy?",
-            "answered": false,
-            "reason": "The summary reports 99% accuracy, so the question cannot be answered as asked"
-        }},
-        {{
-            "question": "Did the company relocate to Seattle in 2018?",
-            "answered": false,
-            "reason": "The summary does not mention the relocation"
-        }}
-    ]
-}}"""
+    return COVERAGE_PROMPT.render(
+        summary=delimit("summary", summary),
+        question_count=str(len(questions)),
+        questions=delimit("questions", listed),
+    )
 
 
 def _bullets(items: list[str]) -> str:
@@ -215,42 +97,16 @@ def _bullets(items: list[str]) -> str:
 
 
 def reason_prompt(*, source_text: str, summary: str, score: float | None, scale: float, axes: Axes) -> str:
-    unsupported = delimit("unsupported claims", _bullets(axes.unsupported_claims))
-    missing = delimit("unanswered questions", _bullets(axes.missing_questions))
-    return f"""Explain the summarization score for the given summary.
-
-Source Text:
-{delimit("source", source_text)}
-
-Summary:
-{delimit("summary", summary)}
-
-Score: {js_number(score)} out of {js_number(scale)}
-Alignment score: {js_number(round_to_two_decimals(axes.alignment_score))}
-Coverage score: {js_number(round_to_two_decimals(axes.coverage_score))}
-Claims the source does not support:
-{unsupported}
-Questions the summary cannot answer:
-{missing}
-
-Summarization takes the lower of two scores, so the weaker axis decides the result:
-- Alignment = supported claims / total claims
-- Coverage = answered questions / total questions
-- Score = min(alignment, coverage) × scale
-
-Rules for explanation:
-- Name the axis that produced the score
-- Point at the specific claims or questions behind it
-- Keep the explanation short and concrete
-- Use the given score, don't recalculate
-
-Format:
-"The score is {js_number(score)} because {{explanation of the summarization quality}}"
-
-Example responses:
-"The score is 0.5 because coverage was the weaker axis: the summary answers 2 of 4 questions from the source and leaves out both the employee count and the relocation date."
-"The score is 0.67 because alignment was the weaker axis: the claim about 99% accuracy contradicts the source, which reports 95%."
-"The score is 1.0 because every claim in the summary is supported by the source and the summary answers every question drawn from it.\""""
+    return REASON_PROMPT.render(
+        source=delimit("source", source_text),
+        summary=delimit("summary", summary),
+        score=js_number(score),
+        scale=js_number(scale),
+        alignment_score=js_number(round_to_two_decimals(axes.alignment_score)),
+        coverage_score=js_number(round_to_two_decimals(axes.coverage_score)),
+        unsupported_claims=delimit("unsupported claims", _bullets(axes.unsupported_claims)),
+        unanswered_questions=delimit("unanswered questions", _bullets(axes.missing_questions)),
+    )
 
 
 def get_summary(run: AgentRun) -> str:
@@ -341,11 +197,11 @@ def create_summarization_scorer(
 
     def axes(ctx: StepContext) -> Axes:
         return measure_axes(
-            ctx.results.get("preprocess_step_result"), ctx.results.get("analyze_step_result"), max_questions
+            ctx.maybe("preprocess", SourceJudgement), ctx.maybe("analyze", Coverage), max_questions
         )
 
     def questions(ctx: StepContext) -> list[str]:
-        judgement: SourceJudgement | None = ctx.results.get("preprocess_step_result")
+        judgement = ctx.maybe("preprocess", SourceJudgement)
         return (judgement.questions if judgement else [])[:max_questions]
 
     # The source is the user's message unless the options give it: only then is the input needed.
@@ -358,7 +214,9 @@ def create_summarization_scorer(
         )
         .preprocess(
             {
-                "description": "Judge each summary claim against the source and draw coverage questions from it",
+                "description": (
+                    "Judge each summary claim against the source and draw coverage questions from it"
+                ),
                 "output_schema": SourceJudgement,
                 "create_prompt": lambda ctx: source_judgement_prompt(
                     source_text(ctx.run), get_summary(ctx.run), max_questions
