@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -98,7 +98,7 @@ def reason_prompt(
     )
 
 
-def has_ground_truth(value: Any) -> bool:
+def has_ground_truth(value: object) -> bool:
     """JavaScript truthiness, as Mastra's ``!run.groundTruth`` (an empty list or dict counts)."""
     if value is None or value is False or value == "":
         return False
@@ -107,7 +107,7 @@ def has_ground_truth(value: Any) -> bool:
     return True
 
 
-def ground_truth_text(value: Any) -> str:
+def ground_truth_text(value: object) -> str:
     return value if isinstance(value, str) else js_json(value)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -51,7 +50,7 @@ class ClaimVerdicts(BaseModel):
     verdicts: list[ClaimVerdict]
 
 
-def _js_falsy(value: Any) -> bool:
+def _js_falsy(value: object) -> bool:
     """``!value`` in JavaScript for JSON values: null, false, "", 0 (an empty list or object is truthy)."""
     if value is None or value is False or value == "":
         return True

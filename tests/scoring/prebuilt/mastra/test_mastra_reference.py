@@ -1,7 +1,7 @@
 """Rubric, summarization and multi-turn judge against @mastra/evals 1.10.2 itself.
 
-The cases of ``data/mastra_llm_more_reference.json`` were recorded by
-``data/mastra_llm_more_reference.mjs``, which ran @mastra/evals 1.10.2 against the local
+The cases of ``tests/fixtures/references/mastra_llm_more_reference.json`` were recorded by
+``mastra_llm_more_reference.mjs`` beside it, which ran @mastra/evals 1.10.2 against the local
 OpenAI-compatible server with the same scripted answers; our scorers must give Mastra's scores,
 reasons and prompts exactly (our prompts carry the trace content in data markers; without the
 markers they are Mastra's text).
