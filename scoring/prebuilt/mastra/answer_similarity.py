@@ -1,0 +1,223 @@
+"""Answer similarity (Mastra's ``createAnswerSimilarityScorer``): how close the answer is to the ground truth.
+
+The judge splits the answer and the run's ``ground_truth`` into semantic units, then matches each
+ground-truth unit (``exact``, ``semantic``, ``partial`` or ``missing``) and lists contradictions and
+extra output units. Score: exact = 1 + exact_match_bonus, semantic = semantic_threshold, partial =
+semantic_threshold / 2, missing = -missing_penalty, summed and divided by units x (1 +
+exact_match_bonus); minus contradiction_penalty per contradiction and extra_info_penalty per extra
+unit (at most 0.2); clamped to [0, 1], times ``scale``, rounded to two decimals. No ground-truth
+units scores 0.
+
+A run without ground truth (JavaScript-falsy: missing, ``""``, ``0``, ``false``) fails the scorer
+when ``require_ground_truth`` (the default), else scores 0 -- the judge is still asked, as in Mastra.
+The prompts are ``prompts/answer_similarity/*.txt``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from scoring.judge import Judge, delimit
+from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from scoring.prompts import load_prompt
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
+from scoring.utils import get_assistant_message_from_run_output
+
+INSTRUCTIONS = load_prompt(__package__, "answer_similarity/instructions").render()
+EXTRACT_PROMPT = load_prompt(__package__, "answer_similarity/extract")
+ANALYZE_PROMPT = load_prompt(__package__, "answer_similarity/analyze")
+REASON_PROMPT = load_prompt(__package__, "answer_similarity/reason")
+# The reason "prompt" of a run without ground truth: Mastra sends this fixed text to the judge.
+NO_GROUND_TRUTH_REASON_PROMPT = load_prompt(__package__, "answer_similarity/no_ground_truth_reason").render()
+EXTRA_INFO_PENALTY_CAP = 0.2
+
+
+class _Camel(BaseModel):
+    # The judge answers in Mastra's camelCase keys; Python reads them in snake_case.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class SemanticUnits(_Camel):
+    output_units: list[str]
+    ground_truth_units: list[str]
+
+
+class UnitMatch(_Camel):
+    ground_truth_unit: str
+    output_unit: str | None
+    match_type: Literal["exact", "semantic", "partial", "missing"]
+    explanation: str
+
+
+class Contradiction(_Camel):
+    output_unit: str
+    ground_truth_unit: str
+    explanation: str
+
+
+class SimilarityAnalysis(_Camel):
+    matches: list[UnitMatch]
+    extra_in_output: list[str]
+    contradictions: list[Contradiction]
+
+
+def _pretty(value: object) -> str:
+    """``JSON.stringify(value, null, 2)``."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def extract_prompt(output: str, ground_truth: str) -> str:
+    return EXTRACT_PROMPT.render(
+        output=delimit("agent output", output), ground_truth=delimit("ground truth", ground_truth)
+    )
+
+
+def analyze_prompt(output_units: list[str], ground_truth_units: list[str]) -> str:
+    return ANALYZE_PROMPT.render(
+        output_units=delimit("output units", _pretty(output_units)),
+        ground_truth_units=delimit("ground truth units", _pretty(ground_truth_units)),
+    )
+
+
+def reason_prompt(
+    *, output: str, ground_truth: str, score: float | None, analysis: SimilarityAnalysis, scale: float
+) -> str:
+    return REASON_PROMPT.render(
+        output=delimit("agent output", output),
+        ground_truth=delimit("ground truth", ground_truth),
+        score=js_number(score),
+        scale=js_number(scale),
+        analysis=delimit("analysis", _pretty(analysis.model_dump(by_alias=True))),
+    )
+
+
+def has_ground_truth(value: object) -> bool:
+    """JavaScript truthiness, as Mastra's ``!run.groundTruth`` (an empty list or dict counts)."""
+    if value is None or value is False or value == "":
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value != 0 and value == value  # 0 and NaN are falsy
+    return True
+
+
+def ground_truth_text(value: object) -> str:
+    return value if isinstance(value, str) else js_json(value)
+
+
+def similarity_score(
+    analysis: SimilarityAnalysis,
+    *,
+    semantic_threshold: float = 0.8,
+    exact_match_bonus: float = 0.2,
+    missing_penalty: float = 0.15,
+    contradiction_penalty: float = 1.0,
+    extra_info_penalty: float = 0.05,
+    scale: float = 1,
+) -> float:
+    """Mastra's answer-similarity formula over the judge's analysis (see the module docstring)."""
+    if not analysis.matches:
+        return 0
+    credit = {
+        "exact": 1.0 + exact_match_bonus,
+        "semantic": semantic_threshold,
+        "partial": semantic_threshold * 0.5,
+        "missing": -missing_penalty,
+    }
+    score = sum(credit[match.match_type] for match in analysis.matches)
+    score /= len(analysis.matches) * (1.0 + exact_match_bonus)
+    score -= len(analysis.contradictions) * contradiction_penalty
+    score -= min(len(analysis.extra_in_output) * extra_info_penalty, EXTRA_INFO_PENALTY_CAP)
+    return round_to_two_decimals(max(0.0, min(1.0, score)) * scale)
+
+
+ANSWER_SIMILARITY = ScorerSpec(
+    name="answer-similarity",
+    id="answer-similarity-scorer",
+    title="Answer Similarity Scorer",
+    description="Evaluates how similar an agent output is to a ground truth answer for CI/CD testing",
+)
+
+
+@register(ANSWER_SIMILARITY)
+def create_answer_similarity_scorer(
+    judge: Judge,
+    require_ground_truth: bool = True,
+    semantic_threshold: float = 0.8,
+    exact_match_bonus: float = 0.2,
+    missing_penalty: float = 0.15,
+    contradiction_penalty: float = 1.0,
+    extra_info_penalty: float = 0.05,
+    scale: float = 1,
+) -> Scorer:
+    """Mastra's answer similarity scorer: compares the answer with the run's ``ground_truth``."""
+    if scale <= 0:
+        raise ValueError("scale must be > 0")
+    if exact_match_bonus <= -1:
+        raise ValueError("exact_match_bonus must be > -1")
+    weights = {
+        "semantic_threshold": semantic_threshold,
+        "exact_match_bonus": exact_match_bonus,
+        "missing_penalty": missing_penalty,
+        "contradiction_penalty": contradiction_penalty,
+        "extra_info_penalty": extra_info_penalty,
+        "scale": scale,
+    }
+
+    def extract(ctx: StepContext) -> str:
+        if not has_ground_truth(ctx.run.ground_truth):
+            if require_ground_truth:
+                raise ValueError("Answer Similarity Scorer requires ground truth to be provided")
+            return extract_prompt("", "")
+        output = get_assistant_message_from_run_output(ctx.run) or ""
+        return extract_prompt(output, ground_truth_text(ctx.run.ground_truth))
+
+    def analyze(ctx: StepContext) -> str:
+        units = ctx.preprocessed(SemanticUnits)
+        return analyze_prompt(units.output_units, units.ground_truth_units)
+
+    def generate_score(ctx: StepContext) -> float:
+        if not has_ground_truth(ctx.run.ground_truth):
+            return 0
+        return similarity_score(ctx.analyzed(SimilarityAnalysis), **weights)
+
+    def reason(ctx: StepContext) -> str:
+        if not has_ground_truth(ctx.run.ground_truth):
+            return NO_GROUND_TRUTH_REASON_PROMPT
+        return reason_prompt(
+            output=get_assistant_message_from_run_output(ctx.run) or "",
+            ground_truth=ground_truth_text(ctx.run.ground_truth),
+            score=ctx.score,
+            analysis=ctx.analyzed(SimilarityAnalysis),
+            scale=scale,
+        )
+
+    return (
+        ANSWER_SIMILARITY.create_scorer(
+            scale=scale or 1,
+            needs={"output", "ground_truth"} if require_ground_truth else {"output"},
+            judge=replace(judge, instructions=INSTRUCTIONS),
+        )
+        .preprocess(
+            {
+                "description": "Extract semantic units from output and ground truth",
+                "output_schema": SemanticUnits,
+                "create_prompt": extract,
+            }
+        )
+        .analyze(
+            {
+                "description": "Compare semantic units between output and ground truth",
+                "output_schema": SimilarityAnalysis,
+                "create_prompt": analyze,
+            }
+        )
+        .generate_score(generate_score)
+        .generate_reason({"description": "Generate explanation of similarity score", "create_prompt": reason})
+    )

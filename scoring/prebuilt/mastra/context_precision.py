@@ -1,0 +1,138 @@
+"""Context precision: Mean Average Precision of the context pieces an LLM judge finds relevant.
+
+Mastra's ``createContextPrecisionScorer`` ported: the judge gives each context piece a ``yes``/``no``
+verdict on whether it helps produce the output (analyze); verdicts are sorted by ``context_index``
+and the score is MAP -- the mean, over the relevant pieces, of the precision at each relevant
+position -- times ``scale``, rounded to two decimals; 0 when no piece is relevant or there are no
+verdicts. Relevant pieces early in the list score higher.
+
+The context is ``context`` (fixed pieces) or ``context_extractor(run)``, as in Mastra; without
+either (Mastra requires one) the run's own retrieved ``context`` is used, and the scorer then
+``needs`` it. An empty ``context`` option is refused; an empty context at run time fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from pydantic import BaseModel
+
+from scoring.judge import Judge, delimit
+from scoring.prebuilt.judge_helpers import YesNo, js_number, round_to_two_decimals
+from scoring.prebuilt.mastra.context_source import (
+    ContextExtractor,
+    check_context_options,
+    context_needs,
+    numbered,
+    resolve_context,
+)
+from scoring.prompts import load_prompt
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
+from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+
+CONTEXT_PRECISION_AGENT_INSTRUCTIONS = load_prompt(__package__, "context_precision/instructions").render()
+ANALYZE_PROMPT = load_prompt(__package__, "context_precision/analyze")
+REASON_PROMPT = load_prompt(__package__, "context_precision/reason")
+
+
+class ContextVerdict(BaseModel):
+    context_index: int
+    verdict: YesNo
+    reason: str
+
+
+class ContextVerdicts(BaseModel):
+    """One verdict per context piece (analyze): ``yes`` when the piece is relevant."""
+
+    verdicts: list[ContextVerdict]
+
+
+def sorted_verdicts(analysis: ContextVerdicts | None) -> list[ContextVerdict]:
+    return sorted(analysis.verdicts, key=lambda v: v.context_index) if analysis else []
+
+
+def context_precision_score(analysis: ContextVerdicts | None, scale: float = 1.0) -> float:
+    """Mean Average Precision over the verdicts in ``context_index`` order, times ``scale``."""
+    sum_precision = 0.0
+    relevant = 0
+    for position, verdict in enumerate(sorted_verdicts(analysis), start=1):
+        if verdict.verdict == "yes":
+            relevant += 1
+            sum_precision += relevant / position  # precision at this position
+    if relevant == 0:
+        return 0.0
+    return round_to_two_decimals(sum_precision / relevant * (scale or 1))
+
+
+CONTEXT_PRECISION = ScorerSpec(
+    name="context-precision",
+    id="context-precision-scorer",
+    title="Context Precision Scorer",
+    description=(
+        "A scorer that evaluates the relevance and precision of retrieved context nodes for generating "
+        "expected outputs"
+    ),
+)
+
+
+@register(CONTEXT_PRECISION)
+def create_context_precision_scorer(
+    judge: Judge,
+    *,
+    scale: float = 1.0,
+    context: list[str] | None = None,
+    context_extractor: ContextExtractor | None = None,
+) -> Scorer:
+    """Mastra's context precision scorer (id ``context-precision-scorer``), 0..``scale``."""
+    check_context_options(context)
+
+    def texts(ctx: StepContext) -> tuple[str, str, list[str]]:
+        return (
+            get_user_message_from_run_input(ctx.run) or "",
+            get_assistant_message_from_run_output(ctx.run) or "",
+            resolve_context(ctx.run, context, context_extractor),
+        )
+
+    def analyze_prompt(ctx: StepContext) -> str:
+        question, answer, pieces = texts(ctx)
+        if not pieces:
+            raise ValueError("No context available for evaluation")
+        return ANALYZE_PROMPT.render(
+            input=delimit("input", question), output=delimit("output", answer), context=numbered(pieces)
+        )
+
+    def reason_prompt(ctx: StepContext) -> str:
+        question, answer, pieces = texts(ctx)
+        verdicts = [v.model_dump() for v in sorted_verdicts(ctx.maybe("analyze", ContextVerdicts))]
+        return REASON_PROMPT.render(
+            input=delimit("input", question),
+            output=delimit("output", answer),
+            context=numbered(pieces),
+            score=js_number(ctx.score),
+            scale=js_number(scale or 1),
+            verdicts=delimit("verdicts", json.dumps(verdicts, indent=2, ensure_ascii=False)),
+        )
+
+    return (
+        CONTEXT_PRECISION.create_scorer(
+            scale=scale or 1,
+            needs=context_needs(context, context_extractor),
+            judge=replace(judge, instructions=CONTEXT_PRECISION_AGENT_INSTRUCTIONS),
+        )
+        .analyze(
+            {
+                "description": (
+                    "Evaluate the relevance of each context piece for generating the expected output"
+                ),
+                "output_schema": ContextVerdicts,
+                "create_prompt": analyze_prompt,
+            }
+        )
+        .generate_score(lambda ctx: context_precision_score(ctx.maybe("analyze", ContextVerdicts), scale))
+        .generate_reason(
+            {"description": "Reason about the context precision results", "create_prompt": reason_prompt}
+        )
+    )

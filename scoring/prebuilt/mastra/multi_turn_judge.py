@@ -1,0 +1,140 @@
+"""Multi-turn judge (Mastra's ``createMultiTurnJudgeScorer``): does the whole conversation meet a criterion?
+
+One ``analyze`` judge call reads every assistant turn of the conversation and answers
+``{"satisfied", "reasoning"}``; the score is ``scale`` when satisfied, else 0. The reason is not
+asked of the judge: it is Mastra's header (satisfied or not), the criterion and the judge's reasoning.
+
+The conversation. Mastra's multi-turn ``runEvals`` accumulates the output messages of every turn in
+``run.output`` and the scorer reads the assistant messages there. A live AgentRun is one turn: the
+earlier turns reach it either as ``input.remembered_messages`` (the agent's memory) or, from a
+client that resends the history itself, as assistant messages among ``input.input_messages``. The
+transcript is therefore the assistant messages of ``remembered_messages``, then of ``input_messages``,
+then of ``output``, in that order; user, system and tool messages are left out (Mastra grades the
+assistant's words only). Each turn is its message text, trimmed; turns without text (tool-call-only
+steps) are dropped. A run whose earlier turns are not captured is judged on its own output, which is
+what Mastra sees for a single-turn run.
+
+The prompt (``prompts/multi_turn_judge/*.txt``) is Mastra's, markers and their sanitising included;
+the transcript inside Mastra's markers is in our data markers too (``delimit``). The criterion is
+configuration and is not delimited.
+Checked beyond Mastra (which only rejects a non-finite ``scale``): ``scale`` > 0 and a non-empty
+criterion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from pydantic import BaseModel, StrictBool
+
+from schemas import AgentRun, Message
+from scoring.judge import Judge, delimit
+from scoring.prompts import load_prompt
+from scoring.registry import ScorerSpec, register
+from scoring.scorer import Scorer
+from scoring.steps import StepContext
+from scoring.text import js_trim, message_text
+
+MULTI_TURN_JUDGE_INSTRUCTIONS = load_prompt(__package__, "multi_turn_judge/instructions").render()
+ANALYZE_PROMPT = load_prompt(__package__, "multi_turn_judge/analyze")
+TURN_PROMPT = load_prompt(__package__, "multi_turn_judge/turn")
+NO_TURNS = load_prompt(__package__, "multi_turn_judge/no_turns").render()
+
+# Mastra's fence around the transcript; the analyze prompt names it and ``_sanitize`` defuses copies.
+TRANSCRIPT_START = "<<<UNTRUSTED_TRANSCRIPT>>>"
+TRANSCRIPT_END = "<<<END_UNTRUSTED_TRANSCRIPT>>>"
+
+
+class MultiTurnAnalysis(BaseModel):
+    """The judge's verdict on the whole conversation (analyze)."""
+
+    satisfied: StrictBool  # "true" or 1 is an invalid answer, as for zod's z.boolean()
+    reasoning: str
+
+
+def _assistant_texts(messages: list[Message]) -> list[str]:
+    return [message_text(m) for m in messages if m.role == "assistant"]
+
+
+def assistant_turns(run: AgentRun) -> list[str]:
+    """Every assistant turn of the conversation, oldest first (see the module docstring)."""
+    texts = [
+        *_assistant_texts(run.input.remembered_messages),
+        *_assistant_texts(run.input.input_messages),
+        *_assistant_texts(run.output),
+    ]
+    return [turn for text in texts if (turn := js_trim(text))]
+
+
+def _sanitize(text: str) -> str:
+    """Mastra's ``sanitizeTurnText``: a forged transcript marker cannot close the fence."""
+    return text.replace(TRANSCRIPT_START, "[redacted]").replace(TRANSCRIPT_END, "[redacted]")
+
+
+def analyze_prompt(criterion: str, turns: list[str]) -> str:
+    transcript = "\n\n".join(
+        TURN_PROMPT.render(number=str(i + 1), text=_sanitize(turn)) for i, turn in enumerate(turns)
+    )
+    return ANALYZE_PROMPT.render(
+        criterion=criterion,
+        transcript_start=TRANSCRIPT_START,
+        transcript_end=TRANSCRIPT_END,
+        transcript=delimit("conversation", transcript) if transcript else NO_TURNS,
+    )
+
+
+def format_reason(score: float, criterion: str, analysis: MultiTurnAnalysis | None) -> str:
+    """Mastra's ``formatMultiTurnJudgeReason``: the verdict, the criterion, the judge's reasoning."""
+    satisfied = analysis.satisfied if analysis is not None else score >= 1
+    header = "✅ Criterion satisfied." if satisfied else "❌ Criterion not satisfied."
+    reasoning = (analysis.reasoning if analysis else "") or "(no reasoning returned by the judge)"
+    return f"{header}\n\n{criterion}\n\n{reasoning}"
+
+
+MULTI_TURN_JUDGE = ScorerSpec(
+    name="multi-turn-judge",
+    id="multi-turn-judge-scorer",
+    title="Multi-turn Judge (LLM)",
+    description="Grades every assistant turn of a conversation against a plain-English criterion",
+)
+
+
+@register(MULTI_TURN_JUDGE)
+def create_multi_turn_judge_scorer(judge: Judge, *, criterion: str, scale: float = 1.0) -> Scorer:
+    """Mastra's multi-turn judge (``multi-turn-judge-scorer``): ``scale`` if the criterion holds, else 0."""
+    if not math.isfinite(scale):
+        raise ValueError("createMultiTurnJudgeScorer: options.scale must be a finite number")
+    if scale <= 0:
+        # Mastra accepts it; a zero or negative scale could only give scores outside [0, scale].
+        raise ValueError("createMultiTurnJudgeScorer: options.scale must be > 0")
+    if not criterion.strip():
+        # Mastra accepts an empty criterion; the judge would grade against nothing.
+        raise ValueError("createMultiTurnJudgeScorer: criterion must not be empty")
+
+    def score(ctx: StepContext) -> float:
+        analysis = ctx.maybe("analyze", MultiTurnAnalysis)
+        return (1 if analysis is not None and analysis.satisfied else 0) * scale
+
+    return (
+        MULTI_TURN_JUDGE.create_scorer(
+            scale=scale or 1,
+            needs={"output"},
+            judge=replace(judge, instructions=MULTI_TURN_JUDGE_INSTRUCTIONS),
+        )
+        .analyze(
+            {
+                "description": "Judge the whole conversation against the criterion",
+                "output_schema": MultiTurnAnalysis,
+                "create_prompt": lambda ctx: analyze_prompt(criterion, assistant_turns(ctx.run)),
+            }
+        )
+        .generate_score(score)
+        .generate_reason(
+            lambda ctx: format_reason(
+                ctx.score if ctx.score is not None else 0,
+                criterion,
+                ctx.maybe("analyze", MultiTurnAnalysis),
+            )
+        )
+    )
