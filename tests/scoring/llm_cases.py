@@ -3,8 +3,8 @@ the score worked out by hand from the scorer's documented formula.
 
 ``tests/scoring/test_llm_failure_matrix.py`` drives every row through the same matrix (happy path,
 rate limit, persistent 5xx, malformed JSON, timeout, edge cases). Answer shapes follow the
-scorers' pydantic schemas; the per-scorer tests (``test_llm_group*.py``, ``test_ragas.py``,
-``test_classifiers.py``, ``test_trajectory.py``) hold the finer formula cases.
+scorers' pydantic schemas; the per-scorer tests (``tests/scoring/prebuilt/<family>/test_<scorer>.py``)
+hold the finer formula cases.
 """
 
 from __future__ import annotations

@@ -97,6 +97,18 @@ class LLMServer:
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
+    def system_prompt(self, index: int = 0) -> str:
+        """The system message of the ``index``-th chat request."""
+        return str(self.chat_requests[index].messages[0]["content"])
+
+    def user_prompt(self, index: int = 0) -> str:
+        """The user message (the prompt a scorer wrote) of the ``index``-th chat request."""
+        return str(self.chat_requests[index].messages[1]["content"])
+
+    def user_prompts(self) -> list[str]:
+        """The last message of every chat request (after a repair round: the repair request)."""
+        return [str(request.messages[-1]["content"]) for request in self.chat_requests]
+
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)

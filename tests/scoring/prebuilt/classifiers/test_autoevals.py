@@ -33,10 +33,6 @@ def make_run(question: str = "Q?", answer: str = "A.", ground_truth: Any = "Expe
     return agent_run(question, answer, ground_truth=ground_truth)
 
 
-def user_prompt(server: LLMServer, index: int = 0) -> str:
-    return str(server.chat_requests[index].messages[1]["content"])
-
-
 FACTORIES: dict[str, Callable[[Judge], Scorer]] = {
     "factuality": create_factuality_scorer,
     "summary": create_summary_scorer,
@@ -79,7 +75,7 @@ async def test_factuality_prompt_delimits_every_value(llm_server: LLMServer, jud
     llm_server.script(json_reply({"reasons": "r", "choice": "C"}))
     run = make_run("Who wrote Hamlet?", "Shakespeare.", "William Shakespeare")
     await create_factuality_scorer(judge).run(run)
-    prompt = user_prompt(llm_server)
+    prompt = llm_server.user_prompt()
     assert "You are comparing a submitted answer to an expert answer" in prompt
     for label, value in (
         ("input", "Who wrote Hamlet?"),
@@ -99,7 +95,7 @@ async def test_translation_fills_language_and_structured_ground_truth(
     llm_server.script(json_reply({"reasons": "r", "choice": "Y"}))
     run = make_run("Hola", "Hello", {"text": "Hello"})
     await create_translation_scorer(judge, language="Spanish").run(run)
-    prompt = user_prompt(llm_server)
+    prompt = llm_server.user_prompt()
     assert re.search(r'label="language">\nSpanish\n</', prompt)
     assert re.search(r'label="expected">\n\{"text": "Hello"\}\n</', prompt)
 
@@ -108,7 +104,7 @@ async def test_humor_without_cot_asks_only_for_the_choice(llm_server: LLMServer,
     llm_server.script(json_reply({"choice": "Unsure"}))
     result = await create_humor_scorer(judge, use_cot=False).run(make_run(answer="A pun."))
     assert result.score == 0.5
-    prompt = user_prompt(llm_server)
+    prompt = llm_server.user_prompt()
     assert prompt.startswith("Is the following funny?")
     assert '"reasons"' not in prompt
 

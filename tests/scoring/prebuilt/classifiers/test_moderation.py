@@ -24,10 +24,6 @@ def make_run(question: str = "Q?", answer: str = "A.", ground_truth: Any = "Expe
     return agent_run(question, answer, ground_truth=ground_truth)
 
 
-def user_prompt(server: LLMServer, index: int = 0) -> str:
-    return str(server.chat_requests[index].messages[1]["content"])
-
-
 MODERATION_MODEL = "openai/omni-moderation-latest"
 
 
@@ -89,7 +85,7 @@ async def test_llm_moderation_with_own_categories(llm_server: LLMServer, judge: 
     assert result.score == 0.0
     assert result.analyze_step_result["category_scores"] == {"spam": 0.9}  # null: not rated
     assert result.reason == "Flagged by categories: spam."
-    prompt = user_prompt(llm_server)
+    prompt = llm_server.user_prompt()
     assert "- spam" in prompt and "- pii" in prompt and "- hate" not in prompt
 
 

@@ -6,25 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from schemas import AgentRun, Message, RunInput
-from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
+from tests.support.llm_server import Reply, json_reply, text_reply
 from tests.support.runs import agent_run
 
 MODEL = "openai/gpt-4o-mini"
 
 
 # --- the prompts the judge was sent --------------------------------------------------------------
-
-
-def user_prompt(server: LLMServer, index: int) -> str:
-    return str(server.chat_requests[index].messages[1]["content"])
-
-
-def system_prompt(server: LLMServer, index: int) -> str:
-    return str(server.chat_requests[index].messages[0]["content"])
-
-
-def user_prompts(server: LLMServer) -> list[str]:
-    return [request.messages[-1]["content"] for request in server.chat_requests]
 
 
 def data_block(prompt: str, label: str = "context") -> str:

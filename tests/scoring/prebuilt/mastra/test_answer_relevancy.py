@@ -13,7 +13,7 @@ import pytest
 from scoring import ScorerError
 from scoring.judge import Judge
 from scoring.prebuilt.mastra.answer_relevancy import create_answer_relevancy_scorer
-from tests.scoring.prebuilt.mastra.judge_answers import MODEL, relevancy_replies, system_prompt, user_prompt
+from tests.scoring.prebuilt.mastra.judge_answers import MODEL, relevancy_replies
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
 
@@ -48,8 +48,8 @@ async def test_answer_relevancy_prompts_delimit_trace_content(llm_server: LLMSer
     llm_server.script(*relevancy_replies(["yes", "unsure"]))
     result = await create_answer_relevancy_scorer(judge, scale=10).run(agent_run(QUESTION, ANSWER))
     assert result.score == 6.5
-    extract, analyze, reason = (user_prompt(llm_server, i) for i in range(3))
-    assert "You are a balanced and nuanced answer relevancy evaluator" in system_prompt(llm_server, 0)
+    extract, analyze, reason = (llm_server.user_prompt(i) for i in range(3))
+    assert "You are a balanced and nuanced answer relevancy evaluator" in llm_server.system_prompt(0)
     assert extract.startswith("Given the text, break it down into meaningful statements")
     assert f'label="output">\n{ANSWER}\n</data-' in extract
     # The question goes in JSON-quoted (Mastra's JSON.stringify), the statements one per line.
@@ -71,7 +71,7 @@ async def test_answer_relevancy_no_statements_scores_zero(llm_server: LLMServer,
     )
     result = await create_answer_relevancy_scorer(judge).run(agent_run(QUESTION, ""))
     assert result.score == 0
-    assert "Number of statements: 0" in user_prompt(llm_server, 1)
+    assert "Number of statements: 0" in llm_server.user_prompt(1)
     assert result.reason == "Nothing to judge."
 
 

@@ -16,12 +16,7 @@ from schemas import AgentRun
 from scoring import ScorerError
 from scoring.judge import Judge
 from scoring.prebuilt.mastra.answer_similarity import create_answer_similarity_scorer
-from tests.scoring.prebuilt.mastra.judge_answers import (
-    data_block,
-    similarity_replies,
-    system_prompt,
-    user_prompt,
-)
+from tests.scoring.prebuilt.mastra.judge_answers import data_block, similarity_replies
 from tests.support.llm_server import LLMServer, json_reply
 from tests.support.runs import agent_run
 
@@ -70,8 +65,8 @@ async def test_answer_similarity_prompts(llm_server: LLMServer, judge: Judge) ->
     llm_server.script(*similarity_replies(["exact", "missing"], units=["Paris", "capital"]))
     result = await create_answer_similarity_scorer(judge).run(run_with({"city": "Paris", "note": "é"}))
     assert result.score == 0.44  # (1.2 - 0.15) / 2.4 = 0.4375 -> 0.44 (half rounds up, as Math.round)
-    extract, analyze, reason = (user_prompt(llm_server, i) for i in range(3))
-    assert "You are a precise answer similarity evaluator" in system_prompt(llm_server, 0)
+    extract, analyze, reason = (llm_server.user_prompt(i) for i in range(3))
+    assert "You are a precise answer similarity evaluator" in llm_server.system_prompt(0)
     assert data_block(extract, "agent output") == ANSWER
     assert data_block(extract, "ground truth") == '{"city":"Paris","note":"é"}'
     assert data_block(analyze, "output units") == '[\n  "Paris",\n  "capital"\n]'
@@ -98,13 +93,13 @@ async def test_answer_similarity_missing_ground_truth(llm_server: LLMServer, jud
     scorer = create_answer_similarity_scorer(judge, require_ground_truth=False)
     result = await scorer.run(run_with(""))
     assert result.score == 0
-    assert data_block(user_prompt(llm_server, 0), "agent output") == ""
-    assert user_prompt(llm_server, 2) == "No ground truth was provided for comparison. Score is 0 by default."
+    assert data_block(llm_server.user_prompt(0), "agent output") == ""
+    assert llm_server.user_prompt(2) == "No ground truth was provided for comparison. Score is 0 by default."
     # JavaScript truthiness: an empty list is ground truth, 0 is not.
     llm_server.script(*similarity_replies(["exact"]))
     result = await scorer.run(run_with([]))
     assert result.score == 1.0
-    assert data_block(user_prompt(llm_server, 3), "ground truth") == "[]"
+    assert data_block(llm_server.user_prompt(3), "ground truth") == "[]"
     with pytest.raises(ScorerError, match="requires ground truth"):
         await create_answer_similarity_scorer(judge).run(run_with(0))
 

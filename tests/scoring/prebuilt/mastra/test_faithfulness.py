@@ -12,7 +12,7 @@ from schemas import AgentRun, Message, RunInput, ToolInvocation
 from scoring import ScorerError
 from scoring.judge import Judge
 from scoring.prebuilt.mastra.faithfulness import create_faithfulness_scorer
-from tests.scoring.prebuilt.mastra.judge_answers import claim_replies, data_block, system_prompt, user_prompt
+from tests.scoring.prebuilt.mastra.judge_answers import claim_replies, data_block
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
 
@@ -75,18 +75,18 @@ async def test_faithfulness_context_sources(llm_server: LLMServer, judge: Judge)
     for index, (scorer, run, expected_context) in enumerate(cases):
         llm_server.script(*claim_replies(["unsure"]))
         await scorer.run(run)
-        analyze, reason = user_prompt(llm_server, 3 * index + 1), user_prompt(llm_server, 3 * index + 2)
+        analyze, reason = llm_server.user_prompt(3 * index + 1), llm_server.user_prompt(3 * index + 2)
         assert data_block(analyze) == expected_context
         assert data_block(reason) == expected_context
-    assert "Paris." in user_prompt(llm_server, 6)  # the tool run's answer is its last text message
-    assert "You are a precise and thorough faithfulness evaluator" in system_prompt(llm_server, 0)
+    assert "Paris." in llm_server.user_prompt(6)  # the tool run's answer is its last text message
+    assert "You are a precise and thorough faithfulness evaluator" in llm_server.system_prompt(0)
 
 
 async def test_faithfulness_no_claims_scores_zero(llm_server: LLMServer, judge: Judge) -> None:
     llm_server.script(json_reply({"claims": []}), json_reply({"verdicts": []}), text_reply("No claims."))
     result = await create_faithfulness_scorer(judge).run(agent_run(QUESTION, "", context=["c"]))
     assert result.score == 0
-    assert "Number of claims: 0" in user_prompt(llm_server, 1)
+    assert "Number of claims: 0" in llm_server.user_prompt(1)
 
 
 async def test_faithfulness_invalid_verdict_fails(llm_server: LLMServer, judge: Judge) -> None:

@@ -11,7 +11,7 @@ import pytest
 from scoring import ScorerError
 from scoring.judge import Judge
 from scoring.prebuilt.mastra.hallucination import GetContextParams, create_hallucination_scorer
-from tests.scoring.prebuilt.mastra.judge_answers import claim_replies, data_block, system_prompt, user_prompt
+from tests.scoring.prebuilt.mastra.judge_answers import claim_replies, data_block
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
 
@@ -51,23 +51,23 @@ async def test_hallucination_context_sources(llm_server: LLMServer, judge: Judge
     result = await create_hallucination_scorer(judge, context=["ignored"], get_context=get_context).run(run)
     assert result.score == 0.5
     assert seen == [("analyze", None, False), ("generate_reason", 0.5, True)]
-    assert data_block(user_prompt(llm_server, 1)) == "from analyze"
-    assert data_block(user_prompt(llm_server, 2)) == "from generate_reason"
-    assert "Number of context statements: 1" in user_prompt(llm_server, 1)
-    assert "You are a precise and thorough hallucination evaluator" in system_prompt(llm_server, 0)
+    assert data_block(llm_server.user_prompt(1)) == "from analyze"
+    assert data_block(llm_server.user_prompt(2)) == "from generate_reason"
+    assert "Number of context statements: 1" in llm_server.user_prompt(1)
+    assert "You are a precise and thorough hallucination evaluator" in llm_server.system_prompt(0)
 
     llm_server.script(*claim_replies(["no"], key="statement"))
     await create_hallucination_scorer(judge, context=["opt A", "opt B"]).run(run)
-    assert data_block(user_prompt(llm_server, 4)) == "opt A\nopt B"
+    assert data_block(llm_server.user_prompt(4)) == "opt A\nopt B"
 
     llm_server.script(*claim_replies(["no"], key="statement"))
     await create_hallucination_scorer(judge).run(run)
-    assert data_block(user_prompt(llm_server, 7)) == "run ctx"
+    assert data_block(llm_server.user_prompt(7)) == "run ctx"
 
     llm_server.script(*claim_replies(["yes"], key="statement"))
     result = await create_hallucination_scorer(judge).run(agent_run(QUESTION, ANSWER))  # no context anywhere
-    assert data_block(user_prompt(llm_server, 10)) == ""
-    assert "Number of context statements: 0" in user_prompt(llm_server, 10)
+    assert data_block(llm_server.user_prompt(10)) == ""
+    assert "Number of context statements: 0" in llm_server.user_prompt(10)
     assert result.score == 1.0
 
 

@@ -21,7 +21,7 @@ from scoring.prebuilt.mastra.multi_turn_judge import MULTI_TURN_JUDGE_INSTRUCTIO
 from scoring.prebuilt.mastra.rubric import RUBRIC_INSTRUCTIONS
 from scoring.prebuilt.mastra.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS
 from scoring.registry import build_scorer
-from tests.scoring.prebuilt.mastra.judge_answers import conversation_run, user_prompts
+from tests.scoring.prebuilt.mastra.judge_answers import conversation_run
 from tests.support.fixture_files import REFERENCES_DIR
 from tests.support.llm_server import LLMServer, Reply
 
@@ -66,7 +66,7 @@ async def test_scores_reasons_and_prompts_match_mastra(
     assert result.score == case["score"]
     assert result.reason == case["reason"]
     # The same calls, in the same order, with Mastra's prompt text around our data markers.
-    assert [undelimit(prompt) for prompt in user_prompts(llm_server)] == case["prompts"]
+    assert [undelimit(prompt) for prompt in llm_server.user_prompts()] == case["prompts"]
     for request, mastra_system in zip(llm_server.chat_requests, case["system"], strict=True):
         assert mastra_system == INSTRUCTIONS[case["scorer"]]
         assert mastra_system in request.messages[0]["content"]

@@ -22,7 +22,6 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
     noisy_run,
     relevancy_replies,
     similarity_replies,
-    user_prompt,
 )
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
@@ -42,14 +41,14 @@ async def test_registry_builds_group_with_camel_case_options(llm_server: LLMServ
     faithfulness = build_scorer("faithfulness", {"judge": judge, "context": ["only this"]})
     llm_server.script(*claim_replies(["yes", "unsure"]))
     assert (await faithfulness.run(agent_run(QUESTION, ANSWER))).score == 0.5
-    assert data_block(user_prompt(llm_server, 4)) == "only this"
+    assert data_block(llm_server.user_prompt(4)) == "only this"
 
     hallucination = build_scorer(
         "hallucination-scorer", {"judge": judge, "getContext": lambda params: ["from getter"]}
     )
     llm_server.script(*claim_replies(["yes", "yes", "yes", "no"], key="statement"))
     assert (await hallucination.run(agent_run(QUESTION, ANSWER))).score == 0.75
-    assert data_block(user_prompt(llm_server, 7)) == "from getter"
+    assert data_block(llm_server.user_prompt(7)) == "from getter"
 
     similarity = build_scorer(
         "answer-similarity", {"judge": judge, "requireGroundTruth": False, "extraInfoPenalty": 0.1}

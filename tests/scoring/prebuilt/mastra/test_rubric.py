@@ -27,7 +27,6 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
     MODEL,
     conversation_run,
     rubric_answer,
-    user_prompts,
 )
 from tests.support.llm_server import LLMServer, json_reply
 
@@ -69,7 +68,7 @@ async def test_rubric_prompt_delimits_the_task_and_the_output(llm_server: LLMSer
     llm_server.script(rubric_answer(("Short", True, True)))
     criteria = [{"description": "Short"}, {"description": "Polite", "required": False}]
     await create_rubric_scorer(judge, criteria=criteria).run(conversation_run())  # type: ignore[arg-type]
-    [prompt] = user_prompts(llm_server)
+    [prompt] = llm_server.user_prompts()
     assert delimit("task", ACME_QUESTION) in prompt
     assert delimit("output", ACME_ANSWER) in prompt
     assert "Rubric criteria:\n1. [required] Short\n2. [optional] Polite\n" in prompt  # configuration: plain
@@ -79,7 +78,7 @@ async def test_rubric_prompt_delimits_the_task_and_the_output(llm_server: LLMSer
 async def test_rubric_without_a_task_says_so(llm_server: LLMServer, judge: Judge) -> None:
     llm_server.script(rubric_answer(("A", True, True)))
     await create_rubric_scorer(judge, criteria="A").run(conversation_run(inputs=[]))
-    assert "Original task:\n(no task provided)\n" in user_prompts(llm_server)[0]
+    assert "Original task:\n(no task provided)\n" in llm_server.user_prompts()[0]
 
 
 @pytest.mark.parametrize("criteria", [None, "", [], " \n - \n"])
@@ -92,7 +91,7 @@ async def test_rubric_without_criteria_is_a_passing_no_op(
     )
     result = await create_rubric_scorer(judge, criteria=criteria, scale=5).run(conversation_run())
     assert (result.score, result.reason) == (1.0, NO_RUBRIC_REASON)
-    assert user_prompts(llm_server) == [NO_RUBRIC_PROMPT]
+    assert llm_server.user_prompts() == [NO_RUBRIC_PROMPT]
 
 
 def test_rubric_string_checklist_strips_list_markers() -> None:

@@ -22,7 +22,6 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
     conversation_run,
     coverage,
     source_judgement,
-    user_prompts,
 )
 from tests.support.llm_server import LLMServer, text_reply
 
@@ -68,7 +67,7 @@ async def test_summarization_prompts_delimit_source_summary_and_extractions(
     run = conversation_run([("assistant", "Draft one."), ("assistant", "  "), ("assistant", ACME_ANSWER)])
     result = await create_summarization_scorer(judge, max_questions=2).run(run)
     assert result.score == 0.5  # min(alignment 1/2, coverage 1/2 of the first 2 questions)
-    judgement, covered, reason = user_prompts(llm_server)
+    judgement, covered, reason = llm_server.user_prompts()
     # The summary is the last assistant message with text; the source is the user's message.
     assert delimit("source", ACME_QUESTION) in judgement and delimit("summary", ACME_ANSWER) in judgement
     assert "write at most 2 closed-ended questions" in judgement
@@ -87,13 +86,13 @@ async def test_summarization_source_option_and_extractor(llm_server: LLMServer, 
 
     replies()
     await create_summarization_scorer(judge, source="").run(conversation_run())
-    assert "Source Text:\n" + delimit("source", "") in user_prompts(llm_server)[0]  # Mastra's `??`
+    assert "Source Text:\n" + delimit("source", "") in llm_server.user_prompts()[0]  # Mastra's `??`
     replies()
     scorer = create_summarization_scorer(
         judge, source="ignored", source_extractor=lambda run: f"{run.span_id} doc"
     )
     await scorer.run(conversation_run())
-    assert delimit("source", f"{7:016x} doc") in user_prompts(llm_server)[3]  # the extractor wins
+    assert delimit("source", f"{7:016x} doc") in llm_server.user_prompts()[3]  # the extractor wins
 
 
 def test_summarization_needs_the_input_only_when_it_is_the_source() -> None:

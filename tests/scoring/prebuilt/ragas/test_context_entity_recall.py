@@ -23,7 +23,8 @@ def entities(*names: str) -> Reply:
     return json_reply({"entities": list(names)})
 
 
-def user_prompt(server: LLMServer, index: int) -> str:
+def last_message(server: LLMServer, index: int) -> str:
+    """The last message of the ``index``-th chat request (the repair request after a bad answer)."""
     return str(server.chat_requests[index].messages[-1]["content"])
 
 
@@ -40,8 +41,8 @@ async def test_entity_recall_all_expected_entities_found(llm_server: LLMServer, 
     assert result.preprocess_step_result == ["Alexander Fleming", "1928"]
     assert result.analyze_step_result == ["Alexander Fleming", "1928", "St. Mary's Hospital"]
     # The ground truth is asked first, then the context list as its JSON.stringify text.
-    assert FLEMING_EXPECTED in user_prompt(llm_server, 0)
-    assert f"{json.dumps([FLEMING_CONTEXT])}\n" in user_prompt(llm_server, 1)  # ["Penicillin ..."]
+    assert FLEMING_EXPECTED in last_message(llm_server, 0)
+    assert f"{json.dumps([FLEMING_CONTEXT])}\n" in last_message(llm_server, 1)  # ["Penicillin ..."]
     assert result.input_tokens == 2 * 11 and result.judge_model == MODEL
 
 
@@ -84,8 +85,8 @@ async def test_entity_recall_serialises_like_voltagent(llm_server: LLMServer, ju
     run = qa_run(ground_truth={"city": "Zürich"}, context=["Zürich liegt am See.", "Bern"])
     result = await create_ragas_context_entity_recall_scorer(judge).run(run)
     assert result.score == 1.0  # "Zürich" and "zürich" match lower-cased
-    assert '{"city":"Zürich"}' in user_prompt(llm_server, 0)
-    assert '["Zürich liegt am See.","Bern"]' in user_prompt(llm_server, 1)
+    assert '{"city":"Zürich"}' in last_message(llm_server, 0)
+    assert '["Zürich liegt am See.","Bern"]' in last_message(llm_server, 1)
 
 
 async def test_entity_recall_empty_expected_costs_no_call(llm_server: LLMServer, judge: Judge) -> None:
@@ -96,7 +97,7 @@ async def test_entity_recall_empty_expected_costs_no_call(llm_server: LLMServer,
     result = await scorer.run(qa_run(ground_truth=None))
     assert result.score == 0.0
     assert result.preprocess_step_result == []
-    assert len(llm_server.chat_requests) == 1 and FLEMING_CONTEXT in user_prompt(llm_server, 0)
+    assert len(llm_server.chat_requests) == 1 and FLEMING_CONTEXT in last_message(llm_server, 0)
 
 
 def test_entity_recall_needs_context_and_ground_truth() -> None:
