@@ -63,6 +63,24 @@ def test_score_one_run_file_matches_the_mastra_reference(tmp_path: Path) -> None
     assert json.loads(exact.stdout)["score"] == PARITY_SCORES["c030"]["content-similarity-exact"]
 
 
+def test_score_runs_a_teams_own_scorer_named_module_colon_factory(tmp_path: Path) -> None:
+    run = {
+        "input": {"input_messages": [{"role": "user", "content": "How long?"}]},
+        "output": [{"role": "assistant", "content": "one two three"}],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    reference = "tests.scoring.custom_scorers:create_answer_length_scorer"
+    done = tracescore(
+        "score", reference, "--run", str(tmp_path / "run.json"), "--options", '{"targetWords": 6}'
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["scorer_id"], result["score"], result["label"]) == ("answer-length", 0.5, "long enough")
+    refused = tracescore("score", reference, "--run", str(tmp_path / "run.json"), "--options", '{"words": 6}')
+    assert refused.returncode == 2
+    assert "has no option 'words'; its options: target_words, version" in refused.stderr
+
+
 def test_score_with_an_unknown_scorer_fails_with_the_list_of_scorers(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text("{}")
     done = tracescore("score", "no-such-scorer", "--run", str(tmp_path / "run.json"))

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters import genai_semconv as semconv
-from ingest.transform.adapters import vercel_ai_messages as sdk
+import ingest.transform.adapters.genai_semconv as semconv
+import ingest.transform.adapters.vercel_ai_messages as sdk
 from ingest.transform.adapters.base import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
 from ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
 from schemas import Message, Span, Usage
