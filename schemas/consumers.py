@@ -1,6 +1,9 @@
 """The one-method protocols pipeline components forward to (receiver -> sink -> assembler -> ...).
 
-Behaviour is added by wrapping a ``next`` consumer, never by subclassing a component.
+Behaviour is added by wrapping a ``next`` consumer, never by subclassing a component. A consumer
+that fails raises; whoever called it decides what to do from ``schemas.errors.is_retriable`` (wait
+and retry, or record the failure and move on), so a consumer raises a ``TracescoreError`` whose
+``retriable`` says which, when it knows.
 """
 
 from __future__ import annotations
@@ -29,4 +32,4 @@ class RunConsumer(Protocol):
 
 class ScoreSink(Protocol):
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
-        """Persist score rows and decision rows."""
+        """Persist score rows and decision rows (all or none; a retriable error means: try again)."""
