@@ -32,4 +32,5 @@ class RunConsumer(Protocol):
 
 class ScoreSink(Protocol):
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
-        """Persist score rows and decision rows (all or none; a retriable error means: try again)."""
+        """Persist score rows and decision rows. After a retriable error the caller writes the same rows
+        again; they replace the ones already written (deterministic ids), never add to them."""
