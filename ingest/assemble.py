@@ -1,32 +1,41 @@
-"""Trace assembly: hold spans and log records by trace until the trace is complete, then hand it on.
+"""Trace assembly: group the stored spans and log records by trace until the trace is complete, then
+hand it on -- with the store as the truth and memory as a cache.
 
-A trace is ready when its root span (empty parent) has arrived and nothing came for
-``idle_seconds``, or, root or not, when ``max_wait_seconds`` have passed since its first item.
-Log records (GenAI message content written as OTLP logs) are held with the spans of their trace and
-handed on with them; a trace that so far has only log records waits for its spans like any trace
-without a root. Records without a trace id are not assembled (they are only stored).
+A trace is ready when its root span (empty parent) has ended and nothing came for ``idle_seconds``,
+or, root or not, when ``max_wait_seconds`` have passed since its first item. Each release is a
+round (``schemas.TraceRound``) covering the items that arrived up to its ``through``; the executor
+marks the round done in the store once its decisions are written.
 
-Memory is bounded (pending traces, and spans plus log records per trace); every item dropped and
-every trace emitted early is counted. Items arriving after their trace was emitted form a new
-assembly round. The spans and log records of recently emitted traces are kept (up to
-``late_cache_spans`` items), so that round starts from the whole trace and rebuilds the complete
-run; its scores then overwrite the earlier ones, because score ids are deterministic. A late round
-that brings nothing new is not emitted again.
+Every item reaching the assembler is already in the span ledger, so memory only caches it:
+
+- Beyond ``max_held_bytes`` of held items, the oldest traces are spilled: their items leave memory,
+  the trace stays tracked and is reassembled from the ledger when it is due. Nothing is released
+  early because memory ran short.
+- Beyond ``max_traces`` tracked traces, the oldest spilled ones are forgotten; the watermark stays
+  below them and the recovery scan (``ingest.recovery``) brings them back from the store.
+- A trace seen before -- emitted in this process, found decided in the store (a restart, a Kafka
+  replay, another replica), or adopted by recovery -- is reassembled from the ledger, so its round
+  holds every item however they arrived; a round that brings nothing but re-sent copies is marked
+  done without being scored again.
+
+Log records are held with the spans of their trace; records without a trace id are only stored.
+Every item dropped and every trace spilled is counted. All work per item is O(1) amortised.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
+from ingest.assembly_state import TracedItems, item_key, round_of
 from ingest.metrics import Metrics
-from schemas import LogRecord, Span, SpanBatch
+from ingest.store.ledger import StoredTrace, TraceStatus, Undecided
+from schemas import LogRecord, RoundReason, Span, SpanBatch
 from schemas.config import AssemblyConfig
 from schemas.consumers import TraceConsumer
 
@@ -36,6 +45,7 @@ Clock = Callable[[], float]
 """Seconds from an arbitrary origin, never going back (``time.monotonic``)."""
 
 MAX_TICK_SECONDS = 0.5
+EMITTED_IDS = 100_000  # ids of released traces remembered, to know a later item makes a late round
 
 
 class ManualClock:
@@ -51,70 +61,43 @@ class ManualClock:
         self.now += seconds
 
 
-# Records with neither timestamp cannot be told from one another cheaply; each gets its own key.
-_untimed = itertools.count()
+class TraceLoader(Protocol):
+    """Where the assembler reads traces back (``ingest.store.ledger.Ledger``)."""
 
+    async def load(self, trace_ids: Sequence[str]) -> dict[str, StoredTrace]: ...
 
-def _log_key(record: LogRecord) -> Hashable:
-    """Identifies a log record well enough to hold an identical re-send once."""
-    if not record.time_unix_nano and not record.observed_time_unix_nano:
-        return ("untimed", next(_untimed))
-    return (
-        record.span_id,
-        record.time_unix_nano,
-        record.observed_time_unix_nano,
-        record.event_name,
-        record.severity_number,
-    )
-
-
-@dataclass
-class _PendingTrace:
-    trace_id: str
-    first_seen: float
-    last_seen: float
-    late: bool = False  # a new round for a trace already emitted
-    new_items: int = 0  # spans and log records this round added (re-sent copies only: not emitted)
-    root_ended: bool = False
-    overflowed: bool = False
-    spans: dict[str, Span] = field(default_factory=dict)  # by span id, in arrival order
-    logs: dict[Hashable, LogRecord] = field(default_factory=dict)  # in arrival order
-
-    @property
-    def size(self) -> int:
-        return len(self.spans) + len(self.logs)
-
-
-@dataclass
-class _Cached:
-    """What an emitted trace was emitted with, kept for a late round while the late cache has room."""
-
-    spans: list[Span] = field(default_factory=list)
-    logs: list[LogRecord] = field(default_factory=list)
-
-    @property
-    def size(self) -> int:
-        return len(self.spans) + len(self.logs)
+    async def status(self, trace_ids: Sequence[str]) -> dict[str, TraceStatus]: ...
 
 
 class TraceAssembler:
-    """Groups spans and log records by trace and forwards each ready trace to ``next.consume_trace``."""
+    """Groups spans and log records by trace and forwards each ready round to ``next.consume_trace``."""
 
     def __init__(
-        self, config: AssemblyConfig, next: TraceConsumer, metrics: Metrics, clock: Clock = time.monotonic
+        self,
+        config: AssemblyConfig,
+        next: TraceConsumer,
+        metrics: Metrics,
+        clock: Clock = time.monotonic,
+        loader: TraceLoader | None = None,
+        wall_clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self._config = config
         self._next = next
         self._metrics = metrics
         self._clock = clock
-        # Ordered by first item: the first entry is the oldest, the one evicted when full.
-        self._pending: OrderedDict[str, _PendingTrace] = OrderedDict()
-        self._pending_spans = 0
-        self._pending_logs = 0
-        # Recently emitted traces (bounded LRU) to recognise late items, with their spans and log
-        # records while the late cache has room for them.
-        self._emitted: OrderedDict[str, _Cached] = OrderedDict()
-        self._cached_items = 0
+        self._wall_ns = wall_clock_ns
+        self._loader = loader
+        # Tracked traces in the order of their first item (the oldest is spilled and forgotten first),
+        # and those of them holding items in memory, in the same order.
+        self._traces: OrderedDict[str, TracedItems] = OrderedDict()
+        self._held: OrderedDict[str, TracedItems] = OrderedDict()
+        self._held_bytes = 0
+        self._held_spans = 0
+        self._held_logs = 0
+        self._emitted: OrderedDict[str, None] = OrderedDict()  # ids of released traces (bounded LRU)
+        self._emitting: dict[str, int] = {}  # trace id -> since of a round being handed on
+        self._forgotten_floor: int | None = None  # the oldest since among forgotten traces (ns)
+        self._forgotten_count = 0
         self._tick_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._closed = False
@@ -123,13 +106,38 @@ class TraceAssembler:
     def tick_seconds(self) -> float:
         return min(self._config.idle_seconds / 4, MAX_TICK_SECONDS)
 
+    @property
+    def tracked(self) -> int:
+        return len(self._traces)
+
+    @property
+    def max_traces(self) -> int:
+        return self._config.max_traces
+
+    @property
+    def forgotten(self) -> int:
+        """How many traces were forgotten so far (a recovery scan compares it before and after)."""
+        return self._forgotten_count
+
+    def oldest_open(self) -> int | None:
+        """The oldest arrival (ns) the assembler has not handed on: the watermark stays below it."""
+        candidates = [trace.since for trace in self._traces.values() if trace.since]
+        candidates.extend(self._emitting.values())
+        if self._forgotten_floor is not None:
+            candidates.append(self._forgotten_floor)
+        return min(candidates, default=None)
+
+    def forgotten_floor(self) -> int | None:
+        """Where the recovery scan must look for forgotten traces (None: nothing forgotten)."""
+        return self._forgotten_floor
+
     async def start(self) -> None:
         if self._tick_task is not None or self._closed:
             return
         self._tick_task = asyncio.create_task(self._tick_loop(), name="trace-assembler-tick")
 
     async def shutdown(self) -> None:
-        """Stop the tick loop and emit every pending trace. Idempotent; safe before start."""
+        """Stop the tick loop and release every tracked trace. Idempotent; safe before start."""
         if self._closed:
             return
         self._closed = True
@@ -142,67 +150,111 @@ class TraceAssembler:
 
     async def consume_spans(self, batch: SpanBatch) -> None:
         now = self._clock()
-        evicted: list[_PendingTrace] = []
-        for span in batch.spans:
-            evicted.extend(self._add(span, now))
-        for record in batch.logs:
+        arrived = batch.arrived_unix_nano or self._wall_ns()
+        sizes = batch.item_bytes
+        for index, span in enumerate(batch.spans):
+            self._add(span, arrived, sizes[index] if index < len(sizes) else 0, now)
+        offset = len(batch.spans)
+        for index, record in enumerate(batch.logs):
             if record.trace_id:  # a record outside any trace has nothing to be assembled with
-                evicted.extend(self._add_log(record, now))
+                size = sizes[offset + index] if offset + index < len(sizes) else 0
+                self._add(record, arrived, size, now)
+        self._enforce_bounds()
         self._update_gauges()
-        for trace in evicted:
-            await self._emit(trace, "evicted")
         if self._closed:
             # After shutdown nothing ticks any more: pass items straight on rather than strand them.
             await self.flush_all("shutdown")
 
+    def adopt(self, undecided: Sequence[Undecided]) -> int:
+        """Track traces the store holds undecided (recovery); returns how many were new here."""
+        now, wall = self._clock(), self._wall_ns()
+        adopted = 0
+        for found in undecided:
+            trace = self._traces.get(found.trace_id)
+            if trace is None:
+                age = max(0.0, (wall - found.first_arrived) / 1e9)
+                quiet = max(0.0, (wall - found.last_arrived) / 1e9)
+                trace = TracedItems(found.trace_id, now - age, now - quiet, found.first_arrived)
+                self._traces[found.trace_id] = trace
+                adopted += 1
+            trace.since = min(trace.since, found.first_arrived) if trace.since else found.first_arrived
+            trace.through = max(trace.through, found.last_arrived)
+            trace.root_ended = trace.root_ended or found.root_ended
+            trace.late = trace.late or found.done_through > 0
+            trace.stored = trace.resumed = True
+        self._enforce_bounds()
+        self._update_gauges()
+        return adopted
+
+    def recovered(self, scan_floor: int, forgotten_meanwhile: bool) -> None:
+        """A recovery scan from ``scan_floor`` found and adopted every undecided trace: the floor of
+        forgotten traces may rise, unless traces were forgotten while the scan ran."""
+        if (
+            not forgotten_meanwhile
+            and self._forgotten_floor is not None
+            and self._forgotten_floor >= scan_floor
+        ):
+            self._forgotten_floor = None
+
     async def flush_ready(self) -> None:
-        """Emit every trace that is ready now (the tick loop calls this; tests may too)."""
+        """Release every trace that is ready now (the tick loop calls this; tests may too)."""
         now = self._clock()
         ready = [
-            (trace, reason) for trace in self._pending.values() if (reason := self._ready_reason(trace, now))
+            (trace, reason) for trace in self._traces.values() if (reason := self._ready_reason(trace, now))
         ]
-        for trace, _ in ready:
-            self._take(trace.trace_id)
-        self._update_gauges()
-        for trace, reason in ready:
-            await self._emit(trace, reason)
+        await self._release(ready)
 
-    async def flush_all(self, reason: str = "flush") -> None:
-        """Emit every pending trace now, ready or not (shutdown, and callers that need results now)."""
-        traces = [self._take(trace_id) for trace_id in list(self._pending)]
-        self._update_gauges()
-        for trace in traces:
-            await self._emit(trace, "late" if trace.late else reason)
+    async def flush_all(self, reason: RoundReason = "flush") -> None:
+        """Release every tracked trace now, ready or not (shutdown, and callers that need results now)."""
+        ready: list[tuple[TracedItems, RoundReason]] = [
+            (trace, "late" if trace.late else reason) for trace in self._traces.values()
+        ]
+        await self._release(ready)
 
-    def _ready_reason(self, trace: _PendingTrace, now: float) -> str | None:
+    def _ready_reason(self, trace: TracedItems, now: float) -> RoundReason | None:
         quiet = now - trace.last_seen >= self._config.idle_seconds
         if trace.late and quiet:
-            # The root went out with an earlier round (and is back only if the late cache held it).
-            return "late"
+            # The root went out with an earlier round: quiet is enough.
+            return "late" if not trace.resumed else "recovered"
         if trace.root_ended and quiet:
-            return "idle"
+            return "recovered" if trace.resumed else "idle"
         if now - trace.first_seen >= self._config.max_wait_seconds:
-            return "late" if trace.late else "max_wait"
+            return "max_wait"
         return None
 
-    def _pending_trace(self, trace_id: str, now: float) -> tuple[_PendingTrace, list[_PendingTrace]]:
-        """The pending trace of ``trace_id``, opened if need be; and the traces evicted to make room."""
-        evicted: list[_PendingTrace] = []
-        trace = self._pending.get(trace_id)
+    def _add(self, item: Span | LogRecord, arrived: int, size: int, now: float) -> None:
+        trace = self._traces.get(item.trace_id)
         if trace is None:
-            while len(self._pending) >= self._config.max_traces:
-                evicted.append(self._take(next(iter(self._pending))))
-            late = trace_id in self._emitted
-            trace = _PendingTrace(trace_id, first_seen=now, last_seen=now, late=late)
-            self._pending[trace_id] = trace
-            if late:
-                self._resume(trace)
-        return trace, evicted
+            trace = TracedItems(item.trace_id, now, now, arrived)
+            self._traces[item.trace_id] = trace
+            if item.trace_id in self._emitted:
+                trace.late = trace.stored = True  # the round must start from the whole stored trace
+        key = item_key(item)
+        if key in trace.items:
+            labels = (
+                self._metrics.logs_dropped if isinstance(item, LogRecord) else self._metrics.spans_dropped
+            )
+            labels.labels("duplicate").inc()
+            return
+        trace.last_seen = now
+        trace.since = min(trace.since, arrived) if trace.since else arrived
+        trace.through = max(trace.through, arrived)
+        if isinstance(item, Span) and not item.parent_span_id and item.end_time_unix_nano > 0:
+            trace.root_ended = True
+        if trace.spilled:
+            return  # the store has it; the trace is reassembled from there
+        if len(trace.items) >= self._config.max_spans_per_trace:
+            self._overflow(trace, "log records" if isinstance(item, LogRecord) else "spans")
+            return
+        trace.hold(key, item, size)
+        self._held_bytes += size
+        if isinstance(item, LogRecord):
+            self._held_logs += 1
+        else:
+            self._held_spans += 1
+        self._held[trace.trace_id] = trace
 
-    def _has_room(self, trace: _PendingTrace, what: str) -> bool:
-        """Whether the trace may hold one more item; counts and logs (once per trace) when it may not."""
-        if trace.size < self._config.max_spans_per_trace:
-            return True
+    def _overflow(self, trace: TracedItems, what: str) -> None:
         dropped = self._metrics.logs_dropped if what == "log records" else self._metrics.spans_dropped
         dropped.labels("trace_too_large").inc()
         if not trace.overflowed:
@@ -214,100 +266,95 @@ class TraceAssembler:
                 self._config.max_spans_per_trace,
                 what,
             )
-        return False
 
-    def _add(self, span: Span, now: float) -> list[_PendingTrace]:
-        """Hold one span; returns the traces evicted to make room (to be emitted by the caller)."""
-        trace, evicted = self._pending_trace(span.trace_id, now)
-        if span.span_id in trace.spans:
-            self._metrics.spans_dropped.labels("duplicate").inc()
-            return evicted
-        trace.last_seen = now
-        if not self._has_room(trace, "spans"):
-            return evicted
-        trace.spans[span.span_id] = span
-        trace.new_items += 1
-        self._pending_spans += 1
-        if not span.parent_span_id and span.end_time_unix_nano > 0:
-            trace.root_ended = True
-        return evicted
+    def _enforce_bounds(self) -> None:
+        """Spill the oldest held traces beyond the byte bound; forget the oldest tracked beyond the
+        trace bound (each step O(1): the oldest are at the front of the ordered maps)."""
+        while self._held_bytes > self._config.max_held_bytes and self._held:
+            self._spill(next(iter(self._held.values())))
+        while len(self._traces) > self._config.max_traces:
+            _, trace = self._traces.popitem(last=False)
+            self._drop_items(trace)
+            if trace.since:
+                floor = self._forgotten_floor
+                self._forgotten_floor = trace.since if floor is None else min(floor, trace.since)
+            self._forgotten_count += 1
+            self._metrics.traces_spilled.labels("forgotten").inc()
 
-    def _add_log(self, record: LogRecord, now: float) -> list[_PendingTrace]:
-        """Hold one log record of a trace; returns the traces evicted to make room."""
-        trace, evicted = self._pending_trace(record.trace_id, now)
-        key = _log_key(record)
-        if key in trace.logs:
-            self._metrics.logs_dropped.labels("duplicate").inc()
-            return evicted
-        trace.last_seen = now
-        if not self._has_room(trace, "log records"):
-            return evicted
-        trace.logs[key] = record
-        trace.new_items += 1
-        self._pending_logs += 1
-        return evicted
+    def _spill(self, trace: TracedItems) -> None:
+        """Let the trace's items go: it is read back from the ledger when released."""
+        if trace.items:
+            self._metrics.traces_spilled.labels("memory").inc()
+        self._drop_items(trace)
+        trace.stored = trace.spilled = True
 
-    def _resume(self, trace: _PendingTrace) -> None:
-        """Start a late round from the items the trace was emitted with, if they are still cached."""
-        cached = self._emitted.pop(trace.trace_id, _Cached())
-        self._cached_items -= cached.size
-        for old in cached.spans:
-            trace.spans[old.span_id] = old
-            if not old.parent_span_id and old.end_time_unix_nano > 0:
-                trace.root_ended = True
-        for record in cached.logs:
-            trace.logs[_log_key(record)] = record
-        self._pending_spans += len(cached.spans)
-        self._pending_logs += len(cached.logs)
+    def _drop_items(self, trace: TracedItems) -> None:
+        self._unhold(trace)
+        trace.drop_items()
 
-    def _take(self, trace_id: str) -> _PendingTrace:
-        trace = self._pending.pop(trace_id)
-        self._pending_spans -= len(trace.spans)
-        self._pending_logs -= len(trace.logs)
-        self._remember(trace)
-        return trace
+    def _unhold(self, trace: TracedItems) -> None:
+        """Stop counting the trace's items as held (they go out with it, or are dropped)."""
+        if self._held.pop(trace.trace_id, None) is not None:
+            self._held_bytes -= trace.held_bytes
+            self._held_spans -= trace.span_count
+            self._held_logs -= len(trace.items) - trace.span_count
 
-    def _remember(self, trace: _PendingTrace) -> None:
-        """Note the trace as emitted; keep its spans and log records while the late cache has room."""
-        limit = self._config.late_cache_spans
-        cached = _Cached()
-        if trace.size <= limit:
-            cached = _Cached(list(trace.spans.values()), list(trace.logs.values()))
-        previous = self._emitted.pop(trace.trace_id, None)
-        if previous:
-            self._cached_items -= previous.size
-        self._emitted[trace.trace_id] = cached
-        self._cached_items += cached.size
-        # Over the budget: forget the oldest traces' items first, but keep their ids.
-        for trace_id, held in self._emitted.items():
-            if self._cached_items <= limit:
-                break
-            if held.size:
-                self._cached_items -= held.size
-                self._emitted[trace_id] = _Cached()
-        while len(self._emitted) > self._config.max_traces:
-            _, dropped = self._emitted.popitem(last=False)
-            self._cached_items -= dropped.size
+    def _untrack(self, trace: TracedItems) -> None:
+        self._unhold(trace)
+        self._traces.pop(trace.trace_id, None)
+        self._emitted[trace.trace_id] = None
+        self._emitted.move_to_end(trace.trace_id)
+        while len(self._emitted) > EMITTED_IDS:
+            self._emitted.popitem(last=False)
 
-    async def _emit(self, trace: _PendingTrace, reason: str) -> None:
-        if trace.late and trace.new_items == 0:
-            return  # only re-sent copies of items already scored: nothing new to score
-        self._metrics.traces_assembled.labels(reason).inc()
-        spans = list(trace.spans.values())
+    async def _release(self, ready: list[tuple[TracedItems, RoundReason]]) -> None:
+        """Hand the ready traces on, reading from the store those it holds more of than memory does."""
+        if not ready:
+            return
+        for trace, _ in ready:
+            self._emitting[trace.trace_id] = trace.since
+            self._traces.pop(trace.trace_id, None)
         try:
-            if trace.logs:
-                await self._next.consume_trace(spans, list(trace.logs.values()))
-            else:
-                # Consumers written against the spans-only protocol keep working for traces without logs.
-                await self._next.consume_trace(spans)
+            status: dict[str, TraceStatus] = {}
+            stored: dict[str, StoredTrace] = {}
+            if self._loader is not None:
+                status = await self._loader.status([trace.trace_id for trace, _ in ready])
+                to_load = [t.trace_id for t, _ in ready if t.stored or t.trace_id in status]
+                stored = await self._loader.load(to_load)
+            for trace, reason in ready:
+                self._untrack(trace)
+                self._update_gauges()
+                await self._emit(trace, reason, status.get(trace.trace_id), stored.get(trace.trace_id))
+                self._emitting.pop(trace.trace_id, None)
+        except BaseException:
+            for trace, _ in ready:  # not handed on: track them again so nothing is lost
+                if (
+                    self._emitting.pop(trace.trace_id, None) is not None
+                    and trace.trace_id not in self._traces
+                ):
+                    self._traces[trace.trace_id] = trace
+            raise
+
+    async def _emit(
+        self,
+        trace: TracedItems,
+        reason: RoundReason,
+        status: TraceStatus | None,
+        stored: StoredTrace | None,
+    ) -> None:
+        round, spans, logs = round_of(trace, reason, status, stored, self._config.max_spans_per_trace)
+        self._metrics.traces_assembled.labels(round.reason).inc()
+        try:
+            await self._next.consume_trace(spans, logs, round)
         except Exception:
             self._metrics.transform_errors.inc()
             log.exception("processing assembled trace %s failed", trace.trace_id)
 
     def _update_gauges(self) -> None:
-        self._metrics.traces_pending.set(len(self._pending))
-        self._metrics.spans_pending.set(self._pending_spans)
-        self._metrics.logs_pending.set(self._pending_logs)
+        self._metrics.traces_pending.set(len(self._traces))
+        self._metrics.spans_pending.set(self._held_spans)
+        self._metrics.logs_pending.set(self._held_logs)
+        self._metrics.held_bytes.set(self._held_bytes)
 
     async def _tick_loop(self) -> None:
         while not self._stopping.is_set():
@@ -317,5 +364,5 @@ class TraceAssembler:
                 return
             try:
                 await self.flush_ready()
-            except Exception:  # the loop must outlive any one bad trace
+            except Exception:  # the loop must outlive any one bad trace or a store hiccup
                 log.exception("trace assembler tick failed")

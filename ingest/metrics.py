@@ -30,6 +30,15 @@ class Metrics:
             "tracescore_spans_rejected", "Spans rejected at decoding", ["transport"], registry=r
         )
         self.spans_stored = Counter("tracescore_spans_stored", "Spans written to otel_traces", registry=r)
+        self.commits = Counter(
+            "tracescore_store_commits", "Group commits of accepted spans and log records", registry=r
+        )
+        self.requests_refused = Counter(
+            "tracescore_requests_refused",
+            "Export requests and Kafka batches refused to slow intake down, by the bound reached",
+            ["reason"],
+            registry=r,
+        )
         self.dead_letters = Counter(
             "tracescore_dead_letters", "Kafka records parked in the dead-letter topic", registry=r
         )
@@ -47,6 +56,28 @@ class Metrics:
         )
         self.spans_pending = Gauge(
             "tracescore_assembly_spans_pending", "Spans held by the assembler", registry=r
+        )
+        self.held_bytes = Gauge(
+            "tracescore_assembly_held_bytes",
+            "Bytes of spans and log records held by the assembler",
+            registry=r,
+        )
+        self.traces_spilled = Counter(
+            "tracescore_assembly_traces_spilled",
+            "Traces whose items left memory (memory: over max_held_bytes) or that were forgotten until "
+            "recovery finds them in the store (forgotten: over max_traces)",
+            ["reason"],
+            registry=r,
+        )
+        self.traces_recovered = Counter(
+            "tracescore_traces_recovered",
+            "Undecided traces found in the store and adopted (after a restart, or forgotten)",
+            registry=r,
+        )
+        self.watermark_lag = Gauge(
+            "tracescore_watermark_lag_seconds",
+            "How far the durable watermark (everything before it is decided) is behind now",
+            registry=r,
         )
         self.runs_built = Counter("tracescore_runs_built", "Agent runs built from traces", registry=r)
         self.transform_errors = Counter(

@@ -1,7 +1,10 @@
 """The tracescore service: components wired in one direction, each with one lifecycle.
 
-    receivers (gRPC, HTTP, Kafka) -> SpanSink (otel_traces) -> TraceAssembler -> RunBuilder (transform)
-        -> ScoringExecutor (route, sample, execute) -> ClickHouseScoreSink (scores, score_decisions)
+    receivers (gRPC, HTTP, Kafka) -> SpanSink (group commit: span_ledger, otel_traces) -> TraceAssembler
+        -> RunBuilder (transform) -> ScoringExecutor (route, sample, execute)
+        -> ClickHouseScoreSink (scores, score_decisions, trace_done)
+
+Recovery keeps the durable watermark and, on start, adopts what the store holds undecided.
 
 This module only wires them; each stage lives in the package of its step.
 
@@ -20,7 +23,9 @@ from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
 from ingest.receivers.kafka import KafkaReceiver
+from ingest.recovery import Recovery
 from ingest.store.clickhouse import Store
+from ingest.store.ledger import Ledger
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
 from ingest.transform.run_builder import RunBuilder
@@ -37,11 +42,21 @@ class Service:
         self.metrics = Metrics()
         self.store = Store(config.store)
         self.scores = ClickHouseScoreSink(self.store)
+        self.ledger = Ledger(self.store)
         self.executor = ScoringExecutor(config.scoring, sink=self.scores, metrics=self.metrics.scoring)
         self.assembler = TraceAssembler(
-            config.assembly, next=RunBuilder(self.executor, self.metrics), metrics=self.metrics
+            config.assembly,
+            next=RunBuilder(self.executor, self.metrics),
+            metrics=self.metrics,
+            loader=self.ledger,
         )
-        sink = SpanSink(self.store, self.assembler, self.metrics)
+        self.span_sink = sink = SpanSink(self.store, self.assembler, self.metrics)
+        self.recovery = Recovery(
+            self.ledger,
+            self.assembler,
+            [sink.oldest_unhanded, self.assembler.oldest_open, self.executor.oldest_open],
+            self.metrics,
+        )
         self.grpc = GrpcReceiver(config.receiver, next=sink, metrics=self.metrics)
         self.http = HttpReceiver(
             config.receiver, next=sink, metrics=self.metrics, scores=self.scores, health=self._health
@@ -57,6 +72,8 @@ class Service:
         try:
             await self.executor.start()
             await self.assembler.start()
+            await self.span_sink.start()
+            await self.recovery.start()  # what the store holds undecided is adopted before new spans
             await self.grpc.start()
             await self.http.start()
             if self.kafka is not None:
@@ -82,8 +99,10 @@ class Service:
             await self.kafka.shutdown()
         await self.grpc.shutdown()
         await self.http.shutdown()
+        await self.span_sink.shutdown()
         await self.assembler.shutdown()
         await self.executor.shutdown()
+        await self.recovery.shutdown()
         await close_clients()
         await self.store.shutdown()
 

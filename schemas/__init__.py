@@ -1,6 +1,7 @@
 """Typed data of tracescore: spans, agent runs, scores, decisions and configuration. No I/O."""
 
 from schemas.agent_run import AgentRun, Message, Part, RunInput, ToolInvocation, Usage
+from schemas.rounds import RoundReason, TraceRound
 from schemas.score import Decision, DecisionKind, Score, ScoreRecord, ScoreSource
 from schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
 from schemas.version import __version__
@@ -13,6 +14,7 @@ __all__ = [
     "LogRecord",
     "Message",
     "Part",
+    "RoundReason",
     "RunInput",
     "Score",
     "ScoreRecord",
@@ -22,5 +24,6 @@ __all__ = [
     "SpanEvent",
     "SpanLink",
     "ToolInvocation",
+    "TraceRound",
     "Usage",
 ]

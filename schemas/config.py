@@ -21,9 +21,9 @@ DEFAULT_HTTP_PORT = 4318
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # the OpenTelemetry Collector's HTTP default
 DEFAULT_IDLE_SECONDS = 2.0
 DEFAULT_MAX_WAIT_SECONDS = 300.0
-DEFAULT_MAX_TRACES = 10_000
+DEFAULT_MAX_TRACES = 100_000
 DEFAULT_MAX_SPANS_PER_TRACE = 2_000
-DEFAULT_LATE_CACHE_SPANS = 5_000
+DEFAULT_MAX_HELD_BYTES = 256 * 1024 * 1024
 DEFAULT_KAFKA_GROUP = "tracescore"
 DEFAULT_SAMPLING_SALT = "tracescore"
 DEFAULT_SCORER_CONCURRENCY = 8
@@ -72,10 +72,15 @@ class KafkaConfig(_Config):
 class AssemblyConfig(_Config):
     idle_seconds: float = Field(default=DEFAULT_IDLE_SECONDS, gt=0)
     max_wait_seconds: float = Field(default=DEFAULT_MAX_WAIT_SECONDS, gt=0)
+    # Traces tracked at once (holding items or spilled); beyond it the oldest are forgotten until the
+    # recovery scan finds them in the store again.
     max_traces: int = Field(default=DEFAULT_MAX_TRACES, gt=0)
     max_spans_per_trace: int = Field(default=DEFAULT_MAX_SPANS_PER_TRACE, gt=0)
-    # Spans of recently emitted traces kept so a late span rebuilds its whole run (0 turns this off).
-    late_cache_spans: int = Field(default=DEFAULT_LATE_CACHE_SPANS, ge=0)
+    # Bytes of spans and log records (as stored) held in memory; beyond it the oldest traces spill:
+    # they are read back from the store when due.
+    max_held_bytes: int = Field(default=DEFAULT_MAX_HELD_BYTES, gt=0)
+    # No longer used: late spans rebuild their run from the store. Accepted so older configs load.
+    late_cache_spans: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _idle_below_max_wait(self) -> AssemblyConfig:

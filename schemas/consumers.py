@@ -9,9 +9,10 @@ and retry, or record the failure and move on), so a consumer raises a ``Tracesco
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch
+from schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch, TraceRound
 
 
 class SpanConsumer(Protocol):
@@ -20,17 +21,34 @@ class SpanConsumer(Protocol):
 
 
 class TraceConsumer(Protocol):
-    async def consume_trace(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
+    async def consume_trace(
+        self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), round: TraceRound | None = None
+    ) -> None:
         """Take the spans of one assembled trace (a run is ready: root ended and trace quiet), with
-        the log records correlated with them."""
+        the log records correlated with them, and the round they make (None outside the service)."""
 
 
 class RunConsumer(Protocol):
-    async def consume_runs(self, runs: Sequence[AgentRun]) -> None:
-        """Take the agent runs built from one trace."""
+    async def consume_runs(self, runs: Sequence[AgentRun], round: TraceRound | None = None) -> None:
+        """Take the agent runs built from one trace (``round``: which items they were built from)."""
+
+
+@dataclass(frozen=True)
+class PriorOutcomes:
+    """What an earlier attempt at a round already wrote, by (span id, scorer id)."""
+
+    decided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # Score rows whose decision row was not written (a crash between the two inserts).
+    scored_undecided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
 
 class ScoreSink(Protocol):
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
         """Persist score rows and decision rows. After a retriable error the caller writes the same rows
         again; they replace the ones already written (deterministic ids), never add to them."""
+
+    async def mark_done(self, rounds: Sequence[TraceRound]) -> None:
+        """Record that every run of these rounds has its decisions written (called after them)."""
+
+    async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
+        """The decisions and scores written for the trace at or after ``since_unix_nano``."""

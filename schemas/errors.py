@@ -31,3 +31,14 @@ def is_retriable(exc: BaseException) -> bool:
     if isinstance(exc, TracescoreError):
         return exc.retriable
     return isinstance(exc, ConnectionError | TimeoutError)
+
+
+class Overloaded(TracescoreError):
+    """A bound is reached (uncommitted spans, traces tracked, queued runs): the caller should slow down
+    and send again after ``retry_after_s`` (OTLP: 429 / RESOURCE_EXHAUSTED; Kafka: pause)."""
+
+    retriable = True
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

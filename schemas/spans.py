@@ -110,6 +110,10 @@ class SpanBatch(BaseModel):
     logs: list[LogRecord] = Field(default_factory=list)
     rejected_spans: int = 0
     errors: list[str] = Field(default_factory=list)
+    # Set by the span sink when the batch is stored: when it was accepted (the span ledger's Arrived,
+    # ns since the epoch; 0 = not stored), and the stored size of each span, then each log record.
+    arrived_unix_nano: int = 0
+    item_bytes: list[int] = Field(default_factory=list, repr=False)
 
     @property
     def error_message(self) -> str:

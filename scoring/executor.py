@@ -22,14 +22,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource
+from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
 from schemas.config import ScoringConfig
-from schemas.consumers import ScoreSink
+from schemas.consumers import PriorOutcomes, ScoreSink
 from schemas.errors import is_retriable
 from schemas.version import __version__
 from scoring.judge import JudgeUsage, metered
 from scoring.metrics import ScoringMetrics
 from scoring.registry import ScorerFactory
+from scoring.rounds import RoundState, RoundTracker
 from scoring.route import Rule, build_rules, route
 from scoring.scorer import ScorerError, ScorerResult
 
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_FLUSH_INTERVAL_SECONDS = 0.2
 QUEUE_SLOTS_PER_WORKER = 4  # queued jobs per worker before consume_runs waits
-MAX_BUFFERED_ROWS = 10_000  # per kind (scores, decisions) while the sink is failing
+MAX_BUFFERED_ROWS = 10_000  # score and decision rows waiting to be written; new work waits beyond it
 MAX_RETRY_DELAY_SECONDS = 5.0
 MAX_DETAIL_CHARS = 2_000
 
@@ -46,6 +47,7 @@ MAX_DETAIL_CHARS = 2_000
 class _Job:
     run: AgentRun
     rule: Rule
+    round: RoundState | None = None
 
 
 class ScoringExecutor:
@@ -75,6 +77,9 @@ class ScoringExecutor:
         self._queue: asyncio.Queue[_Job] = asyncio.Queue(maxsize=config.concurrency * QUEUE_SLOTS_PER_WORKER)
         self._records: list[ScoreRecord] = []
         self._decisions: list[Decision] = []
+        self._rounds = RoundTracker()
+        self._room = asyncio.Event()  # set while the row buffers have room for more work
+        self._room.set()
         self._flush_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._state: Literal["new", "running", "stopping", "stopped"] = "new"
@@ -100,21 +105,46 @@ class ScoringExecutor:
         self._tasks.append(asyncio.create_task(self._flush_periodically(), name="scoring-flush"))
         self._state = "running"
 
-    async def consume_runs(self, runs: Sequence[AgentRun]) -> None:
-        """Route each run through the rules: one decision per scorer id; waits while the queue is full."""
+    def oldest_open(self) -> int | None:
+        """The ``since`` (ns) of the oldest round whose decisions are not yet marked done."""
+        return self._rounds.oldest_open()
+
+    async def consume_runs(self, runs: Sequence[AgentRun], round: TraceRound | None = None) -> None:
+        """Route each run through the rules: one decision per scorer id; waits while the queue is full.
+
+        With ``round``, the trace round is marked done (``ScoreSink.mark_done``) once every decision
+        of its runs is written; a resumed round first asks what an earlier attempt already wrote.
+        """
         if self._state != "running":
             raise RuntimeError(f"ScoringExecutor.consume_runs while {self._state} (call start() first)")
         self._producers += 1
         self._producers_idle.clear()
+        state = self._rounds.open(round) if round is not None else None
         try:
-            for run in runs:
+            prior = PriorOutcomes()
+            if round is not None and round.resumed:
+                prior = await self._sink.prior_outcomes(round.trace_id, round.through_unix_nano)
+            for run in [] if round is not None and round.unchanged else runs:
+                await self._room.wait()
                 for group in self._rule_groups:
+                    key = (run.span_id, group[0].scorer_id)
+                    if key in prior.decided:
+                        continue  # decided by an earlier attempt at this round: not judged again
+                    if key in prior.scored_undecided:
+                        detail = "the score was written before a restart; its decision is written now"
+                        self._add(None, self._decision(run, group[0], "scored", detail))
+                        continue
                     routed = route(run, group, self._config.sampling_salt)
                     if routed.decision is None:
-                        await self._queue.put(_Job(run, routed.rule))
+                        if state is not None:
+                            self._rounds.queued(state)
+                        await self._queue.put(_Job(run, routed.rule, state))
                     else:
-                        self._add(None, self._decision(run, routed.rule, routed.decision, routed.detail))
+                        detail = _with_round(routed.detail, round)
+                        self._add(None, self._decision(run, routed.rule, routed.decision, detail))
         finally:
+            if state is not None:
+                self._rounds.routed(state)
             self._producers -= 1
             if self._producers == 0:
                 self._producers_idle.set()
@@ -158,6 +188,8 @@ class ScoringExecutor:
                 record, decision = await self._execute(job)
                 self._add(record, decision)
             finally:
+                if job.round is not None:
+                    self._rounds.decided(job.round)
                 self._queue.task_done()
 
     async def _execute(self, job: _Job) -> tuple[ScoreRecord | None, Decision]:
@@ -177,7 +209,8 @@ class ScoringExecutor:
                 self._count_usage(job.rule, usage, "failed")
                 return None, self._decision(job.run, job.rule, "failed", detail)
         self._count_usage(job.rule, usage, "scored")
-        return record, self._decision(job.run, job.rule, "scored")
+        round = job.round.round if job.round is not None else None
+        return record, self._decision(job.run, job.rule, "scored", _with_round("", round))
 
     def _count_usage(self, rule: Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
         if not usage.calls:
@@ -226,38 +259,51 @@ class ScoringExecutor:
         if record is not None:
             self._records.append(record)
         self._decisions.append(decision)
+        self._update_room()
 
     async def _flush(self) -> None:
+        """Write the buffered scores and decisions, then mark the rounds they complete as done."""
         async with self._flush_lock:
-            if not self._records and not self._decisions:
+            if not self._records and not self._decisions and not self._rounds.has_finished():
                 return
             records, decisions = self._records, self._decisions
+            finished = self._rounds.take_finished()  # taken with their decisions: marked after them
             self._records, self._decisions = [], []
             try:
                 await self._sink.write_scores(records, decisions)
+                await self._sink.mark_done([state.round for state in finished])
             except Exception as exc:
                 if not is_retriable(exc):
                     # The store refuses these rows: trying them again would block every later row.
+                    # Their rounds stay unmarked, so a restart finds those traces undecided.
                     self._count_dropped(len(records), len(decisions), f"the store refused them: {exc}")
+                    self._rounds.close(finished)
+                    self._update_room()
                     return
-                # Keep the rows (oldest first) for the next attempt, within the buffer bound.
-                self._records[:0] = records
-                self._decisions[:0] = decisions
-                self._trim_buffers()
+                self._keep(records, decisions, finished)  # a transient failure: try them all again
                 raise
             except BaseException:  # cancelled mid-write: keep the rows for the final flush
-                self._records[:0] = records
-                self._decisions[:0] = decisions
+                self._keep(records, decisions, finished)
                 raise
+            self._rounds.close(finished)
             self._metrics.scores_written.inc(len(records))
+            self._update_room()
 
-    def _trim_buffers(self) -> None:
-        dropped_records = max(0, len(self._records) - MAX_BUFFERED_ROWS)
-        dropped_decisions = max(0, len(self._decisions) - MAX_BUFFERED_ROWS)
-        if dropped_records or dropped_decisions:
-            del self._records[:dropped_records]
-            del self._decisions[:dropped_decisions]
-            self._count_dropped(dropped_records, dropped_decisions, "the score sink stays unavailable")
+    def _keep(
+        self, records: list[ScoreRecord], decisions: list[Decision], finished: list[RoundState]
+    ) -> None:
+        """Put rows that could not be written back in front of newer ones (rewriting replaces them)."""
+        self._records[:0] = records
+        self._decisions[:0] = decisions
+        self._rounds.put_back(finished)
+        self._update_room()
+
+    def _update_room(self) -> None:
+        """New work waits while the buffers are full (the store is down): nothing is ever dropped."""
+        if len(self._records) + len(self._decisions) < MAX_BUFFERED_ROWS:
+            self._room.set()
+        else:
+            self._room.clear()
 
     def _count_dropped(self, records: int, decisions: int, why: str) -> None:
         self._metrics.rows_dropped.labels("score").inc(records)
@@ -275,3 +321,11 @@ class ScoringExecutor:
                 logger.exception("writing scores failed; retrying in %.1f s", delay)
             else:
                 delay = self._flush_interval
+
+
+def _with_round(detail: str, round: TraceRound | None) -> str:
+    """A run of a trace released at max_wait (its root span never ended) says so in its decision."""
+    if round is None or round.reason != "max_wait":
+        return detail
+    note = "released at max_wait: the trace's root span had not ended"
+    return f"{detail}; {note}" if detail else note

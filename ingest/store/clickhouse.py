@@ -28,9 +28,20 @@ from schemas.errors import StoreError
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# One insert: table, column names, rows (values in column order).
+TableRows = tuple[str, Sequence[str], list[list[Any]]]
 
 # Applied in this order: the view reads the tables before it.
-DDL_FILES = ("otel_traces.sql", "otel_logs.sql", "scores.sql", "score_decisions.sql", "span_scores_view.sql")
+DDL_FILES = (
+    "otel_traces.sql",
+    "otel_logs.sql",
+    "span_ledger.sql",
+    "trace_done.sql",
+    "ingest_watermarks.sql",
+    "scores.sql",
+    "score_decisions.sql",
+    "span_scores_view.sql",
+)
 
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
 
@@ -181,6 +192,18 @@ class Store:
             client.insert(table, rows, column_names=list(columns), database=self._database)
 
         await self._on_worker(run, what=f"insert into {table}")
+
+    async def insert_built(self, build: Callable[[], Sequence[TableRows]], what: str) -> None:
+        """Build rows on the store's worker thread (the event loop never pays for turning a large
+        batch into rows) and insert them table by table, in order."""
+        client = self._require_client()
+
+        def run() -> None:
+            for table, columns, rows in build():
+                if rows:
+                    client.insert(table, rows, column_names=list(columns), database=self._database)
+
+        await self._on_worker(run, what=what)
 
     def _require_client(self) -> Client:
         if self._client is None:

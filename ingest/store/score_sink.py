@@ -6,6 +6,7 @@ scorer) pair (decisions), so a replay overwrites rather than duplicates; reads u
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,10 @@ from ingest.store.rows import (
     score_json,
     score_row,
 )
-from schemas import Decision, ScoreRecord
+from schemas import Decision, ScoreRecord, TraceRound
+from schemas.consumers import PriorOutcomes
+
+DONE_COLUMNS = ("TraceId", "Through", "Decided", "Reason")
 
 _SCORES_SELECT = """
 SELECT ScoreId, toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, ScorerVersion,
@@ -39,7 +43,8 @@ ORDER BY SpanId, ScorerId
 
 
 class ClickHouseScoreSink:
-    """Implements ``schemas.consumers.ScoreSink`` over a ``Store``, and the API's score reads."""
+    """Implements ``schemas.consumers.ScoreSink`` over a ``Store`` (scores, decisions, decided
+    rounds in ``trace_done``), and the API's score reads."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -51,6 +56,26 @@ class ClickHouseScoreSink:
             await self._store.insert(
                 "score_decisions", [decision_row(d) for d in decisions], DECISIONS_COLUMNS
             )
+
+    async def mark_done(self, rounds: Sequence[TraceRound]) -> None:
+        if rounds:
+            now = time.time_ns()
+            rows = [[r.trace_id, r.through_unix_nano, now, r.reason] for r in rounds]
+            await self._store.insert("trace_done", rows, DONE_COLUMNS)
+
+    async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
+        database = self._store.quoted_database
+        where = "WHERE TraceId = {trace_id:String} AND Timestamp >= fromUnixTimestamp64Nano({since:Int64})"
+        parameters = {"trace_id": trace_id, "since": since_unix_nano}
+        decided = await self._store.query(
+            f"SELECT SpanId, ScorerId FROM {database}.score_decisions FINAL {where}", parameters
+        )
+        scored = await self._store.query(
+            f"SELECT SpanId, ScorerId FROM {database}.scores FINAL {where}", parameters
+        )
+        decided_keys = frozenset((row["SpanId"], row["ScorerId"]) for row in decided)
+        scored_keys = frozenset((row["SpanId"], row["ScorerId"]) for row in scored)
+        return PriorOutcomes(decided=decided_keys, scored_undecided=scored_keys - decided_keys)
 
     async def get_scores(self, trace_id: str) -> list[dict[str, Any]]:
         sql = _SCORES_SELECT.format(database=self._store.quoted_database)

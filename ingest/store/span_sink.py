@@ -1,47 +1,196 @@
-"""The span sink: stores each decoded batch in ``otel_traces`` / ``otel_logs``, then hands it on.
+"""The span sink: group commit of every accepted batch into ``span_ledger``, ``otel_logs`` and
+``otel_traces``, then the batch is handed on.
 
-A span is acknowledged (HTTP 200, gRPC OK, Kafka offset committed) only after this stage has
-returned, so everything downstream may treat the store as the copy of record.
+Concurrent export requests (and Kafka batches) wait together: while one insert runs, the batches
+that arrive meanwhile gather into the next, so the store sees few large inserts (ClickHouse's
+advice) however many clients send. A batch is acknowledged -- its ``consume_spans`` returns -- only
+once the insert that holds it has committed, and it carries the commit's time (``arrived_unix_nano``,
+the ledger's ``Arrived``). When too many items wait for a commit, new batches are refused with
+``Overloaded`` (the client slows down) instead of growing memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ingest.metrics import Metrics
-from ingest.store.clickhouse import Store
+from ingest.store.clickhouse import Store, TableRows
+from ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
 from ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_row
 from schemas import LogRecord, Span, SpanBatch
 from schemas.consumers import SpanConsumer
+from schemas.errors import Overloaded
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_COMMIT_ITEMS = 50_000  # items per insert (a larger batch is inserted on its own)
+DEFAULT_MAX_PENDING_ITEMS = 200_000  # items waiting for a commit before new batches are refused
+
+
+def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows]:
+    """The rows of a commit, ledger first (the scorer's truth), built on the store's worker thread."""
+    ledger: list[list[object]] = []
+    traces: list[list[object]] = []
+    logs: list[list[object]] = []
+    for batch in batches:
+        batch.arrived_unix_nano = arrived_ns
+        ledger.extend(ledger_rows(batch, arrived_ns))
+        traces.extend(span_row(span) for span in batch.spans)
+        logs.extend(log_row(record) for record in batch.logs)
+    return [
+        ("span_ledger", LEDGER_COLUMNS, ledger),
+        ("otel_logs", OTEL_LOGS_COLUMNS, logs),
+        ("otel_traces", OTEL_TRACES_COLUMNS, traces),
+    ]
 
 
 async def insert_spans(store: Store, spans: Sequence[Span]) -> None:
-    """Write spans to ``otel_traces`` in the collector exporter's row shape."""
-    if spans:
-        await store.insert("otel_traces", [span_row(span) for span in spans], OTEL_TRACES_COLUMNS)
+    """Write spans (ledger and ``otel_traces``) outside the pipeline, e.g. in tests and tools."""
+    batch = SpanBatch(spans=list(spans))
+    await store.insert_built(lambda: stored_rows([batch], time.time_ns()), "insert spans")
 
 
 async def insert_logs(store: Store, records: Sequence[LogRecord]) -> None:
-    """Write log records to ``otel_logs`` (correlated or not: every accepted record is kept)."""
-    if records:
-        await store.insert("otel_logs", [log_row(record) for record in records], OTEL_LOGS_COLUMNS)
+    """Write log records (ledger and ``otel_logs``) outside the pipeline."""
+    batch = SpanBatch(logs=list(records))
+    await store.insert_built(lambda: stored_rows([batch], time.time_ns()), "insert logs")
+
+
+@dataclass
+class _Waiting:
+    batch: SpanBatch
+    committed: asyncio.Future[int]  # the commit's Arrived, or its error
+
+    @property
+    def items(self) -> int:
+        return len(self.batch.spans) + len(self.batch.logs)
 
 
 class SpanSink:
-    """Stores each batch before handing it on: a span is durable once accepted."""
+    """Stores each batch (group commit) before handing it on: a span is durable once accepted."""
 
-    def __init__(self, store: Store, next: SpanConsumer, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        store: Store,
+        next: SpanConsumer,
+        metrics: Metrics,
+        *,
+        max_commit_items: int = DEFAULT_MAX_COMMIT_ITEMS,
+        max_pending_items: int = DEFAULT_MAX_PENDING_ITEMS,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
         self._store = store
         self._next = next
         self._metrics = metrics
+        self._max_commit_items = max_commit_items
+        self._max_pending_items = max_pending_items
+        self._clock_ns = clock_ns
+        self._waiting: list[_Waiting] = []
+        self._waiting_items = 0
+        self._wake = asyncio.Event()
+        self._flusher: asyncio.Task[None] | None = None
+        self._stopping = False
+        # Arrived of committed batches not yet handed on, with how many: the watermark stays below them.
+        self._unhanded: Counter[int] = Counter()
+        self._orphans: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_loop(), name="span-sink-group-commit")
+
+    async def shutdown(self) -> None:
+        """Commit what waits, then stop. Idempotent."""
+        self._stopping = True
+        self._wake.set()
+        if self._flusher is not None:
+            await self._flusher
+            self._flusher = None
+
+    def oldest_unhanded(self) -> int | None:
+        """The Arrived of the oldest committed batch still on its way to the assembler."""
+        return min(self._unhanded) if self._unhanded else None
 
     async def consume_spans(self, batch: SpanBatch) -> None:
-        if not batch.spans and not batch.logs:
+        waiting = _Waiting(batch, asyncio.get_running_loop().create_future())
+        if not waiting.items:
             return
-        if batch.spans:
-            await insert_spans(self._store, batch.spans)
-            self._metrics.spans_stored.inc(len(batch.spans))
-        if batch.logs:
-            await insert_logs(self._store, batch.logs)
-            self._metrics.logs_stored.inc(len(batch.logs))
-        await self._next.consume_spans(batch)
+        if self._stopping:
+            raise RuntimeError("the span sink is shut down")
+        await self.start()  # the first batch starts the group commit if nobody did
+        if self._waiting_items and self._waiting_items + waiting.items > self._max_pending_items:
+            self._metrics.requests_refused.labels("store_backlog").inc()
+            waiting_items = self._waiting_items
+            raise Overloaded(f"{waiting_items} spans and log records wait to be stored; send again later")
+        self._waiting.append(waiting)
+        self._waiting_items += waiting.items
+        self._wake.set()
+        arrived = await waiting.committed
+        try:
+            await self._next.consume_spans(batch)
+        finally:
+            self._release(arrived)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._waiting:
+                await self._commit(self._take_window())
+            if self._stopping:
+                await asyncio.gather(*self._orphans, return_exceptions=True)
+                return
+
+    def _take_window(self) -> list[_Waiting]:
+        """The oldest waiting batches, up to the item bound (at least one)."""
+        window: list[_Waiting] = []
+        items = 0
+        while self._waiting and (not window or items + self._waiting[0].items <= self._max_commit_items):
+            waiting = self._waiting.pop(0)
+            window.append(waiting)
+            items += waiting.items
+        self._waiting_items -= items
+        return window
+
+    async def _commit(self, window: list[_Waiting]) -> None:
+        arrived = self._clock_ns()
+        batches = [waiting.batch for waiting in window]
+        self._unhanded[arrived] += len(window)  # before the insert: a checkpoint meanwhile must not pass it
+        try:
+            await self._store.insert_built(lambda: stored_rows(batches, arrived), "group commit")
+        except Exception as exc:
+            del self._unhanded[arrived]
+            for waiting in window:
+                if not waiting.committed.done():
+                    waiting.committed.set_exception(exc)
+            log.warning("storing %d batch(es) failed: %s", len(window), exc)
+            return
+        self._metrics.commits.inc()
+        self._metrics.spans_stored.inc(sum(len(batch.spans) for batch in batches))
+        self._metrics.logs_stored.inc(sum(len(batch.logs) for batch in batches))
+        for waiting in window:
+            if waiting.committed.done():
+                # The request went away while its batch was stored: hand the batch on all the same,
+                # so what is stored is scored (the client will likely send it again; that is harmless).
+                orphan = asyncio.create_task(self._hand_on(waiting.batch, arrived))
+                self._orphans.add(orphan)
+                orphan.add_done_callback(self._orphans.discard)
+            else:
+                waiting.committed.set_result(arrived)
+
+    async def _hand_on(self, batch: SpanBatch, arrived: int) -> None:
+        try:
+            await self._next.consume_spans(batch)
+        except Exception:
+            log.exception("handing on a stored batch whose request went away failed")
+        finally:
+            self._release(arrived)
+
+    def _release(self, arrived: int) -> None:
+        self._unhanded[arrived] -= 1
+        if self._unhanded[arrived] <= 0:
+            del self._unhanded[arrived]

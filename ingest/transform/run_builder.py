@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ingest.metrics import Metrics
 from ingest.transform.runs import build_runs
-from schemas import LogRecord, Span
+from schemas import LogRecord, Span, TraceRound
 from schemas.consumers import RunConsumer
 
 
@@ -18,8 +18,13 @@ class RunBuilder:
         self._next = next
         self._metrics = metrics
 
-    async def consume_trace(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
-        runs = await asyncio.to_thread(build_runs, list(spans), list(logs))
+    async def consume_trace(
+        self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), round: TraceRound | None = None
+    ) -> None:
+        if round is not None and round.unchanged:
+            runs = []  # only copies of what was decided: the executor marks the round done
+        else:
+            runs = await asyncio.to_thread(build_runs, list(spans), list(logs))
         self._metrics.runs_built.inc(len(runs))
-        if runs:
-            await self._next.consume_runs(runs)
+        if runs or round is not None:  # a round without runs is still marked done
+            await self._next.consume_runs(runs, round)

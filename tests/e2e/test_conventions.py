@@ -24,7 +24,7 @@ from ingest.metrics import Metrics
 from ingest.receivers.http import HttpReceiver
 from ingest.service import RunBuilder, SpanSink
 from ingest.store.clickhouse import Store
-from schemas import AgentRun
+from schemas import AgentRun, TraceRound
 from schemas.config import AssemblyConfig, ReceiverConfig
 from tests.support.fixture_files import OTLP_DIR
 
@@ -94,7 +94,7 @@ class RunRecorder:
     def __init__(self) -> None:
         self.runs: list[AgentRun] = []
 
-    async def consume_runs(self, runs: Sequence[AgentRun]) -> None:
+    async def consume_runs(self, runs: Sequence[AgentRun], round: TraceRound | None = None) -> None:
         self.runs.extend(runs)
 
 

@@ -1,7 +1,9 @@
-"""TraceAssembler: readiness, memory bounds, de-duplication, late spans and lifecycle.
+"""TraceAssembler on its own: readiness, rounds, bounds, de-duplication, log records and lifecycle.
 
 Time is a ``ManualClock`` stepped by the tests; ``flush_ready`` is called directly as the tick
-loop would. Two tests run the real tick loop on real time with a short idle.
+loop would. Two tests run the real tick loop on real time with a short idle. What the assembler
+reads back from the store (late rounds, spills, recovery) is tested with the real store in
+``test_assemble_from_store.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 
 from ingest.assemble import ManualClock, TraceAssembler
 from ingest.metrics import Metrics
-from schemas import LogRecord, Span, SpanBatch
+from schemas import LogRecord, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
 from tests.support.fixture_files import make_span
 
@@ -29,6 +31,7 @@ class RecordingConsumer:
 
     def __init__(self, fail_times: int = 0) -> None:
         self.traces: list[list[Span]] = []
+        self.rounds: list[TraceRound | None] = []
         self.fail_times = fail_times
         self.calls = 0
         self._called = asyncio.Event()
@@ -38,13 +41,16 @@ class RecordingConsumer:
             self._called.clear()
             await self._called.wait()
 
-    async def consume_trace(self, spans: Sequence[Span]) -> None:
+    async def consume_trace(
+        self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), round: TraceRound | None = None
+    ) -> None:
         self.calls += 1
         self._called.set()
         if self.fail_times:
             self.fail_times -= 1
             raise RuntimeError("transform exploded")
         self.traces.append(list(spans))
+        self.rounds.append(round)
 
     def span_ids(self) -> list[list[str]]:
         return [[s.span_id for s in trace] for trace in self.traces]
@@ -54,8 +60,8 @@ def span(trace: str, span_id: str, parent: str = "", end: int | None = None) -> 
     return make_span(span_id, parent, trace_id=trace, start=100, end=end)
 
 
-def batch(*spans: Span) -> SpanBatch:
-    return SpanBatch(spans=list(spans))
+def batch(*spans: Span, arrived: int = 0) -> SpanBatch:
+    return SpanBatch(spans=list(spans), arrived_unix_nano=arrived)
 
 
 def sample(metrics: Metrics, name: str, **labels: str) -> float:
@@ -72,18 +78,10 @@ def dropped(metrics: Metrics, reason: str) -> float:
 
 
 def build(
-    idle: float = 2.0,
-    max_wait: float = 300.0,
-    max_traces: int = 100,
-    max_spans: int = 100,
-    late_cache_spans: int = 1000,
+    idle: float = 2.0, max_wait: float = 300.0, max_traces: int = 100, max_spans: int = 100
 ) -> tuple[TraceAssembler, RecordingConsumer, Metrics, ManualClock]:
     config = AssemblyConfig(
-        idle_seconds=idle,
-        max_wait_seconds=max_wait,
-        max_traces=max_traces,
-        max_spans_per_trace=max_spans,
-        late_cache_spans=late_cache_spans,
+        idle_seconds=idle, max_wait_seconds=max_wait, max_traces=max_traces, max_spans_per_trace=max_spans
     )
     consumer, metrics, clock = RecordingConsumer(), Metrics(), ManualClock(1000.0)
     return TraceAssembler(config, next=consumer, metrics=metrics, clock=clock), consumer, metrics, clock
@@ -91,7 +89,9 @@ def build(
 
 async def test_ready_after_idle_once_root_has_ended() -> None:
     assembler, consumer, metrics, clock = build(idle=2.0)
-    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), span(TRACE_A, ROOT)))
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), arrived=1_000))
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), arrived=2_000))
+    assert assembler.oldest_open() == 1_000  # the watermark stays below what is held
     assert sample(metrics, "tracescore_assembly_traces_pending") == 1
     assert sample(metrics, "tracescore_assembly_spans_pending") == 2
 
@@ -102,9 +102,13 @@ async def test_ready_after_idle_once_root_has_ended() -> None:
     clock.advance(0.1)
     await assembler.flush_ready()
     assert consumer.span_ids() == [[CHILD, ROOT]]
+    assert consumer.rounds == [
+        TraceRound(trace_id=TRACE_A, since_unix_nano=1_000, through_unix_nano=2_000, reason="idle")
+    ]
     assert assembled(metrics, "idle") == 1
     assert sample(metrics, "tracescore_assembly_traces_pending") == 0
     assert sample(metrics, "tracescore_assembly_spans_pending") == 0
+    assert assembler.oldest_open() is None
 
 
 async def test_each_new_span_restarts_the_idle_wait() -> None:
@@ -149,21 +153,28 @@ async def test_max_wait_flushes_a_trace_without_root() -> None:
     assert assembled(metrics, "idle") == 0
 
 
-async def test_max_traces_emits_the_oldest_trace_early() -> None:
+async def test_beyond_max_traces_the_oldest_is_forgotten_never_released_early() -> None:
     assembler, consumer, metrics, clock = build(max_traces=2)
-    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT)))
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), arrived=10))
     clock.advance(1)
-    await assembler.consume_spans(batch(span(TRACE_B, CHILD, ROOT)))
+    await assembler.consume_spans(batch(span(TRACE_B, CHILD, ROOT), arrived=20))
     clock.advance(1)
-    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT)))  # known trace: no eviction
-    assert consumer.traces == []
+    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT), arrived=30))  # known: still two
+    await assembler.consume_spans(batch(span(TRACE_C, CHILD, ROOT), arrived=40))
 
-    await assembler.consume_spans(batch(span(TRACE_C, CHILD, ROOT)))
-    assert [t[0].trace_id for t in consumer.traces] == [TRACE_A]
-    assert consumer.span_ids() == [[CHILD, CHILD2]]
-    assert assembled(metrics, "evicted") == 1
-    assert sample(metrics, "tracescore_assembly_traces_pending") == 2
+    # A (the oldest) is forgotten, not scored incomplete: the store has its spans, and the watermark
+    # stays below them until a recovery scan brings it back.
+    assert consumer.traces == []
+    assert assembler.tracked == 2
+    assert assembler.forgotten_floor() == 10
+    assert assembler.oldest_open() == 10
+    assert sample(metrics, "tracescore_assembly_traces_spilled_total", reason="forgotten") == 1
     assert sample(metrics, "tracescore_assembly_spans_pending") == 2
+    assembler.recovered(scan_floor=10, forgotten_meanwhile=True)  # the scan raced with a forget
+    assert assembler.forgotten_floor() == 10
+    assembler.recovered(scan_floor=10, forgotten_meanwhile=False)
+    assert assembler.forgotten_floor() is None
+    assert assembler.oldest_open() == 20
 
 
 async def test_spans_beyond_the_per_trace_cap_are_dropped_counted_and_logged(
@@ -191,60 +202,6 @@ async def test_duplicate_spans_are_held_once() -> None:
     clock.advance(2)
     await assembler.flush_ready()
     assert consumer.span_ids() == [[ROOT, CHILD]]
-
-
-async def test_late_span_rebuilds_the_whole_trace_in_a_new_round() -> None:
-    assembler, consumer, metrics, clock = build(idle=2.0)
-    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
-    clock.advance(2)
-    await assembler.flush_ready()
-    assert consumer.span_ids() == [[ROOT, CHILD]]
-
-    # A span that arrives after its trace went out, and a re-sent copy of an emitted one.
-    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT), span(TRACE_A, CHILD, ROOT)))
-    clock.advance(1.9)
-    await assembler.flush_ready()
-    assert len(consumer.traces) == 1
-    clock.advance(0.1)
-    await assembler.flush_ready()
-    # The new round starts from the cached spans, so the run is rebuilt whole (same root span).
-    assert consumer.span_ids() == [[ROOT, CHILD], [ROOT, CHILD, CHILD2]]
-    assert assembled(metrics, "late") == 1
-    assert assembled(metrics, "idle") == 1
-    assert dropped(metrics, "duplicate") == 1
-
-
-async def test_late_round_of_resent_spans_only_is_not_emitted_again() -> None:
-    assembler, consumer, metrics, clock = build(idle=2.0)
-    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
-    clock.advance(2)
-    await assembler.flush_ready()
-    await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), span(TRACE_A, ROOT)))
-    clock.advance(2)
-    await assembler.flush_ready()
-    assert consumer.span_ids() == [[ROOT, CHILD]]
-    assert dropped(metrics, "duplicate") == 2
-    # Still cached: a genuinely new span later rebuilds the whole trace.
-    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT)))
-    clock.advance(2)
-    await assembler.flush_ready()
-    assert consumer.span_ids() == [[ROOT, CHILD], [ROOT, CHILD, CHILD2]]
-
-
-async def test_late_span_beyond_the_cache_forms_a_round_of_its_own() -> None:
-    assembler, consumer, metrics, clock = build(idle=2.0, late_cache_spans=2)
-    await assembler.consume_spans(batch(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)))
-    clock.advance(2)
-    await assembler.flush_ready()
-    # TRACE_B's two spans push TRACE_A's out of the two-span cache; its id is still remembered.
-    await assembler.consume_spans(batch(span(TRACE_B, ROOT), span(TRACE_B, CHILD, ROOT)))
-    clock.advance(2)
-    await assembler.flush_ready()
-    await assembler.consume_spans(batch(span(TRACE_A, CHILD2, ROOT)))
-    clock.advance(2)
-    await assembler.flush_ready()
-    assert consumer.span_ids() == [[ROOT, CHILD], [ROOT, CHILD], [CHILD2]]
-    assert assembled(metrics, "late") == 1
 
 
 async def test_shutdown_flushes_pending_is_idempotent_and_safe_before_start() -> None:
@@ -307,7 +264,9 @@ class LogsRecordingConsumer:
     def __init__(self) -> None:
         self.traces: list[tuple[list[str], list[str]]] = []
 
-    async def consume_trace(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
+    async def consume_trace(
+        self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), round: TraceRound | None = None
+    ) -> None:
         self.traces.append(([s.span_id for s in spans], [r.event_name for r in logs]))
 
 
@@ -316,12 +275,9 @@ def log_record(trace: str, span_id: str, event: str, time: int) -> LogRecord:
 
 
 def build_with_logs(
-    idle: float = 2.0, max_wait: float = 300.0, max_spans: int = 100, late_cache_spans: int = 1000
+    idle: float = 2.0, max_wait: float = 300.0, max_spans: int = 100
 ) -> tuple[TraceAssembler, LogsRecordingConsumer, Metrics, ManualClock]:
-    config = AssemblyConfig(
-        idle_seconds=idle, max_wait_seconds=max_wait, max_spans_per_trace=max_spans,
-        late_cache_spans=late_cache_spans,
-    )  # fmt: skip
+    config = AssemblyConfig(idle_seconds=idle, max_wait_seconds=max_wait, max_spans_per_trace=max_spans)
     consumer, metrics, clock = LogsRecordingConsumer(), Metrics(), ManualClock(1000.0)
     return TraceAssembler(config, next=consumer, metrics=metrics, clock=clock), consumer, metrics, clock
 
@@ -392,26 +348,3 @@ async def test_log_records_count_toward_the_per_trace_cap_and_resends_are_held_o
 
     await assembler.flush_all()
     assert consumer.traces == [([ROOT], ["gen_ai.user.message", "gen_ai.choice"])]
-
-
-async def test_a_late_log_record_rebuilds_the_trace_with_its_earlier_spans_and_logs() -> None:
-    assembler, consumer, metrics, clock = build_with_logs(idle=2.0)
-    user = log_record(TRACE_A, CHILD, "gen_ai.user.message", 1)
-    spans = [span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT)]
-    await assembler.consume_spans(SpanBatch(spans=spans, logs=[user]))
-    clock.advance(2)
-    await assembler.flush_ready()
-
-    await assembler.consume_spans(SpanBatch(logs=[user]))  # only a re-send: nothing new, not emitted
-    clock.advance(2)
-    await assembler.flush_ready()
-    assert len(consumer.traces) == 1
-
-    await assembler.consume_spans(SpanBatch(logs=[log_record(TRACE_A, CHILD, "gen_ai.choice", 9)]))
-    clock.advance(2)
-    await assembler.flush_ready()
-    assert consumer.traces == [
-        ([ROOT, CHILD], ["gen_ai.user.message"]),
-        ([ROOT, CHILD], ["gen_ai.user.message", "gen_ai.choice"]),
-    ]
-    assert assembled(metrics, "late") == 1

@@ -34,7 +34,7 @@ from ingest.metrics import Metrics
 from ingest.service import Service
 from ingest.transform.correlate import LOG_BODY_ATTRIBUTE, attach_logs
 from ingest.transform.runs import build_runs
-from schemas import AgentRun, LogRecord, Span, SpanBatch
+from schemas import AgentRun, LogRecord, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig, load_config
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import http_request
@@ -81,7 +81,9 @@ class RunRecorder:
         self.received: list[tuple[list[Span], list[LogRecord]]] = []
         self.runs: list[AgentRun] = []
 
-    async def consume_trace(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
+    async def consume_trace(
+        self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), round: TraceRound | None = None
+    ) -> None:
         self.received.append((list(spans), list(logs)))
         self.runs.extend(build_runs(spans, logs))
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schemas import Decision, ScoreRecord
+from schemas import Decision, ScoreRecord, TraceRound
+from schemas.consumers import PriorOutcomes
 
 
 class RecordingSink:
@@ -15,6 +16,8 @@ class RecordingSink:
         self.fail_first = fail_first
         self.error = error or ConnectionError("store down")
         self.attempts = 0
+        self.done: list[TraceRound] = []  # rounds marked done, in order
+        self.prior: dict[str, PriorOutcomes] = {}  # what an earlier attempt wrote, by trace id
 
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
         self.attempts += 1
@@ -34,3 +37,9 @@ class RecordingSink:
     def kinds(self) -> dict[tuple[str, str], str]:
         """(trace id, scorer id) -> decision kind."""
         return {(d.trace_id, d.scorer_id): d.decision for d in self.decisions}
+
+    async def mark_done(self, rounds: Sequence[TraceRound]) -> None:
+        self.done.extend(rounds)
+
+    async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
+        return self.prior.get(trace_id, PriorOutcomes())

@@ -1,0 +1,30 @@
+"""Assembly rounds: which items of a trace a batch of runs was built from, so their decisions can be
+marked durably (the store's ``trace_done``) and a recovered round can find what was already decided."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+# Why the assembler released the trace: its root ended and it went quiet (idle), it waited too long
+# for its root (max_wait), items came after an earlier round (late), it was found undecided in the
+# store after a restart (recovered), or the service stopped or was asked to flush everything.
+RoundReason = Literal["idle", "max_wait", "late", "recovered", "shutdown", "flush"]
+
+
+class TraceRound(BaseModel):
+    """One assembly round: the trace's items that arrived up to ``through_unix_nano`` (ns since the
+    epoch, the span ledger's clock), of which those from ``since_unix_nano`` on are new."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    since_unix_nano: int
+    through_unix_nano: int
+    reason: RoundReason
+    # An earlier attempt at this round may have written decisions or scores (before a crash): the
+    # executor reuses them instead of judging again.
+    resumed: bool = False
+    # Nothing new since the last decided round (only re-sent copies): mark it decided, score nothing.
+    unchanged: bool = False

@@ -1,0 +1,158 @@
+"""The executor and trace rounds: a round is marked done after all its decisions are written, and
+only then stops holding the watermark back; a resumed round reuses what an earlier attempt wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from schemas import TraceRound
+from schemas.config import ScorerRule, ScoringConfig
+from schemas.consumers import PriorOutcomes
+from scoring import create_scorer
+from scoring.executor import ScoringExecutor
+from scoring.metrics import ScoringMetrics
+from tests.support.runs import agent_run
+from tests.support.sinks import RecordingSink
+
+TRACE = "a" * 32
+RUN = agent_run("ab", "ba", trace_id=TRACE, span_id="b" * 16)
+RULES = [ScorerRule(scorer="textual-difference"), ScorerRule(scorer="content-similarity")]
+
+
+def round_of(reason: str = "idle", **flags: bool) -> TraceRound:
+    return TraceRound(trace_id=TRACE, since_unix_nano=100, through_unix_nano=200, reason=reason, **flags)  # type: ignore[arg-type]
+
+
+async def running(sink: RecordingSink, **kwargs: object) -> ScoringExecutor:
+    executor = ScoringExecutor(
+        ScoringConfig(rules=RULES), sink, ScoringMetrics(), flush_interval=3600, **kwargs
+    )  # type: ignore[arg-type]
+    await executor.start()
+    return executor
+
+
+async def test_a_round_is_marked_done_after_its_decisions_and_then_releases_the_watermark() -> None:
+    sink = RecordingSink()
+    executor = await running(sink)
+    try:
+        round = round_of()
+        await executor.consume_runs([RUN], round)
+        assert executor.oldest_open() == 100
+        await executor.drain()
+        assert sink.done == [round]
+        assert [d.scorer_id for d in sink.decisions] == [
+            "textual-difference-scorer",
+            "content-similarity-scorer",
+        ]
+        assert executor.oldest_open() is None
+    finally:
+        await executor.shutdown()
+
+
+async def test_a_round_whose_write_fails_stays_open_and_is_marked_on_the_retry() -> None:
+    sink = RecordingSink(fail_first=1)
+    executor = await running(sink)
+    try:
+        round = round_of()
+        await executor.consume_runs([RUN], round)
+        with contextlib.suppress(ConnectionError):
+            await executor.drain()
+        assert sink.done == [] and executor.oldest_open() == 100  # nothing written yet: still open
+        await executor.drain()
+        assert sink.done == [round] and executor.oldest_open() is None
+        assert len(sink.records) == 2
+    finally:
+        await executor.shutdown()
+
+
+async def test_a_round_without_runs_or_of_re_sent_copies_is_marked_done_without_scoring() -> None:
+    sink = RecordingSink()
+    executor = await running(sink)
+    try:
+        empty, copies = round_of(), round_of(unchanged=True)
+        await executor.consume_runs([], empty)
+        await executor.consume_runs([RUN], copies)
+        await executor.drain()
+        assert sink.done == [empty, copies]
+        assert sink.decisions == [] and sink.records == []
+    finally:
+        await executor.shutdown()
+
+
+async def test_a_resumed_round_reuses_what_was_written_before_a_crash() -> None:
+    sink = RecordingSink()
+    # Before the crash: textual difference was decided; content similarity's score row was written
+    # but its decision row was not.
+    sink.prior[TRACE] = PriorOutcomes(
+        decided=frozenset({(RUN.span_id, "textual-difference-scorer")}),
+        scored_undecided=frozenset({(RUN.span_id, "content-similarity-scorer")}),
+    )
+    judged: list[str] = []
+
+    def counting(scorer_id: str) -> object:
+        def factory() -> object:
+            def score(ctx: object) -> float:
+                judged.append(scorer_id)
+                return 0.5
+
+            return create_scorer(id=scorer_id, description="d").generate_score(score)
+
+        return factory
+
+    registry = {"textual-difference": counting("textual-difference-scorer")}
+    registry["content-similarity"] = counting("content-similarity-scorer")
+    executor = await running(sink, registry=registry)
+    try:
+        round = round_of("recovered", resumed=True)
+        await executor.consume_runs([RUN], round)
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+    assert judged == []  # nothing judged (or paid for) twice
+    [repaired] = sink.decisions
+    assert (repaired.scorer_id, repaired.decision) == ("content-similarity-scorer", "scored")
+    assert "written before a restart" in repaired.detail
+    assert sink.done == [round]
+
+
+async def test_runs_released_at_max_wait_say_so_in_their_decisions() -> None:
+    sink = RecordingSink()
+    executor = await running(sink)
+    try:
+        await executor.consume_runs([RUN], round_of("max_wait"))
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+    assert {d.decision for d in sink.decisions} == {"scored"}
+    assert all("released at max_wait" in d.detail for d in sink.decisions)
+
+
+async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows() -> None:
+    from scoring import executor as executor_module
+
+    sink = RecordingSink(fail_first=10_000)
+    bound = executor_module.MAX_BUFFERED_ROWS
+    executor_module.MAX_BUFFERED_ROWS = 4
+    executor = await running(sink)
+    try:
+        runs = [agent_run("ab", "ba", trace_id=f"{i:032x}", span_id=f"{i:016x}") for i in range(4)]
+        await executor.consume_runs(runs[:3])  # decided into the buffer: 6 rows, over the bound
+        await asyncio.wait_for(executor._queue.join(), 5)
+        blocked = asyncio.create_task(executor.consume_runs(runs[3:]))
+        await asyncio.sleep(0.2)
+        assert not blocked.done()  # new work waits for room; nothing is dropped
+        sink.fail_first = 0
+        await executor._flush()
+        await asyncio.wait_for(blocked, 5)
+        await executor.drain()
+        assert len(sink.decisions) == 8
+        assert (
+            executor._metrics.registry.get_sample_value(
+                "tracescore_scoring_rows_dropped_total", {"kind": "score"}
+            )
+            is None
+        )
+    finally:
+        executor_module.MAX_BUFFERED_ROWS = bound
+        await executor.shutdown()
