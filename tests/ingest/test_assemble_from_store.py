@@ -80,7 +80,11 @@ class FlakyLoader:
 
 @pytest.fixture
 async def rig(store: Store) -> AsyncIterator[Rig]:
-    yield await make_rig(store)
+    made = await make_rig(store)
+    try:
+        yield made
+    finally:
+        await made.sink.shutdown()
 
 
 async def make_rig(store: Store, **config: int | float) -> Rig:
@@ -135,6 +139,7 @@ async def test_a_trace_decided_before_a_restart_is_recognised_from_the_store(sto
     after = await make_rig(store)  # a new process knows nothing of TRACE_A in memory
     await after.send(span(TRACE_A, ROOT), span(TRACE_A, CHILD, ROOT))  # redelivered after the restart
     await after.after(2)
+    await after.sink.shutdown()
     [replayed] = after.recorder.rounds
     assert replayed.unchanged and after.recorder.span_ids() == [[ROOT, CHILD]]
 
@@ -154,12 +159,14 @@ async def test_spilled_traces_are_never_released_early_and_come_back_whole(store
     await rig.send(span(TRACE_A, ROOT))
     await rig.after(2)
     assert rig.recorder.span_ids() == [[ROOT], [CHILD, ROOT]]  # read back from the store, whole
+    await rig.sink.shutdown()
 
 
 async def test_adopted_traces_are_released_from_the_store_as_recovered(rig: Rig) -> None:
     # Stored by an earlier process that died before scoring them: only the ledger knows them.
     orphan = await make_rig(rig.store)
     await orphan.send(span(TRACE_B, ROOT), span(TRACE_B, CHILD, ROOT))
+    await orphan.sink.shutdown()
     undecided = await Ledger(rig.store).undecided(0, 100)
     assert [u.trace_id for u in undecided] == [TRACE_B]
 

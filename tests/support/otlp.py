@@ -5,20 +5,24 @@ hand-built export requests (protobuf and OTLP/JSON), and spans emitted through t
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
@@ -256,3 +260,21 @@ def emit_agent_trace(exporter: SpanExporter, service: str = "sdk-service") -> Em
     provider.force_flush()
     provider.shutdown()
     return Emitted(trace_id, span_ids)
+
+
+def agent_trace_requests(count: int, service: str = "crash-test") -> list[tuple[str, bytes]]:
+    """``count`` multi-step agent runs written by the real OTel SDK (the demo's scenarios in turn),
+    each encoded as one OTLP protobuf export request: (trace id, request bytes)."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tracescore-tests")
+    start = time.time_ns()
+    trace_ids = [
+        emit_scenario(tracer, SCENARIOS[i % len(SCENARIOS)], start + i * 1_000_000) for i in range(count)
+    ]
+    provider.shutdown()
+    by_trace: dict[str, list[Any]] = {}
+    for span in memory.get_finished_spans():
+        by_trace.setdefault(format(span.context.trace_id, "032x"), []).append(span)
+    return [(trace_id, encode_spans(by_trace[trace_id]).SerializeToString()) for trace_id in trace_ids]
