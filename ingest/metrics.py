@@ -39,6 +39,11 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.kafka_pauses = Counter(
+            "tracescore_kafka_pauses",
+            "Times the Kafka consumer paused its partitions to slow intake",
+            registry=r,
+        )
         self.dead_letters = Counter(
             "tracescore_dead_letters", "Kafka records parked in the dead-letter topic", registry=r
         )

@@ -2,23 +2,27 @@
 
 ``export`` decodes a request of either signal (traces or logs) through the decoding registry, counts it,
 and forwards the accepted spans or log records to the ``next`` consumer. Its two failures are typed once
-(``schemas.errors``): ``DecodeError`` is permanent (the client must not retry); ``ConsumerFailed`` is
-retriable when its cause is (the store unreachable or busy) and permanent otherwise. Each receiver maps
-them to its transport's status codes.
+(``schemas.errors``): ``DecodeError`` is permanent (the client must not retry); ``Overloaded`` asks
+the client to slow down and send again; ``ConsumerFailed`` is retriable when its cause is (the store
+unreachable or busy) and permanent otherwise (the store refuses the items). Each receiver maps them
+to its transport's status codes, as the OTLP specification lists them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
 from schemas.consumers import SpanConsumer
-from schemas.errors import TracescoreError, is_retriable
+from schemas.errors import Overloaded, TracescoreError, is_retriable
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
@@ -33,6 +37,7 @@ OUTCOME_PARTIAL = "partial"
 OUTCOME_INVALID = "invalid"
 OUTCOME_UNAVAILABLE = "unavailable"
 OUTCOME_FAILED = "failed"
+OUTCOME_REFUSED = "refused"  # a bound was reached: the client is asked to slow down
 OUTCOME_TOO_LARGE = "too_large"
 OUTCOME_UNSUPPORTED = "unsupported"
 
@@ -70,7 +75,8 @@ async def export(
 ) -> SpanBatch:
     """Decode one export request of ``signal`` and hand its spans or log records on.
 
-    Raises DecodeError when the payload is unreadable, ConsumerFailed when ``next`` fails.
+    Raises DecodeError when the payload is unreadable, Overloaded when the pipeline asks the client
+    to slow down, ConsumerFailed when ``next`` fails.
     """
     try:
         if len(payload) < DECODE_IN_THREAD_BYTES:
@@ -85,6 +91,9 @@ async def export(
     if batch.spans or batch.logs:
         try:
             await next.consume_spans(batch)
+        except Overloaded:
+            metrics.requests.labels(transport, OUTCOME_REFUSED).inc()
+            raise
         except Exception as exc:
             retriable = is_retriable(exc)
             metrics.requests.labels(transport, OUTCOME_UNAVAILABLE if retriable else OUTCOME_FAILED).inc()
@@ -120,3 +129,11 @@ def export_response_for(
 ) -> ExportTraceServiceResponse | ExportLogsServiceResponse:
     """The OTLP export response of ``signal`` for a decoded batch."""
     return export_logs_response(batch) if signal == SIGNAL_LOGS else export_response(batch)
+
+
+def retry_status(code: int, message: str, retry_after_s: float) -> status_pb2.Status:
+    """A ``google.rpc.Status`` whose ``RetryInfo`` detail tells an OTLP client when to send again."""
+    seconds = max(1, math.ceil(retry_after_s))
+    status = status_pb2.Status(code=code, message=message)
+    status.details.add().Pack(error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=seconds)))
+    return status

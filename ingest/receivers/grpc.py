@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import grpc
+from google.rpc import code_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError
 from ingest.metrics import Metrics
-from ingest.receivers.export import ConsumerFailed, export, export_response_for
+from ingest.receivers.export import ConsumerFailed, export, export_response_for, retry_status
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
+from schemas.errors import Overloaded
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -88,9 +90,17 @@ class GrpcReceiver:
                 batch = await export("otlp_proto", request, self._next, self._metrics, TRANSPORT, signal)
             except DecodeError as exc:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            except Overloaded as exc:
+                # The OTLP answer to "slow down": RESOURCE_EXHAUSTED with RetryInfo in the status details.
+                details = retry_status(code_pb2.RESOURCE_EXHAUSTED, str(exc), exc.retry_after_s)
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    str(exc),
+                    trailing_metadata=(("grpc-status-details-bin", details.SerializeToString()),),
+                )
             except ConsumerFailed as exc:
-                # UNAVAILABLE is the OTLP code a client retries; INTERNAL it does not.
-                code = grpc.StatusCode.UNAVAILABLE if exc.retriable else grpc.StatusCode.INTERNAL
+                # UNAVAILABLE is the OTLP code a client retries; a permanent failure is INVALID_ARGUMENT.
+                code = grpc.StatusCode.UNAVAILABLE if exc.retriable else grpc.StatusCode.INVALID_ARGUMENT
                 await context.abort(code, str(exc))
             return export_response_for(signal, batch)
 

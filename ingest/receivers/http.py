@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import zlib
 from collections.abc import Awaitable, Callable
@@ -36,9 +37,11 @@ from ingest.receivers.export import (
     ConsumerFailed,
     export,
     export_response_for,
+    retry_status,
 )
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
+from schemas.errors import Overloaded
 
 TRANSPORT = "http"
 TRACES_PATH = "/v1/traces"
@@ -63,12 +66,20 @@ class ScoreReader(Protocol):
 class _ExportFailed(Exception):
     """An export request answered with an error status (a google.rpc.Status body)."""
 
-    def __init__(self, status: int, code: int, message: str, outcome: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        outcome: str | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.outcome = outcome  # None when export() has counted the request already
+        self.retry_after_s = retry_after_s  # when the client may send again (429, 503)
 
 
 class HttpReceiver:
@@ -146,17 +157,28 @@ class HttpReceiver:
                 batch = await export(encoding, payload, self._next, self._metrics, TRANSPORT, signal)
             except DecodeError as exc:
                 raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
+            except Overloaded as exc:
+                # The OTLP/HTTP answer to "slow down": 429 with Retry-After (and RetryInfo).
+                raise _ExportFailed(
+                    429, code_pb2.RESOURCE_EXHAUSTED, str(exc), retry_after_s=exc.retry_after_s
+                ) from None
             except ConsumerFailed as exc:
-                # 503 is the OTLP/HTTP status a client retries (after Retry-After); 500 it does not.
+                # A client retries 503 (after Retry-After); a permanent failure is 400: never retry.
                 if exc.retriable:
-                    raise _ExportFailed(503, code_pb2.UNAVAILABLE, str(exc)) from None
-                raise _ExportFailed(500, code_pb2.INTERNAL, str(exc)) from None
+                    raise _ExportFailed(
+                        503, code_pb2.UNAVAILABLE, str(exc), retry_after_s=RETRY_AFTER_SECONDS
+                    ) from None
+                raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
         except _ExportFailed as failed:
             if failed.outcome:
                 self._metrics.requests.labels(TRANSPORT, failed.outcome).inc()
-            status = status_pb2.Status(code=failed.code, message=failed.message)
+            headers = None
+            if failed.retry_after_s is None:
+                status = status_pb2.Status(code=failed.code, message=failed.message)
+            else:
+                status = retry_status(failed.code, failed.message, failed.retry_after_s)
+                headers = {"Retry-After": str(max(1, math.ceil(failed.retry_after_s)))}
             # The client cannot read a type it did not send; an unsupported one is answered in JSON.
-            headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if failed.status == 503 else None
             return _message_response(failed.status, status, encoding or "otlp_json", headers)
         return _message_response(200, export_response_for(signal, batch), encoding)
 

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import random
 import threading
+import time
 from collections.abc import Iterable
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -39,7 +40,7 @@ from ingest.receivers.export import (
 )
 from schemas.config import KafkaConfig
 from schemas.consumers import SpanConsumer
-from schemas.errors import is_retriable
+from schemas.errors import Overloaded, is_retriable
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
@@ -135,6 +136,12 @@ class KafkaReceiver:
             records = [record for part in polled.values() for record in part]
             try:
                 self._handle(records, producer)
+            except Overloaded as exc:
+                # The pipeline asks to slow down: take the batch again later, and meanwhile keep
+                # polling with every partition paused so the group keeps this member.
+                self._rewind(consumer, polled)
+                self._pause(consumer, exc.retry_after_s)
+                continue
             except Exception as exc:
                 # Not stored: rewind to the first record of the batch so nothing is lost, then retry.
                 log.warning("kafka batch not stored (%s); retrying in %.1fs", exc, backoff)
@@ -216,6 +223,18 @@ class KafkaReceiver:
             noun = "log_records" if self._signals.get(record.topic) == SIGNAL_LOGS else "spans"
             headers.append((f"tracescore.rejected_{noun}", str(rejected).encode()))
         return producer.send(self._config.dlq_topic, value=record.value, key=record.key, headers=headers)
+
+    def _pause(self, consumer: KafkaConsumer, seconds: float) -> None:
+        partitions = list(consumer.assignment())
+        log.info("kafka intake paused for %.1f s: the pipeline is at its bound", seconds)
+        self._metrics.kafka_pauses.inc()
+        consumer.pause(*partitions)
+        deadline = time.monotonic() + seconds
+        try:
+            while not self._stop.is_set() and time.monotonic() < deadline:
+                consumer.poll(timeout_ms=POLL_TIMEOUT_MS)  # heartbeats and rebalances, no records
+        finally:
+            consumer.resume(*[p for p in partitions if p in consumer.assignment()])
 
     @staticmethod
     def _rewind(consumer: KafkaConsumer, polled: dict[TopicPartition, list[ConsumerRecord]]) -> None:

@@ -91,7 +91,7 @@ class SpanSink:
         self._max_pending_items = max_pending_items
         self._clock_ns = clock_ns
         self._waiting: list[_Waiting] = []
-        self._waiting_items = 0
+        self._uncommitted_items = 0  # waiting for a commit, or in the one under way
         self._wake = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
         self._stopping = False
@@ -122,12 +122,12 @@ class SpanSink:
         if self._stopping:
             raise RuntimeError("the span sink is shut down")
         await self.start()  # the first batch starts the group commit if nobody did
-        if self._waiting_items and self._waiting_items + waiting.items > self._max_pending_items:
+        if self._uncommitted_items and self._uncommitted_items + waiting.items > self._max_pending_items:
             self._metrics.requests_refused.labels("store_backlog").inc()
-            waiting_items = self._waiting_items
+            waiting_items = self._uncommitted_items
             raise Overloaded(f"{waiting_items} spans and log records wait to be stored; send again later")
         self._waiting.append(waiting)
-        self._waiting_items += waiting.items
+        self._uncommitted_items += waiting.items
         self._wake.set()
         arrived = await waiting.committed
         try:
@@ -153,10 +153,15 @@ class SpanSink:
             waiting = self._waiting.pop(0)
             window.append(waiting)
             items += waiting.items
-        self._waiting_items -= items
         return window
 
     async def _commit(self, window: list[_Waiting]) -> None:
+        try:
+            await self._insert(window)
+        finally:
+            self._uncommitted_items -= sum(waiting.items for waiting in window)
+
+    async def _insert(self, window: list[_Waiting]) -> None:
         arrived = self._clock_ns()
         batches = [waiting.batch for waiting in window]
         self._unhanded[arrived] += len(window)  # before the insert: a checkpoint meanwhile must not pass it

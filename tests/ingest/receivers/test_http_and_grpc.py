@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from google.rpc import code_pb2, status_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
@@ -170,19 +170,50 @@ async def test_consumer_failure_is_503_with_retry_after() -> None:
     assert counter(running.metrics, "tracescore_spans_received", transport="http") == 0
 
 
-async def test_a_store_that_refuses_the_spans_is_500_without_retry_after(store: Store) -> None:
+async def test_a_store_that_refuses_the_spans_is_400_never_retried(store: Store) -> None:
     # A real store whose span table is gone: the insert fails the same way every time, so the
-    # client is told not to retry (OTLP/HTTP retries 503, not 500).
+    # client is told not to retry (OTLP/HTTP retries 429, 502, 503 and 504 only).
     await store.query("DROP TABLE otel_traces")
     body = proto_request(proto_span("a")).SerializeToString()
     async with running_http(next=SpanSink(store, Recorder(), Metrics())) as running:
         reply = await http_request("POST", f"{running.url}/v1/traces", data=body, headers=PROTOBUF)
-    assert reply.status == 500
+    assert reply.status == 400
     assert "Retry-After" not in reply.headers
     status = status_pb2.Status.FromString(reply.body)
-    assert status.code == code_pb2.INTERNAL
+    assert status.code == code_pb2.INVALID_ARGUMENT
     assert "spans could not be stored: " in status.message and "UNKNOWN_TABLE" in status.message
     assert requests_counted(running.metrics, "http", "failed") == 1
+
+
+async def _store_busy(store: Store, seconds: float) -> None:
+    """Keep the store's one worker thread on a long query (a store that cannot keep up)."""
+    await store.query("SELECT sleep({s:Float64}) AS slept", {"s": seconds})
+
+
+async def test_intake_beyond_the_commit_backlog_is_429_with_retry_after(store: Store) -> None:
+    sink_metrics = Metrics()
+    sink = SpanSink(store, Recorder(), sink_metrics, max_pending_items=1)
+    body = proto_request(proto_span("a")).SerializeToString()
+    async with running_http(next=sink) as running:
+        busy = asyncio.create_task(_store_busy(store, 1.0))
+        await asyncio.sleep(0.1)
+        url = f"{running.url}/v1/traces"
+        first = asyncio.create_task(http_request("POST", url, data=body, headers=PROTOBUF))
+        await asyncio.sleep(0.2)  # the first waits for its commit behind the slow query
+        refused = await http_request("POST", url, data=body, headers=PROTOBUF)
+        accepted = await first
+        await busy
+        await sink.shutdown()
+    assert accepted.status == 200
+    assert refused.status == 429
+    assert int(refused.headers["Retry-After"]) >= 1
+    status = status_pb2.Status.FromString(refused.body)
+    assert status.code == code_pb2.RESOURCE_EXHAUSTED
+    [detail] = status.details
+    retry = error_details_pb2.RetryInfo()
+    assert detail.Unpack(retry) and retry.retry_delay.seconds >= 1
+    assert requests_counted(running.metrics, "http", "refused") == 1
+    assert counter(sink_metrics, "tracescore_requests_refused", reason="store_backlog") == 1
 
 
 async def test_scores_api() -> None:
@@ -248,14 +279,36 @@ async def test_grpc_consumer_failure_is_unavailable() -> None:
     assert requests_counted(running.metrics, "grpc", UNAVAILABLE) == 1
 
 
-async def test_grpc_store_that_refuses_the_spans_is_internal(store: Store) -> None:
+async def test_grpc_store_that_refuses_the_spans_is_invalid_argument(store: Store) -> None:
     await store.query("DROP TABLE otel_traces")
     async with running_grpc(next=SpanSink(store, Recorder(), Metrics())) as running:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await export_grpc(running, proto_request(proto_span("a")).SerializeToString())
-    assert info.value.code() == grpc.StatusCode.INTERNAL  # OTLP clients do not retry INTERNAL
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # OTLP clients do not retry it
     assert "UNKNOWN_TABLE" in (info.value.details() or "")
     assert requests_counted(running.metrics, "grpc", "failed") == 1
+
+
+async def test_grpc_intake_beyond_the_commit_backlog_is_resource_exhausted_with_retry_info(
+    store: Store,
+) -> None:
+    sink = SpanSink(store, Recorder(), Metrics(), max_pending_items=1)
+    payload = proto_request(proto_span("a")).SerializeToString()
+    async with running_grpc(next=sink) as running:
+        busy = asyncio.create_task(_store_busy(store, 1.0))
+        await asyncio.sleep(0.1)
+        first = asyncio.create_task(export_grpc(running, payload))
+        await asyncio.sleep(0.2)
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await export_grpc(running, payload)
+        await first
+        await busy
+        await sink.shutdown()
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    details = dict(info.value.trailing_metadata() or ())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(details)
+    retry = error_details_pb2.RetryInfo()
+    assert status.details[0].Unpack(retry) and retry.retry_delay.seconds >= 1
 
 
 async def test_grpc_empty_request_succeeds_without_calling_next() -> None:

@@ -16,6 +16,7 @@ from ingest.receivers.kafka import KafkaReceiver
 from ingest.store.clickhouse import Store
 from ingest.store.span_sink import SpanSink
 from schemas.config import KafkaConfig
+from schemas.errors import Overloaded
 from schemas.spans import SpanBatch
 from tests.support.otlp import Recorder, proto_request, proto_span
 
@@ -109,4 +110,36 @@ async def test_a_store_that_is_down_is_retried_without_parking(kafka_bootstrap: 
     assert [span.name for span in store.batches[0].spans] == ["a"]
     assert metrics.registry.get_sample_value("tracescore_dead_letters_total") == 0
     committed, parked = await asyncio.to_thread(_committed_and_parked, kafka_bootstrap, "retried")
+    assert (committed, parked) == (1, [])
+
+
+class _FullThenFree:
+    """A pipeline at its bound for its first ``refusals`` batches (``Overloaded``), then taking them."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.batches: list[SpanBatch] = []
+
+    async def consume_spans(self, batch: SpanBatch) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise Overloaded("the commit backlog is full", retry_after_s=0.5)
+        self.batches.append(batch)
+
+
+async def test_an_overloaded_pipeline_pauses_the_partitions_then_takes_the_records(
+    kafka_bootstrap: str,
+) -> None:
+    _produce(kafka_bootstrap, proto_request(proto_span("a")).SerializeToString())
+    metrics, pipeline = Metrics(), _FullThenFree(refusals=2)
+    receiver = KafkaReceiver(_config(kafka_bootstrap, "paused"), next=pipeline, metrics=metrics)
+    await receiver.start()
+    try:
+        await receiver.wait_assigned()
+        await _until(lambda: bool(pipeline.batches))
+    finally:
+        await receiver.shutdown()
+    assert [span.name for span in pipeline.batches[0].spans] == ["a"]
+    assert metrics.registry.get_sample_value("tracescore_kafka_pauses_total") == 2
+    committed, parked = await asyncio.to_thread(_committed_and_parked, kafka_bootstrap, "paused")
     assert (committed, parked) == (1, [])
