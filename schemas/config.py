@@ -28,6 +28,7 @@ DEFAULT_KAFKA_GROUP = "tracescore"
 DEFAULT_SAMPLING_SALT = "tracescore"
 DEFAULT_SCORER_CONCURRENCY = 8
 DEFAULT_SCORER_TIMEOUT_SECONDS = 60.0
+DEFAULT_RETRY_MAX_AGE_SECONDS = 3600.0
 DEFAULT_SCORERS = ("content-similarity", "textual-difference")
 
 
@@ -121,6 +122,9 @@ class ScoringConfig(_Config):
     concurrency: int = Field(default=DEFAULT_SCORER_CONCURRENCY, gt=0)
     timeout_seconds: float = Field(default=DEFAULT_SCORER_TIMEOUT_SECONDS, gt=0)
     sampling_salt: str = DEFAULT_SAMPLING_SALT
+    # A run whose judge is unavailable (429, 5xx, timeouts after the per-call retries) is tried again
+    # with backoff for this long after its first failure, then failed; 0 fails it at once.
+    retry_max_age_seconds: float = Field(default=DEFAULT_RETRY_MAX_AGE_SECONDS, ge=0)
 
 
 class ServiceConfig(_Config):

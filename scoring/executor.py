@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
@@ -27,9 +27,11 @@ from schemas.config import ScoringConfig
 from schemas.consumers import PriorOutcomes, ScoreSink
 from schemas.errors import is_retriable
 from schemas.version import __version__
+from scoring.failure_log import FailureLog
 from scoring.judge import JudgeUsage, metered
 from scoring.metrics import ScoringMetrics
 from scoring.registry import ScorerFactory
+from scoring.retries import PendingRetries
 from scoring.rounds import RoundState, RoundTracker
 from scoring.route import Rule, build_rules, route
 from scoring.scorer import ScorerError, ScorerResult
@@ -39,6 +41,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_FLUSH_INTERVAL_SECONDS = 0.2
 QUEUE_SLOTS_PER_WORKER = 4  # queued jobs per worker before consume_runs waits
 MAX_BUFFERED_ROWS = 10_000  # score and decision rows waiting to be written; new work waits beyond it
+MAX_PENDING_RETRIES = 10_000  # runs waiting for their judge; new work waits beyond it
 MAX_RETRY_DELAY_SECONDS = 5.0
 MAX_DETAIL_CHARS = 2_000
 
@@ -48,6 +51,15 @@ class _Job:
     run: AgentRun
     rule: Rule
     round: RoundState | None = None
+    attempts: int = 0  # failed attempts so far (a judge outage)
+    first_failed: float | None = None  # monotonic time of the first
+
+
+class _RetryLater(Exception):
+    """The judge is unavailable: try the job again later instead of failing it."""
+
+    def __init__(self, job: _Job) -> None:
+        self.job = job
 
 
 class ScoringExecutor:
@@ -80,6 +92,8 @@ class ScoringExecutor:
         self._rounds = RoundTracker()
         self._room = asyncio.Event()  # set while the row buffers have room for more work
         self._room.set()
+        self._retries: PendingRetries[_Job] = PendingRetries(self._queue.put, config.retry_max_age_seconds)
+        self._failures = FailureLog(logger)
         self._flush_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._state: Literal["new", "running", "stopping", "stopped"] = "new"
@@ -166,6 +180,11 @@ class ScoringExecutor:
             if was_running:
                 await self._producers_idle.wait()
                 await self._queue.join()
+            if waiting := self._retries.shutdown():
+                # Their rounds are not marked done: after a restart, recovery scores them.
+                logger.warning(
+                    "%d run(s) waiting for their judge stay undecided until the next start", waiting
+                )
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -184,11 +203,17 @@ class ScoringExecutor:
     async def _work(self) -> None:
         while True:
             job = await self._queue.get()
+            decided = True
             try:
                 record, decision = await self._execute(job)
                 self._add(record, decision)
+            except _RetryLater as later:
+                decided = False  # its round stays open until the run is decided
+                self._retries.schedule(later.job, later.job.attempts)
+                self._metrics.pending_retries.set(len(self._retries))
+                self._update_room()
             finally:
-                if job.round is not None:
+                if decided and job.round is not None:
                     self._rounds.decided(job.round)
                 self._queue.task_done()
 
@@ -205,8 +230,17 @@ class ScoringExecutor:
                 return None, self._decision(job.run, job.rule, "failed", f"timed out after {timeout:g} s")
             except Exception as exc:  # a failing scorer is a decision row, never a score
                 detail = str(exc) if isinstance(exc, ScorerError) else f"{type(exc).__name__}: {exc}"
-                logger.debug("scorer %s failed on run %s: %s", job.rule.scorer_id, job.run.run_id, detail)
                 self._count_usage(job.rule, usage, "failed")
+                if is_retriable(exc):
+                    first = job.first_failed if job.first_failed is not None else time.monotonic()
+                    if self._retries.may_wait(first):
+                        self._failures.failed(job.rule.scorer_id, job.run.run_id, detail, retrying=True)
+                        raise _RetryLater(
+                            replace(job, attempts=job.attempts + 1, first_failed=first)
+                        ) from exc
+                    if job.attempts:
+                        detail += f" (tried {job.attempts + 1} times over {time.monotonic() - first:.0f} s)"
+                self._failures.failed(job.rule.scorer_id, job.run.run_id, detail)
                 return None, self._decision(job.run, job.rule, "failed", detail)
         self._count_usage(job.rule, usage, "scored")
         round = job.round.round if job.round is not None else None
@@ -299,8 +333,12 @@ class ScoringExecutor:
         self._update_room()
 
     def _update_room(self) -> None:
-        """New work waits while the buffers are full (the store is down): nothing is ever dropped."""
-        if len(self._records) + len(self._decisions) < MAX_BUFFERED_ROWS:
+        """New work waits while the buffers are full (the store is down) or too many runs wait for
+        their judge (it is down): nothing is ever dropped."""
+        if (
+            len(self._records) + len(self._decisions) < MAX_BUFFERED_ROWS
+            and len(self._retries) < MAX_PENDING_RETRIES
+        ):
             self._room.set()
         else:
             self._room.clear()

@@ -6,7 +6,7 @@ the ingest metrics), or on one of their own (tests, embedding applications).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 
 class ScoringMetrics:
@@ -32,6 +32,9 @@ class ScoringMetrics:
             "Cost in USD of answered judge calls (litellm's price map) by scorer and outcome",
             ["scorer", "outcome"],
             registry=r,
+        )
+        self.pending_retries = Gauge(
+            "tracescore_scoring_pending_retries", "Runs waiting for their judge to answer again", registry=r
         )
         self.rows_dropped = Counter(
             "tracescore_scoring_rows_dropped",

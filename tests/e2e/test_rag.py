@@ -170,6 +170,7 @@ async def service(tmp_path: Path, llm_server: LLMServer) -> AsyncIterator[Servic
             "receiver.http_port": 0,
             "assembly.idle_seconds": 0.2,
             "scoring.rules": _rules(llm_server),
+            "scoring.retry_max_age_seconds": 0,  # an outage fails the scorer at once here
         },
         environ={},
     )

@@ -101,9 +101,9 @@ async def execute(
     """The executor's one decision (and any score rows) for ``run`` under ``case``'s scorer."""
     sink = RecordingSink()
     rule = ScorerRule(scorer=case.name, options=options(case, server, **judge))
-    executor = ScoringExecutor(
-        ScoringConfig(rules=[rule], concurrency=1, timeout_seconds=30), sink, ScoringMetrics()
-    )
+    # No waiting for a judge that stays down: these cases are about the failure once retries end.
+    config = ScoringConfig(rules=[rule], concurrency=1, timeout_seconds=30, retry_max_age_seconds=0)
+    executor = ScoringExecutor(config, sink, ScoringMetrics())
     await executor.start()
     try:
         await executor.consume_runs([run])

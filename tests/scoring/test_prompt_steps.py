@@ -234,12 +234,11 @@ async def test_executor_records_judge_usage_and_fails_without_a_score(llm_server
     )
     sink = RecordingSink()
     metrics = ScoringMetrics()
-    executor = ScoringExecutor(
-        ScoringConfig(rules=[ScorerRule(scorer="llm")], concurrency=2, timeout_seconds=10),
-        sink,
-        metrics,
-        registry={"llm": lambda: scorer},
+    # The judge stays broken: with no waiting for it (retry_max_age 0), the run fails at once.
+    config = ScoringConfig(
+        rules=[ScorerRule(scorer="llm")], concurrency=2, timeout_seconds=10, retry_max_age_seconds=0
     )
+    executor = ScoringExecutor(config, sink, metrics, registry={"llm": lambda: scorer})
     await executor.start()
     try:
         await executor.consume_runs([make_run(1), make_run(2, answer="Lyon is in France.")])

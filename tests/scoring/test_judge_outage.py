@@ -1,0 +1,98 @@
+"""A judge outage leaves runs pending, not failed: they are tried again with backoff and scored when
+the judge is back; only a judge that stays down past ``retry_max_age_seconds`` fails them. Failures
+are logged once each, rate-limited per scorer. The judge is the local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from schemas import TraceRound
+from schemas.config import ScorerRule, ScoringConfig
+from scoring.executor import ScoringExecutor
+from scoring.failure_log import FailureLog
+from scoring.metrics import ScoringMetrics
+from tests.support.llm_server import LLMServer, error_reply, json_reply, text_reply
+from tests.support.runs import agent_run
+from tests.support.sinks import RecordingSink
+
+RUN = agent_run("Is this rude?", "Not at all, thank you.", trace_id="c" * 32, span_id="d" * 16)
+
+
+def toxicity_rule(server: LLMServer) -> ScorerRule:
+    judge = {"model": "openai/gpt-4o-mini", "api_base": server.api_base, "api_key": "k", "max_retries": 1}
+    return ScorerRule(scorer="toxicity", options={"judge": judge, "scale": 1})
+
+
+async def test_runs_wait_for_a_judge_outage_and_are_scored_when_it_is_back(
+    llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Down for the first attempt (the call and its one retry), then answering.
+    llm_server.script(
+        error_reply(503),
+        error_reply(503),
+        json_reply({"verdicts": [{"verdict": "no", "reason": "polite"}]}),
+        text_reply("The score is 0 because the answer is polite."),
+    )
+    sink, metrics = RecordingSink(), ScoringMetrics()
+    config = ScoringConfig(rules=[toxicity_rule(llm_server)], retry_max_age_seconds=60)
+    executor = ScoringExecutor(config, sink, metrics, flush_interval=0.05)
+    await executor.start()
+    round = TraceRound(trace_id=RUN.trace_id, since_unix_nano=1, through_unix_nano=2, reason="idle")
+    try:
+        with caplog.at_level(logging.WARNING, logger="scoring.executor"):
+            await executor.consume_runs([RUN], round)
+            await executor.drain()  # the first attempt failed: the run waits, its round stays open
+            assert sink.decisions == [] and sink.done == []
+            assert metrics.registry.get_sample_value("tracescore_scoring_pending_retries") == 1
+            assert executor.oldest_open() == 1
+            for _ in range(200):  # the retry comes after a second or so of backoff
+                if sink.done:
+                    break
+                await executor.drain()
+                await asyncio.sleep(0.05)
+    finally:
+        await executor.shutdown()
+    [decision] = sink.decisions
+    assert (decision.decision, sink.records[0].score) == ("scored", 0.0)
+    assert sink.done == [round]
+    assert len(llm_server.chat_requests) == 4
+    assert any("will be retried" in message and "toxicity-scorer" in message for message in caplog.messages)
+
+
+async def test_a_judge_that_stays_down_past_the_max_age_fails_the_run(llm_server: LLMServer) -> None:
+    llm_server.script(*[error_reply(503)] * 2)
+    sink = RecordingSink()
+    config = ScoringConfig(rules=[toxicity_rule(llm_server)], retry_max_age_seconds=0)
+    executor = ScoringExecutor(config, sink, ScoringMetrics())
+    await executor.start()
+    try:
+        await executor.consume_runs([RUN])
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+    [decision] = sink.decisions
+    assert decision.decision == "failed" and "ServiceUnavailable" in decision.detail
+
+
+def test_failures_are_logged_once_each_and_rate_limited_per_scorer(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    failures = FailureLog(
+        logging.getLogger("test.failures"), per_interval=2, interval_seconds=60, clock=lambda: now[0]
+    )
+    with caplog.at_level(logging.WARNING, logger="test.failures"):
+        for index in range(5):
+            failures.failed("bias-scorer", f"run-{index}", "judge down")
+        failures.failed("toxicity-scorer", "run-9", "bad answer")
+        now[0] = 61.0
+        failures.failed("bias-scorer", "run-5", "judge still down")
+    lines = caplog.messages
+    assert lines[:3] == [
+        "scorer bias-scorer on run run-0 failed: judge down",
+        "scorer bias-scorer on run run-1 failed: judge down",
+        "scorer toxicity-scorer on run run-9 failed: bad answer",
+    ]
+    assert lines[3] == "scorer bias-scorer failed 3 more time(s) in the last 61 s (last: judge down)"
+    assert lines[4] == "scorer bias-scorer on run run-5 failed: judge still down"
