@@ -111,6 +111,10 @@ class TraceAssembler:
         return len(self._traces)
 
     @property
+    def held_bytes(self) -> int:
+        return self._held_bytes
+
+    @property
     def max_traces(self) -> int:
         return self._config.max_traces
 

@@ -59,7 +59,7 @@ class Service:
         )
         self.grpc = GrpcReceiver(config.receiver, next=sink, metrics=self.metrics)
         self.http = HttpReceiver(
-            config.receiver, next=sink, metrics=self.metrics, scores=self.scores, health=self._health
+            config.receiver, next=sink, metrics=self.metrics, scores=self.scores, health=self
         )
         self.kafka = (
             KafkaReceiver(config.kafka, next=sink, metrics=self.metrics) if config.kafka.enabled else None
@@ -111,6 +111,30 @@ class Service:
         await self.assembler.flush_all()
         await self.executor.drain()
 
-    def _health(self) -> dict[str, Any]:
+    def ready(self) -> bool:
+        """Spans can be taken and scored now: started, the store answering, Kafka holding partitions."""
+        kafka_ok = self.kafka is None or self.kafka.state == "assigned"
+        return (
+            self._started_at is not None and not self._stopped and self.store.last_error is None and kafka_ok
+        )
+
+    def health(self) -> dict[str, Any]:
+        """Each component's state, the backlog and the watermark lag (``/healthz``, ``/readyz``)."""
         uptime = time.monotonic() - self._started_at if self._started_at is not None else 0.0
-        return {"store": self.store.description, "uptime_seconds": round(uptime, 3)}
+        components: dict[str, Any] = {"store": self.store.health()}
+        if self.kafka is not None:
+            components["kafka"] = self.kafka.health()
+        return {
+            "status": "ok" if self.ready() else "degraded",
+            **components,
+            "backlog": {
+                "uncommitted_items": self.span_sink.uncommitted_items,
+                "traces_tracked": self.assembler.tracked,
+                "held_bytes": self.assembler.held_bytes,
+                "scoring_queue": self.executor.queued,
+                "runs_waiting_for_judge": self.executor.waiting_for_judge,
+                "rows_buffered": self.executor.rows_buffered,
+            },
+            "watermark_lag_seconds": round(max(0.0, (time.time_ns() - self.recovery.watermark()) / 1e9), 3),
+            "uptime_seconds": round(uptime, 3),
+        }

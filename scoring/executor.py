@@ -119,6 +119,18 @@ class ScoringExecutor:
         self._tasks.append(asyncio.create_task(self._flush_periodically(), name="scoring-flush"))
         self._state = "running"
 
+    @property
+    def queued(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def waiting_for_judge(self) -> int:
+        return len(self._retries)
+
+    @property
+    def rows_buffered(self) -> int:
+        return len(self._records) + len(self._decisions)
+
     def oldest_open(self) -> int | None:
         """The ``since`` (ns) of the oldest round whose decisions are not yet marked done."""
         return self._rounds.oldest_open()

@@ -3,7 +3,8 @@
 ``POST /v1/traces`` and ``POST /v1/logs`` take protobuf or JSON (by Content-Type), optionally
 gzip/deflate; answers follow the OTLP/HTTP specification: an ExportTraceServiceResponse (or
 ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in the request's encoding.
-``GET /api/scores``, ``GET /healthz`` and ``GET /metrics`` serve scores, health and Prometheus metrics.
+``GET /api/scores`` and ``GET /api/decisions`` serve a trace's score and decision rows; ``GET /healthz``
+(liveness) and ``GET /readyz`` (readiness) each component's state; ``GET /metrics`` Prometheus metrics.
 """
 
 from __future__ import annotations
@@ -62,6 +63,17 @@ class ScoreReader(Protocol):
     async def get_scores(self, trace_id: str) -> list[dict[str, Any]]:
         """Score rows of one trace (trace_id, span_id, scorer_id, score, label, reason, ...)."""
 
+    async def get_decisions(self, trace_id: str) -> list[dict[str, Any]]:
+        """Decision rows of one trace (trace_id, span_id, scorer_id, decision, detail, ...)."""
+
+
+class Health(Protocol):
+    def health(self) -> dict[str, Any]:
+        """Each component's state: ``status`` is ok or degraded."""
+
+    def ready(self) -> bool:
+        """Whether the service can take spans and score them now."""
+
 
 class _ExportFailed(Exception):
     """An export request answered with an error status (a google.rpc.Status body)."""
@@ -89,7 +101,7 @@ class HttpReceiver:
         next: SpanConsumer,
         metrics: Metrics,
         scores: ScoreReader,
-        health: Callable[[], dict[str, Any]] | None = None,
+        health: Health | None = None,
     ) -> None:
         self._config = config
         self._next = next
@@ -111,7 +123,9 @@ class HttpReceiver:
         app.router.add_post(TRACES_PATH, self._export_handler(SIGNAL_TRACES))
         app.router.add_post(LOGS_PATH, self._export_handler(SIGNAL_LOGS))
         app.router.add_get("/api/scores", self._get_scores)
+        app.router.add_get("/api/decisions", self._get_decisions)
         app.router.add_get("/healthz", self._get_health)
+        app.router.add_get("/readyz", self._get_ready)
         app.router.add_get("/metrics", self._get_metrics)
         # auto_decompress off: the body is decompressed here, under the size cap (gzip bombs).
         runner = web.AppRunner(
@@ -210,14 +224,30 @@ class HttpReceiver:
         return await asyncio.to_thread(_decompress, bytes(body), content_encoding, limit)
 
     async def _get_scores(self, request: web.Request) -> web.Response:
+        return await self._rows_of_trace(request, self._scores.get_scores)
+
+    async def _get_decisions(self, request: web.Request) -> web.Response:
+        return await self._rows_of_trace(request, self._scores.get_decisions)
+
+    async def _rows_of_trace(
+        self, request: web.Request, read: Callable[[str], Awaitable[list[dict[str, Any]]]]
+    ) -> web.Response:
         trace_id = request.query.get("trace_id", "").strip().lower()
         if not _TRACE_ID.fullmatch(trace_id):
             return web.json_response({"error": "trace_id must be 32 hex characters"}, status=400)
-        rows = await self._scores.get_scores(trace_id)
-        return web.json_response(rows, dumps=_dumps)
+        return web.json_response(await read(trace_id), dumps=_dumps)
 
     async def _get_health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", **(self._health() if self._health else {})}, dumps=_dumps)
+        """Liveness: answers while the process serves, with each component's state."""
+        body = self._health.health() if self._health else {"status": "ok"}
+        return web.json_response(body, dumps=_dumps)
+
+    async def _get_ready(self, request: web.Request) -> web.Response:
+        """Readiness: 200 when spans can be taken and scored now, else 503 with what is wrong."""
+        if self._health is None:
+            return web.json_response({"status": "ok"})
+        ready = self._health.ready()
+        return web.json_response(self._health.health(), status=200 if ready else 503, dumps=_dumps)
 
     async def _get_metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self._metrics.render(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})

@@ -19,6 +19,7 @@ batch to the event loop, waiting until ``next.consume_spans`` has returned befor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import threading
@@ -50,6 +51,7 @@ MAX_POLL_RECORDS = 500
 RETRY_BACKOFF_INITIAL_S = 0.5
 RETRY_BACKOFF_MAX_S = 30.0
 TRANSPORT = "kafka"
+STOP_GRACE_SECONDS = 3.0
 
 
 class KafkaReceiver:
@@ -69,7 +71,10 @@ class KafkaReceiver:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
-        self._error: BaseException | None = None
+        # What /readyz shows: connecting, assigned (holds partitions) or failing (the broker cannot
+        # be reached; retried with backoff for as long as the service runs).
+        self.state = "connecting"
+        self.last_error: str | None = None
 
     async def start(self) -> None:
         if self._thread is not None:
@@ -82,54 +87,92 @@ class KafkaReceiver:
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None:
-            await asyncio.to_thread(thread.join)
+            # Leaving the group can hang on a rebalance; the service must still stop in time. What the
+            # thread has not committed is read again after the next start (stored items are kept once).
+            await asyncio.to_thread(thread.join, STOP_GRACE_SECONDS)
+            if thread.is_alive():
+                log.warning(
+                    "the kafka consumer did not close within %.0f s; stopping without it", STOP_GRACE_SECONDS
+                )
 
     async def wait_assigned(self, limit_s: float = 60.0) -> None:
         """Wait until the consumer has joined its group and holds partitions (tests, demo)."""
         assigned = await asyncio.to_thread(self._ready.wait, limit_s)
-        if self._error is not None:
-            raise RuntimeError(f"kafka receiver failed: {self._error}") from self._error
         if not assigned:
             topics = ", ".join(repr(topic) for topic in self._signals)
-            raise TimeoutError(f"kafka consumer got no partition of {topics} in {limit_s}s")
+            why = f" (last error: {self.last_error})" if self.last_error else ""
+            raise TimeoutError(f"kafka consumer got no partition of {topics} in {limit_s}s{why}")
+
+    def health(self) -> dict[str, object]:
+        return {"status": self.state, "bootstrap": self._config.bootstrap, "error": self.last_error}
 
     # -- consumer thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
+        """Connect, consume; on any failure reconnect after a backoff, for as long as the service runs."""
+        backoff = RETRY_BACKOFF_INITIAL_S
+        while not self._stop.is_set():
+            try:
+                consumer, producer = self._connect()
+            except Exception as exc:  # an unreachable broker is retried, never given up on
+                self._failing(exc, backoff)
+                self._stop.wait(backoff * random.uniform(0.5, 1.5))
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                continue
+            backoff = RETRY_BACKOFF_INITIAL_S
+            try:
+                self._consume(consumer, producer)
+            except Exception as exc:
+                self._failing(exc, backoff)
+                self._stop.wait(backoff)
+            finally:
+                self._ready.clear()
+                with contextlib.suppress(Exception):
+                    consumer.close(autocommit=False)
+                with contextlib.suppress(Exception):
+                    producer.close(timeout=1)
+        self.state = "stopped"
+
+    def _connect(self) -> tuple[KafkaConsumer, KafkaProducer]:
+        self.state = "connecting"
+        consumer = KafkaConsumer(
+            *self._signals,
+            bootstrap_servers=self._config.bootstrap,
+            group_id=self._config.group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=MAX_POLL_RECORDS,
+            session_timeout_ms=self._config.session_timeout_ms,
+            heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
+            client_id="tracescore",
+        )
         try:
-            consumer = KafkaConsumer(
-                *self._signals,
-                bootstrap_servers=self._config.bootstrap,
-                group_id=self._config.group,
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                max_poll_records=MAX_POLL_RECORDS,
-                session_timeout_ms=self._config.session_timeout_ms,
-                heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
-                client_id="tracescore",
-            )
             producer = KafkaProducer(
                 bootstrap_servers=self._config.bootstrap, acks="all", client_id="tracescore"
             )
-        except Exception as exc:  # a bad bootstrap address must surface, not hang silently
-            self._error = exc
-            self._ready.set()
-            log.error("kafka receiver could not connect to %s: %s", self._config.bootstrap, exc)
-            return
-        try:
-            self._consume(consumer, producer)
-        except Exception as exc:
-            self._error = exc
-            log.exception("kafka receiver stopped on an unexpected error")
-        finally:
+        except BaseException:
             consumer.close(autocommit=False)
-            producer.close()
+            raise
+        return consumer, producer
+
+    def _failing(self, exc: BaseException, retry_in: float) -> None:
+        first = self.state != "failing"
+        self.state, self.last_error = "failing", f"{type(exc).__name__}: {exc}"
+        # Logged when it starts failing and at most once a backoff step after that.
+        log.log(
+            logging.ERROR if first else logging.WARNING,
+            "kafka receiver cannot use %s (%s); trying again in about %.0f s",
+            self._config.bootstrap,
+            self.last_error,
+            retry_in,
+        )
 
     def _consume(self, consumer: KafkaConsumer, producer: KafkaProducer) -> None:
         backoff = RETRY_BACKOFF_INITIAL_S
         while not self._stop.is_set():
             polled = consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
             if consumer.assignment():
+                self.state, self.last_error = "assigned", None
                 self._ready.set()
             if not polled:
                 continue

@@ -131,6 +131,8 @@ class Store:
         self._client: Client | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
+        self.last_error: str | None = None  # of the last statement, None once one succeeds again
+        self.last_error_retriable = False
 
     @property
     def description(self) -> str:
@@ -215,11 +217,25 @@ class Store:
         if self._executor is None:
             raise StoreError(f"store {self.description} is not started")
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
-        except StoreError:
+            result = await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        except StoreError as exc:
+            self._failed(exc)
             raise
         except ClickHouseError as exc:
-            raise store_error(f"{what} on {self.description}", exc) from exc
+            error = store_error(f"{what} on {self.description}", exc)
+            self._failed(error)
+            raise error from exc
+        self.last_error = None
+        return result
+
+    def _failed(self, error: StoreError) -> None:
+        self.last_error = str(error)
+        self.last_error_retriable = error.retriable
+
+    def health(self) -> dict[str, object]:
+        """What /readyz shows: ok while the last statement succeeded, failing since one did not."""
+        status = "ok" if self._client is not None and self.last_error is None else "failing"
+        return {"status": status, "store": self.description, "error": self.last_error}
 
     def _connect(self) -> Client:
         """Open the client and apply the DDL (worker thread)."""

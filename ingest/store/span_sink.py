@@ -111,6 +111,10 @@ class SpanSink:
             await self._flusher
             self._flusher = None
 
+    @property
+    def uncommitted_items(self) -> int:
+        return self._uncommitted_items
+
     def oldest_unhanded(self) -> int | None:
         """The Arrived of the oldest committed batch still on its way to the assembler."""
         return min(self._unhanded) if self._unhanded else None

@@ -19,10 +19,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def kafka_bootstrap() -> Iterator[str]:
-    """Start a memory-only broker for one test and stop it afterwards; yields HOST:PORT."""
-    port = _free_port()
+def free_port() -> int:
+    return _free_port()
+
+
+def start_broker(port: int) -> subprocess.Popen[bytes]:
+    """A memory-only broker listening on 127.0.0.1:``port``, once it accepts connections."""
     listener = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [
@@ -38,21 +40,33 @@ def kafka_bootstrap() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    deadline = time.monotonic() + BROKER_START_TIMEOUT_S
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop_broker(proc)
+                raise RuntimeError(f"broker did not start on port {port}") from None
+            time.sleep(0.05)
+
+
+def stop_broker(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
     try:
-        deadline = time.monotonic() + BROKER_START_TIMEOUT_S
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"broker did not start on port {port}") from None
-                time.sleep(0.05)
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def kafka_bootstrap() -> Iterator[str]:
+    """Start a memory-only broker for one test and stop it afterwards; yields HOST:PORT."""
+    port = _free_port()
+    proc = start_broker(port)
+    try:
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_broker(proc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +73,24 @@ class StaticScores:
         self.asked.append(trace_id)
         return self.rows.get(trace_id, [])
 
+    async def get_decisions(self, trace_id: str) -> list[dict[str, Any]]:
+        self.asked.append(trace_id)
+        return [{**row, "decision": "scored"} for row in self.rows.get(trace_id, [])]
+
+
+@dataclass
+class StaticHealth:
+    """A service's health as a receiver sees it: fixed answers."""
+
+    is_ready: bool = True
+    body: dict[str, Any] = field(default_factory=lambda: {"status": "ok"})
+
+    def health(self) -> dict[str, Any]:
+        return self.body
+
+    def ready(self) -> bool:
+        return self.is_ready
+
 
 @dataclass
 class Running:
@@ -97,7 +115,7 @@ def receiver_config(max_request_bytes: int = 4 * 1024 * 1024) -> ReceiverConfig:
 async def running_http(
     next: Any = None,
     scores: Any = None,
-    health: Callable[[], dict[str, Any]] | None = None,
+    health: StaticHealth | None = None,
     max_request_bytes: int = 4 * 1024 * 1024,
 ) -> AsyncIterator[Running]:
     next = Recorder() if next is None else next

@@ -30,6 +30,7 @@ from tests.support.otlp import (
     Failing,
     Recorder,
     Running,
+    StaticHealth,
     StaticScores,
     counter,
     emit_agent_trace,
@@ -233,10 +234,26 @@ async def test_scores_api() -> None:
     assert scores.asked == [trace_id, "ab" * 16]
 
 
-async def test_healthz_merges_health() -> None:
-    async with running_http(health=lambda: {"pending_traces": 3}) as running:
-        reply = await http_request("GET", f"{running.url}/healthz")
-    assert (reply.status, reply.json()) == (200, {"status": "ok", "pending_traces": 3})
+async def test_healthz_is_liveness_and_readyz_is_readiness() -> None:
+    degraded = {"status": "degraded", "store": {"status": "failing", "error": "cannot reach ClickHouse"}}
+    async with running_http(health=StaticHealth(is_ready=False, body=degraded)) as running:
+        alive = await http_request("GET", f"{running.url}/healthz")
+        ready = await http_request("GET", f"{running.url}/readyz")
+    assert (alive.status, alive.json()) == (200, degraded)  # the process answers: it is alive
+    assert (ready.status, ready.json()) == (503, degraded)  # but it cannot take spans now
+    async with running_http(health=StaticHealth()) as running:
+        ready = await http_request("GET", f"{running.url}/readyz")
+    assert ready.status == 200
+
+
+async def test_decisions_api() -> None:
+    trace_id = "5dbdf98695bd5785f3d3e61006ad2dba"
+    row = {"trace_id": trace_id, "span_id": "594f8d102c7c4a19", "scorer_id": "tone"}
+    async with running_http(scores=StaticScores(rows={trace_id: [row]})) as running:
+        found = await http_request("GET", f"{running.url}/api/decisions", params={"trace_id": trace_id})
+        bad = await http_request("GET", f"{running.url}/api/decisions", params={"trace_id": "x"})
+    assert (found.status, found.json()) == (200, [{**row, "decision": "scored"}])
+    assert bad.status == 400
 
 
 async def test_metrics_endpoint_shows_counts() -> None:
