@@ -45,6 +45,7 @@ Clock = Callable[[], float]
 """Seconds from an arbitrary origin, never going back (``time.monotonic``)."""
 
 MAX_TICK_SECONDS = 0.5
+YIELD_EVERY = 2_000  # items (or traces) handled between two yields to the event loop
 EMITTED_IDS = 100_000  # ids of released traces remembered, to know a later item makes a late round
 
 
@@ -156,13 +157,14 @@ class TraceAssembler:
         now = self._clock()
         arrived = batch.arrived_unix_nano or self._wall_ns()
         sizes = batch.item_bytes
-        for index, span in enumerate(batch.spans):
-            self._add(span, arrived, sizes[index] if index < len(sizes) else 0, now)
-        offset = len(batch.spans)
-        for index, record in enumerate(batch.logs):
-            if record.trace_id:  # a record outside any trace has nothing to be assembled with
-                size = sizes[offset + index] if offset + index < len(sizes) else 0
-                self._add(record, arrived, size, now)
+        items: list[Span | LogRecord] = [*batch.spans, *batch.logs]
+        for index, item in enumerate(items):
+            if item.trace_id:  # a log record outside any trace has nothing to be assembled with
+                self._add(item, arrived, sizes[index] if index < len(sizes) else 0, now)
+            if index % YIELD_EVERY == YIELD_EVERY - 1:
+                # A request of hundreds of thousands of spans must not hold the event loop.
+                self._enforce_bounds()
+                await asyncio.sleep(0)
         self._enforce_bounds()
         self._update_gauges()
         if self._closed:
@@ -203,17 +205,19 @@ class TraceAssembler:
     async def flush_ready(self) -> None:
         """Release every trace that is ready now (the tick loop calls this; tests may too)."""
         now = self._clock()
-        ready = [
-            (trace, reason) for trace in self._traces.values() if (reason := self._ready_reason(trace, now))
-        ]
-        await self._release(ready)
+        tracked = list(self._traces.values())
+        for start in range(0, len(tracked), YIELD_EVERY):
+            chunk = tracked[start : start + YIELD_EVERY]
+            ready = [(trace, reason) for trace in chunk if (reason := self._ready_reason(trace, now))]
+            await self._release(ready)
+            await asyncio.sleep(0)
 
     async def flush_all(self, reason: RoundReason = "flush") -> None:
         """Release every tracked trace now, ready or not (shutdown, and callers that need results now)."""
-        ready: list[tuple[TracedItems, RoundReason]] = [
-            (trace, "late" if trace.late else reason) for trace in self._traces.values()
-        ]
-        await self._release(ready)
+        tracked = list(self._traces.values())
+        for start in range(0, len(tracked), YIELD_EVERY):
+            chunk = tracked[start : start + YIELD_EVERY]
+            await self._release([(trace, "late" if trace.late else reason) for trace in chunk])
 
     def _ready_reason(self, trace: TracedItems, now: float) -> RoundReason | None:
         quiet = now - trace.last_seen >= self._config.idle_seconds

@@ -23,6 +23,11 @@ class Metrics:
             ["transport", "outcome"],
             registry=r,
         )
+        self.connections_refused = Counter(
+            "tracescore_http_connections_refused",
+            "OTLP/HTTP connections closed on arrival: receiver.max_connections were open",
+            registry=r,
+        )
         self.spans_received = Counter(
             "tracescore_spans_received", "Spans accepted from receivers", ["transport"], registry=r
         )

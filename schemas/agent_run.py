@@ -83,6 +83,16 @@ class AgentRun(_Model):
         """Identity of the run: its trace and root span. Sampling and score ids derive from it."""
         return f"{self.trace_id}:{self.span_id}"
 
+    def text_chars(self) -> int:
+        """Characters of text a scorer may read: messages (this turn, history, system) and context."""
+        messages = [
+            *self.input.input_messages,
+            *self.input.remembered_messages,
+            *self.input.system_messages,
+            *self.output,
+        ]
+        return sum(len(m.content) + len(m.reasoning or "") for m in messages) + sum(map(len, self.context))
+
     def to_json_dict(self) -> dict[str, Any]:
         """The AgentRun JSON shape of ARCHITECTURE.md (snake_case, ISO times)."""
         return self.model_dump(mode="json", by_alias=False)

@@ -19,6 +19,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_GRPC_PORT = 4317
 DEFAULT_HTTP_PORT = 4318
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # the OpenTelemetry Collector's HTTP default
+DEFAULT_MAX_REQUEST_ITEMS = 100_000
+DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
 DEFAULT_IDLE_SECONDS = 2.0
 DEFAULT_MAX_WAIT_SECONDS = 300.0
 DEFAULT_MAX_TRACES = 100_000
@@ -29,6 +31,7 @@ DEFAULT_SAMPLING_SALT = "tracescore"
 DEFAULT_SCORER_CONCURRENCY = 8
 DEFAULT_SCORER_TIMEOUT_SECONDS = 60.0
 DEFAULT_RETRY_MAX_AGE_SECONDS = 3600.0
+DEFAULT_MAX_RUN_CHARS = 200_000
 DEFAULT_SCORERS = ("content-similarity", "textual-difference")
 
 
@@ -41,6 +44,13 @@ class ReceiverConfig(_Config):
     grpc_port: int = Field(default=DEFAULT_GRPC_PORT, ge=0, le=65535)
     http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=0, le=65535)
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
+    # Spans or log records in one export request (the collector sends a few thousand at most).
+    max_request_items: int = Field(default=DEFAULT_MAX_REQUEST_ITEMS, gt=0)
+    # A request body that does not arrive within this long is answered 408 and its connection closed.
+    body_timeout_seconds: float = Field(default=DEFAULT_BODY_TIMEOUT_SECONDS, gt=0)
+    # Open OTLP/HTTP connections; a new one beyond it is closed at once (refusals logged once a minute).
+    # Default: half the process's open-file limit, at most 4,096.
+    max_connections: int | None = Field(default=None, gt=0)
 
 
 class KafkaConfig(_Config):
@@ -125,6 +135,9 @@ class ScoringConfig(_Config):
     # A run whose judge is unavailable (429, 5xx, timeouts after the per-call retries) is tried again
     # with backoff for this long after its first failure, then failed; 0 fails it at once.
     retry_max_age_seconds: float = Field(default=DEFAULT_RETRY_MAX_AGE_SECONDS, ge=0)
+    # A run with more text than this (messages and context, in characters) is not scored (decision
+    # skipped_too_large): no scorer's CPU time or judge bill grows without bound with one request.
+    max_run_chars: int = Field(default=DEFAULT_MAX_RUN_CHARS, gt=0)
 
 
 class ServiceConfig(_Config):

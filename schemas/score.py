@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ScoreSource = Literal["live", "backfill", "offline"]
-DecisionKind = Literal["scored", "sampled_out", "filtered", "skipped_empty", "failed"]
+DecisionKind = Literal["scored", "sampled_out", "filtered", "skipped_empty", "skipped_too_large", "failed"]
 
 # Fixed namespace so a score id is the same on every replica and every replay.
 _SCORE_ID_NAMESPACE = uuid.UUID("6f1c1f3e-3b7a-5c1e-9d2a-7a2b1e0c4d55")
@@ -84,9 +84,26 @@ class ScoreRecord(BaseModel):
             score=score.value,
             label=score.label or "",
             reason=score.reason or "",
-            step_results=dict(score.metadata),
+            step_results=_compact(dict(score.metadata)),
             **row,
         )
+
+
+# Step results may quote the run's whole texts (a check's "output"); the spans hold those already.
+MAX_STEP_RESULT_CHARS = 1_000
+
+
+def _compact(value: Any) -> Any:
+    """``value`` with every string cut to ``MAX_STEP_RESULT_CHARS`` (the cut marked, its length told)."""
+    if isinstance(value, str):
+        if len(value) <= MAX_STEP_RESULT_CHARS:
+            return value
+        return f"{value[:MAX_STEP_RESULT_CHARS]}… [{len(value)} characters]"
+    if isinstance(value, dict):
+        return {key: _compact(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_compact(item) for item in value]
+    return value
 
 
 class Decision(BaseModel):

@@ -160,7 +160,7 @@ class ScoringExecutor:
                         detail = "the score was written before a restart; its decision is written now"
                         self._add(None, self._decision(run, group[0], "scored", detail))
                         continue
-                    routed = route(run, group, self._config.sampling_salt)
+                    routed = route(run, group, self._config.sampling_salt, self._config.max_run_chars)
                     if routed.decision is None:
                         if state is not None:
                             self._rounds.queued(state)

@@ -2,7 +2,8 @@
 
 For every run and every scorer id: the rule whose filter matches (none -> ``filtered``), then
 deterministic sampling (out -> ``sampled_out``), then the content the scorer needs (absent ->
-``skipped_empty``); a run that passes all three goes to the executor. Several rules may store under
+``skipped_empty``), then the size of its text (over ``max_run_chars`` -> ``skipped_too_large``); a
+run that passes them all goes to the executor. Several rules may store under
 one scorer id (one scorer with other options per agent) when their filters are disjoint; a run then
 gets the decision of the rule that matches it.
 """
@@ -96,7 +97,7 @@ def missing_detail(missing: Sequence[str], content_missing: bool) -> str:
     return f"run has {' and '.join(parts)}{capture}"
 
 
-def route(run: AgentRun, group: RuleGroup, sampling_salt: str) -> Routed:
+def route(run: AgentRun, group: RuleGroup, sampling_salt: str, max_run_chars: int | None = None) -> Routed:
     """Where ``run`` goes for the scorer id of ``group``."""
     # Rules sharing a scorer id have disjoint filters: at most one matches.
     rule = next((rule for rule in group if rule.matches(run)), None)
@@ -106,4 +107,7 @@ def route(run: AgentRun, group: RuleGroup, sampling_salt: str) -> Routed:
         return Routed(rule, "sampled_out")
     if missing := rule.scorer.missing_needs(run):
         return Routed(rule, "skipped_empty", missing_detail(missing, run.content_missing))
+    if max_run_chars is not None and (chars := run.text_chars()) > max_run_chars:
+        detail = f"the run holds {chars} characters of text, over scoring.max_run_chars ({max_run_chars})"
+        return Routed(rule, "skipped_too_large", detail)
     return Routed(rule)

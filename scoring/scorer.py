@@ -22,7 +22,8 @@ typed accessors (``ctx.preprocessed(dict)``, ``ctx.analyzed(Verdicts)``) and, in
 anything else fails the run with a ``ScorerError`` naming the value, so it is never stored.
 
 Threads: a sync step runs inline on the event loop, so it must be cheap. Declare a CPU-heavy sync
-step with ``heavy=True`` and it runs through ``asyncio.to_thread``, keeping the loop responsive.
+step with ``heavy=True`` and it runs in the heavy steps' own small thread pool, keeping the loop and
+the threads that decode requests free.
 (A thread cannot be cancelled: when the executor's timeout fires, the thread finishes on its own.)
 
 A scorer is an immutable builder: each chained call returns a new scorer and the scorer keeps no

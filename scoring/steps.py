@@ -12,8 +12,11 @@ through typed accessors::
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -28,6 +31,13 @@ NEEDS: frozenset[Need] = frozenset({"input", "output", "context", "ground_truth"
 DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
 
 T = TypeVar("T")
+
+HEAVY_STEP_WORKERS = 2  # threads for CPU-heavy function steps (text comparisons), shared by all scorers
+
+
+@functools.cache
+def _heavy_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=HEAVY_STEP_WORKERS, thread_name_prefix="tracescore-heavy-step")
 
 
 def result_key(step: StepName) -> str:
@@ -119,7 +129,10 @@ class FunctionStep:
 
     async def execute(self, context: StepContext) -> StepOutcome:
         if self.heavy:
-            value = await asyncio.to_thread(self.fn, context)
+            # Off the event loop, in the heavy steps' own bounded pool: a slow scorer never takes the
+            # threads that decode requests and build runs. (The run's context goes along: metering.)
+            call = functools.partial(contextvars.copy_context().run, self.fn, context)
+            value = await asyncio.get_running_loop().run_in_executor(_heavy_pool(), call)
         else:
             value = self.fn(context)
         if inspect.isawaitable(value):

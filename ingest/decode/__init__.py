@@ -38,17 +38,39 @@ class DecodeError(TracescoreError, ValueError):
     retriable = False
 
 
-Decoder = Callable[[bytes], SpanBatch]
+class TooManyItems(DecodeError):
+    """The request holds more spans or log records than one request may (``max_items``)."""
+
+
+# A decoder reads a payload into a batch; with ``max_items`` it refuses a larger request after the
+# cheap protobuf parse, before the costly walk over every span and attribute.
+Decoder = Callable[[bytes, int | None], SpanBatch]
 # ExportTraceServiceRequest or ExportLogsServiceRequest.
 _Request = TypeVar("_Request", bound=protobuf_message.Message)
 
 
+def _check_size(request: protobuf_message.Message, max_items: int | None) -> None:
+    if max_items is None:
+        return
+    if isinstance(request, ExportTraceServiceRequest):
+        items = sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+    elif isinstance(request, ExportLogsServiceRequest):
+        items = sum(
+            len(scope.log_records) for resource in request.resource_logs for scope in resource.scope_logs
+        )
+    else:
+        return
+    if items > max_items:
+        raise TooManyItems(f"the request holds {items} items, more than {max_items}; send smaller batches")
+
+
 def _protobuf_decoder(request_type: type[_Request], to_batch: Callable[[_Request], SpanBatch]) -> Decoder:
-    def decode_protobuf(payload: bytes) -> SpanBatch:
+    def decode_protobuf(payload: bytes, max_items: int | None = None) -> SpanBatch:
         try:
             request = request_type.FromString(payload)
         except protobuf_message.DecodeError as exc:
             raise DecodeError(f"payload is not a protobuf {request_type.__name__}: {exc}") from None
+        _check_size(request, max_items)
         return to_batch(request)
 
     return decode_protobuf
@@ -57,22 +79,23 @@ def _protobuf_decoder(request_type: type[_Request], to_batch: Callable[[_Request
 def _json_decoder(
     parse: Callable[[bytes], ParsedRequest[_Request]], to_batch: Callable[[_Request, BatchBuilder], SpanBatch]
 ) -> Decoder:
-    def decode_json(payload: bytes) -> SpanBatch:
+    def decode_json(payload: bytes, max_items: int | None = None) -> SpanBatch:
         try:
             parsed = parse(payload)
         except JsonRequestError as exc:
             raise DecodeError(str(exc)) from None
+        _check_size(parsed.request, max_items)
         # Spans or records the JSON reader already refused are counted with the rest.
         return to_batch(parsed.request, BatchBuilder(parsed.rejected_spans, parsed.errors))
 
     return decode_json
 
 
-def decode(signal: str, encoding: str, payload: bytes) -> SpanBatch:
+def decode(signal: str, encoding: str, payload: bytes, max_items: int | None = None) -> SpanBatch:
     """Decode one export request of ``signal`` (traces or logs).
 
-    Raises DecodeError when the payload as a whole is unreadable, ValueError for an unknown signal or
-    encoding.
+    Raises DecodeError when the payload as a whole is unreadable (TooManyItems when it holds more than
+    ``max_items`` spans or log records), ValueError for an unknown signal or encoding.
     """
     try:
         encodings = DECODERS[signal]
@@ -82,7 +105,7 @@ def decode(signal: str, encoding: str, payload: bytes) -> SpanBatch:
         decoder = encodings[encoding]
     except KeyError:
         raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(encodings)}") from None
-    return decoder(payload)
+    return decoder(payload, max_items)
 
 
 def decode_traces(encoding: str, payload: bytes) -> SpanBatch:

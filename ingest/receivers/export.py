@@ -38,6 +38,7 @@ OUTCOME_INVALID = "invalid"
 OUTCOME_UNAVAILABLE = "unavailable"
 OUTCOME_FAILED = "failed"
 OUTCOME_REFUSED = "refused"  # a bound was reached: the client is asked to slow down
+OUTCOME_TIMED_OUT = "timed_out"  # the request body did not arrive in time
 OUTCOME_TOO_LARGE = "too_large"
 OUTCOME_UNSUPPORTED = "unsupported"
 
@@ -72,6 +73,7 @@ async def export(
     metrics: Metrics,
     transport: str,
     signal: str = SIGNAL_TRACES,
+    max_items: int | None = None,
 ) -> SpanBatch:
     """Decode one export request of ``signal`` and hand its spans or log records on.
 
@@ -80,9 +82,9 @@ async def export(
     """
     try:
         if len(payload) < DECODE_IN_THREAD_BYTES:
-            batch = decode(signal, encoding, payload)
+            batch = decode(signal, encoding, payload, max_items)
         else:
-            batch = await asyncio.to_thread(decode, signal, encoding, payload)
+            batch = await asyncio.to_thread(decode, signal, encoding, payload, max_items)
     except DecodeError as exc:
         metrics.requests.labels(transport, OUTCOME_INVALID).inc()
         log.info("%s %s export request rejected: %s", transport, signal, exc)

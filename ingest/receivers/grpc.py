@@ -15,7 +15,7 @@ from google.rpc import code_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
 from ingest.metrics import Metrics
 from ingest.receivers.export import ConsumerFailed, export, export_response_for, retry_status
 from schemas.config import ReceiverConfig
@@ -87,7 +87,12 @@ class GrpcReceiver:
     ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[ExportResponse]]:
         async def export_signal(request: bytes, context: grpc.aio.ServicerContext) -> ExportResponse:
             try:
-                batch = await export("otlp_proto", request, self._next, self._metrics, TRANSPORT, signal)
+                max_items = self._config.max_request_items
+                batch = await export(
+                    "otlp_proto", request, self._next, self._metrics, TRANSPORT, signal, max_items
+                )
+            except TooManyItems as exc:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
             except DecodeError as exc:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             except Overloaded as exc:

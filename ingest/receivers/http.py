@@ -28,11 +28,14 @@ from ingest.decode import (
     SIGNAL_LOGS,
     SIGNAL_TRACES,
     DecodeError,
+    TooManyItems,
     encoding_for_content_type,
 )
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from ingest.receivers.connections import ConnectionGate, GatedSite, default_cap
 from ingest.receivers.export import (
     OUTCOME_INVALID,
+    OUTCOME_TIMED_OUT,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNSUPPORTED,
     ConsumerFailed,
@@ -136,8 +139,10 @@ class HttpReceiver:
             shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
         )
         await runner.setup()
+        cap = self._config.max_connections or default_cap()
+        gate = ConnectionGate(cap, self._metrics.connections_refused.inc)
         try:
-            await web.TCPSite(runner, self._config.host, self._config.http_port).start()
+            await GatedSite(runner, self._config.host, self._config.http_port, gate).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -168,7 +173,12 @@ class HttpReceiver:
                 )
             payload = await self._read_body(request)
             try:
-                batch = await export(encoding, payload, self._next, self._metrics, TRANSPORT, signal)
+                max_items = self._config.max_request_items
+                batch = await export(
+                    encoding, payload, self._next, self._metrics, TRANSPORT, signal, max_items
+                )
+            except TooManyItems as exc:
+                raise _ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
             except DecodeError as exc:
                 raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
             except Overloaded as exc:
@@ -210,10 +220,17 @@ class HttpReceiver:
                 OUTCOME_UNSUPPORTED,
             )
         body = bytearray()
-        async for chunk in request.content.iter_chunked(READ_CHUNK_BYTES):
-            body += chunk
-            if len(body) > limit:
-                raise _too_large(f"request body is over the limit of {limit} bytes")
+        try:
+            async with asyncio.timeout(self._config.body_timeout_seconds):
+                async for chunk in request.content.iter_chunked(READ_CHUNK_BYTES):
+                    body += chunk
+                    if len(body) > limit:
+                        raise _too_large(f"request body is over the limit of {limit} bytes")
+        except TimeoutError:
+            # A stalled upload must not hold its connection (and a file descriptor) for ever.
+            seconds = self._config.body_timeout_seconds
+            message = f"the request body did not arrive within {seconds:g} s"
+            raise _ExportFailed(408, code_pb2.DEADLINE_EXCEEDED, message, OUTCOME_TIMED_OUT) from None
         if content_encoding not in _WBITS and body.startswith(GZIP_MAGIC):
             content_encoding = "gzip"
         if content_encoding not in _WBITS:

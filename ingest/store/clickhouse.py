@@ -28,6 +28,7 @@ from schemas.errors import StoreError
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+INSERT_SLICE_ROWS = 5_000
 # One insert: table, column names, rows (values in column order).
 TableRows = tuple[str, Sequence[str], list[list[Any]]]
 
@@ -202,8 +203,11 @@ class Store:
 
         def run() -> None:
             for table, columns, rows in build():
-                if rows:
-                    client.insert(table, rows, column_names=list(columns), database=self._database)
+                # Slices: the embedded engine holds the GIL while it inserts, and the event loop
+                # must get it back every few milliseconds.
+                for start in range(0, len(rows), INSERT_SLICE_ROWS):
+                    chunk = rows[start : start + INSERT_SLICE_ROWS]
+                    client.insert(table, chunk, column_names=list(columns), database=self._database)
 
         await self._on_worker(run, what=what)
 

@@ -28,7 +28,7 @@ from schemas.errors import Overloaded
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_COMMIT_ITEMS = 50_000  # items per insert (a larger batch is inserted on its own)
+DEFAULT_MAX_COMMIT_ITEMS = 50_000  # items per commit (a larger batch is committed on its own)
 DEFAULT_MAX_PENDING_ITEMS = 200_000  # items waiting for a commit before new batches are refused
 
 

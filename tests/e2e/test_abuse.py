@@ -1,0 +1,200 @@
+"""A real ``tracescore serve`` sent what an operator's worst client sends: a 20 MB request of hundreds
+of thousands of one-span traces, runs with megabytes of text, thousands of stalled uploads, more
+connections than it takes. Each is answered (accepted or refused) within seconds, and ``/healthz``
+keeps answering within a second all along."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.support.serve import start_serve, stop, wait_healthy
+
+PROTOBUF = {"Content-Type": "application/x-protobuf"}
+
+
+def one_span_traces(count: int, first: int = 0) -> bytes:
+    """An export request of ``count`` traces of one ended root span each."""
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    now = time.time_ns()
+    for index in range(first, first + count):
+        span = scope.spans.add()
+        span.trace_id = (index + 1).to_bytes(16, "big")
+        span.span_id = (index + 1).to_bytes(8, "big")
+        span.name = "s"
+        span.start_time_unix_nano, span.end_time_unix_nano = now, now + 1
+    return request.SerializeToString()
+
+
+def post(base: str, body: bytes, timeout: float = 120) -> tuple[int, float]:
+    """The answer's status and how long it took."""
+    started = time.monotonic()
+    request = urllib.request.Request(f"{base}/v1/traces", data=body, headers=PROTOBUF)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return int(resp.status), time.monotonic() - started
+    except urllib.error.HTTPError as error:
+        return int(error.code), time.monotonic() - started
+
+
+@contextmanager
+def health_latency(base: str) -> Iterator[list[float]]:
+    """Polls ``/healthz`` every 100 ms meanwhile; yields the latencies measured."""
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=10) as resp:
+                    resp.read()
+                latencies.append(time.monotonic() - started)
+            except OSError:
+                latencies.append(float("inf"))
+            done.wait(0.1)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    try:
+        yield latencies
+    finally:
+        done.set()
+        poller.join(timeout=15)
+
+
+def serve(tmp_path: Path, **config: object) -> tuple[object, str]:
+    path = tmp_path / "tracescore.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc, http_port = start_serve(tmp_path / "store", "--config", str(path), "--idle", "0.5")
+    return proc, wait_healthy(proc, http_port)
+
+
+def test_huge_requests_are_answered_in_seconds_while_health_answers_within_a_second(tmp_path: Path) -> None:
+    proc, base = serve(tmp_path)
+    try:
+        huge = one_span_traces(390_000)  # just under the 20 MiB body limit
+        assert 19_000_000 < len(huge) < 20 * 1024 * 1024
+        big = one_span_traces(90_000, first=400_000)  # under the 100,000 items a request may hold
+        with health_latency(base) as latencies:
+            refused, refused_in = post(base, huge)
+            accepted, accepted_in = post(base, big)
+            time.sleep(0.5)
+        assert (refused, accepted) == (413, 200)
+        assert refused_in < 5 and accepted_in < 20
+        assert latencies and max(latencies) < 1.0, max(latencies)
+    finally:
+        assert stop(proc) == 0  # type: ignore[arg-type]
+
+
+def text_trace(index: int, text: str) -> tuple[str, bytes]:
+    """One model-call run whose prompt and answer are ``text`` (GenAI semantic conventions)."""
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id = (index + 1).to_bytes(16, "big")
+    span.span_id = (index + 1).to_bytes(8, "big")
+    span.name = "chat gpt-4o"
+    span.start_time_unix_nano = time.time_ns()
+    span.end_time_unix_nano = span.start_time_unix_nano + 1
+    for key, role in (("gen_ai.input.messages", "user"), ("gen_ai.output.messages", "assistant")):
+        attribute = span.attributes.add()
+        attribute.key = key
+        attribute.value.string_value = json.dumps(
+            [{"role": role, "parts": [{"type": "text", "content": text}]}]
+        )
+    operation = span.attributes.add()
+    operation.key, operation.value.string_value = "gen_ai.operation.name", "chat"
+    return span.trace_id.hex(), request.SerializeToString()
+
+
+def test_megabytes_of_text_do_not_stall_intake_and_are_not_scored(tmp_path: Path) -> None:
+    proc, base = serve(tmp_path)
+    text = ("lorem ipsum dolor sit amet " * 160_000)[:4_000_000]
+    traces = [text_trace(index, text) for index in range(6)]
+    try:
+        with health_latency(base) as latencies:
+            answers = [post(base, body) for _, body in traces]
+            deadline = time.monotonic() + 120
+            decisions: list[dict[str, object]] = []
+            while time.monotonic() < deadline:
+                decisions = []
+                for trace_id, _ in traces:
+                    with urllib.request.urlopen(f"{base}/api/decisions?trace_id={trace_id}") as resp:
+                        decisions.extend(json.loads(resp.read()))
+                if len(decisions) == 2 * len(traces):
+                    break
+                time.sleep(0.2)
+        assert [status for status, _ in answers] == [200] * len(traces)
+        assert max(took for _, took in answers) < 10
+        assert {d["decision"] for d in decisions} == {"skipped_too_large"} and len(decisions) == 12
+        assert "over scoring.max_run_chars" in str(decisions[0]["detail"])
+        assert latencies and max(latencies) < 1.0, max(latencies)
+    finally:
+        assert stop(proc) == 0  # type: ignore[arg-type]
+
+
+def _stalled_upload(port: int) -> socket.socket:
+    """A connection that promises a 1 MB body, sends a few bytes of it, and stalls."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        b"Content-Length: 1000000\r\n\r\n\x0a\x00"
+    )
+    return sock
+
+
+def test_stalled_uploads_are_timed_out_and_the_service_keeps_answering(tmp_path: Path) -> None:
+    proc, base = serve(tmp_path, receiver={"body_timeout_seconds": 2.0})
+    port = int(base.rsplit(":", 1)[1])
+    sockets = []
+    try:
+        with health_latency(base) as latencies:
+            sockets = [_stalled_upload(port) for _ in range(2_000)]
+            time.sleep(4)  # past the body timeout
+            let_go = 0
+            for sock in sockets:
+                sock.settimeout(10)
+                try:
+                    answer = sock.recv(4096)  # 408, or the connection closed by the server
+                except ConnectionResetError:
+                    answer = b""
+                if answer == b"" or answer.startswith(b"HTTP/1.1 408"):
+                    let_go += 1
+        assert let_go == len(sockets)  # every stalled upload was timed out and its connection let go
+        assert latencies and max(latencies) < 1.0, max(latencies)
+    finally:
+        for sock in sockets:
+            sock.close()
+        assert stop(proc) == 0  # type: ignore[arg-type]
+
+
+def test_connections_beyond_the_cap_are_closed_on_arrival(tmp_path: Path) -> None:
+    proc, base = serve(tmp_path, receiver={"max_connections": 50, "body_timeout_seconds": 30.0})
+    port = int(base.rsplit(":", 1)[1])
+    held = [_stalled_upload(port) for _ in range(50)]
+    try:
+        time.sleep(0.5)
+        extra = socket.create_connection(("127.0.0.1", port), timeout=10)
+        extra.settimeout(10)
+        closed = extra.recv(1) == b""  # closed by the server at once, nothing sent
+        extra.close()
+        assert closed
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.5)  # the held connections are gone: room again
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as resp:
+        metrics = resp.read().decode()
+    assert "tracescore_http_connections_refused_total 1.0" in metrics
+    assert stop(proc) == 0  # type: ignore[arg-type]
