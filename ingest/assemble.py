@@ -95,8 +95,9 @@ class TraceAssembler:
         self._held_bytes = 0
         self._held_spans = 0
         self._held_logs = 0
-        self._emitted: OrderedDict[str, None] = OrderedDict()  # ids of released traces (bounded LRU)
-        self._emitting: dict[str, int] = {}  # trace id -> since of a round being handed on
+        # Released traces -> the latest arrival their last round covered (bounded LRU).
+        self._emitted: OrderedDict[str, int] = OrderedDict()
+        self._emitting: dict[str, TracedItems] = {}  # rounds being handed on
         self._forgotten_floor: int | None = None  # the oldest since among forgotten traces (ns)
         self._forgotten_count = 0
         self._tick_task: asyncio.Task[None] | None = None
@@ -127,7 +128,7 @@ class TraceAssembler:
     def oldest_open(self) -> int | None:
         """The oldest arrival (ns) the assembler has not handed on: the watermark stays below it."""
         candidates = [trace.since for trace in self._traces.values() if trace.since]
-        candidates.extend(self._emitting.values())
+        candidates.extend(trace.since for trace in self._emitting.values() if trace.since)
         if self._forgotten_floor is not None:
             candidates.append(self._forgotten_floor)
         return min(candidates, default=None)
@@ -171,15 +172,24 @@ class TraceAssembler:
             # After shutdown nothing ticks any more: pass items straight on rather than strand them.
             await self.flush_all("shutdown")
 
-    def adopt(self, undecided: Sequence[Undecided]) -> int:
-        """Track traces the store holds undecided (recovery); returns how many were new here."""
+    def adopt(self, undecided: Sequence[Undecided], *, resumed: bool = True) -> int:
+        """Track traces the store holds undecided (recovery, hand-offs); returns how many were new
+        here. A trace whose undecided items all went out in a round released here is left alone:
+        that round's decisions are on their way. ``resumed``: an earlier attempt may have written
+        some of its decisions (recovery after a crash), so its round is released as ``recovered``."""
         now, wall = self._clock(), self._wall_ns()
         adopted = 0
         for found in undecided:
             trace = self._traces.get(found.trace_id)
-            if trace is None:
+            emitting = self._emitting.get(found.trace_id)
+            released_through = emitting.through if emitting is not None else self._emitted.get(found.trace_id)
+            if trace is None and released_through is not None and found.last_arrived <= released_through:
+                continue
+            quiet = max(0.0, (wall - found.last_arrived) / 1e9)
+            if trace is not None:
+                trace.last_seen = max(trace.last_seen, now - quiet)
+            else:
                 age = max(0.0, (wall - found.first_arrived) / 1e9)
-                quiet = max(0.0, (wall - found.last_arrived) / 1e9)
                 trace = TracedItems(found.trace_id, now - age, now - quiet, found.first_arrived)
                 self._traces[found.trace_id] = trace
                 adopted += 1
@@ -187,7 +197,8 @@ class TraceAssembler:
             trace.through = max(trace.through, found.last_arrived)
             trace.root_ended = trace.root_ended or found.root_ended
             trace.late = trace.late or found.done_through > 0
-            trace.stored = trace.resumed = True
+            trace.stored = True
+            trace.resumed = trace.resumed or resumed
         self._enforce_bounds()
         self._update_gauges()
         return adopted
@@ -201,6 +212,23 @@ class TraceAssembler:
             and self._forgotten_floor >= scan_floor
         ):
             self._forgotten_floor = None
+
+    def take(self, keep: Callable[[str], bool]) -> list[TracedItems]:
+        """Stop tracking the traces ``keep`` refuses (they are handed to another replica; the store
+        holds their items) and return them; ``retrack`` puts them back if the hand-off fails."""
+        taken = [trace for trace_id, trace in self._traces.items() if not keep(trace_id)]
+        for trace in taken:
+            self._unhold(trace)
+            trace.drop_items()
+            del self._traces[trace.trace_id]
+        self._update_gauges()
+        return taken
+
+    def retrack(self, traces: Sequence[TracedItems]) -> None:
+        for trace in traces:
+            trace.stored = True  # its items were dropped: the round is read from the store
+            self._traces.setdefault(trace.trace_id, trace)
+        self._update_gauges()
 
     async def flush_ready(self) -> None:
         """Release every trace that is ready now (the tick loop calls this; tests may too)."""
@@ -235,7 +263,7 @@ class TraceAssembler:
         if trace is None:
             trace = TracedItems(item.trace_id, now, now, arrived)
             self._traces[item.trace_id] = trace
-            if item.trace_id in self._emitted:
+            if item.trace_id in self._emitted or item.trace_id in self._emitting:
                 trace.late = trace.stored = True  # the round must start from the whole stored trace
         key = item_key(item)
         if key in trace.items:
@@ -307,10 +335,16 @@ class TraceAssembler:
             self._held_spans -= trace.span_count
             self._held_logs -= len(trace.items) - trace.span_count
 
+    def _hold_counts(self, trace: TracedItems) -> None:
+        """Count the trace's items as held again (a release that failed)."""
+        if trace.items and trace.trace_id not in self._held:
+            self._held[trace.trace_id] = trace
+            self._held_bytes += trace.held_bytes
+            self._held_spans += trace.span_count
+            self._held_logs += len(trace.items) - trace.span_count
+
     def _untrack(self, trace: TracedItems) -> None:
-        self._unhold(trace)
-        self._traces.pop(trace.trace_id, None)
-        self._emitted[trace.trace_id] = None
+        self._emitted[trace.trace_id] = trace.through
         self._emitted.move_to_end(trace.trace_id)
         while len(self._emitted) > EMITTED_IDS:
             self._emitted.popitem(last=False)
@@ -320,8 +354,10 @@ class TraceAssembler:
         if not ready:
             return
         for trace, _ in ready:
-            self._emitting[trace.trace_id] = trace.since
+            # Out of the maps at once: an item arriving meanwhile starts a new (late) round.
+            self._emitting[trace.trace_id] = trace
             self._traces.pop(trace.trace_id, None)
+            self._unhold(trace)
         try:
             status: dict[str, TraceStatus] = {}
             stored: dict[str, StoredTrace] = {}
@@ -336,11 +372,17 @@ class TraceAssembler:
                 self._emitting.pop(trace.trace_id, None)
         except BaseException:
             for trace, _ in ready:  # not handed on: track them again so nothing is lost
-                if (
-                    self._emitting.pop(trace.trace_id, None) is not None
-                    and trace.trace_id not in self._traces
-                ):
+                if self._emitting.pop(trace.trace_id, None) is None:
+                    continue
+                newer = self._traces.get(trace.trace_id)
+                if newer is None:
                     self._traces[trace.trace_id] = trace
+                    self._hold_counts(trace)
+                else:  # items came meanwhile: the next round reads the whole trace from the store
+                    newer.stored = True
+                    newer.since = min(newer.since, trace.since) if newer.since else trace.since
+                    newer.root_ended = newer.root_ended or trace.root_ended
+            self._update_gauges()
             raise
 
     async def _emit(

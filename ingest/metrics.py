@@ -84,6 +84,17 @@ class Metrics:
             "Undecided traces found in the store and adopted (after a restart, or forgotten)",
             registry=r,
         )
+        self.traces_handed = Counter(
+            "tracescore_traces_handed",
+            "Traces handed between replicas: out (to the replica that owns them), in (handed to this one)",
+            ["direction"],
+            registry=r,
+        )
+        self.live_replicas = Gauge(
+            "tracescore_live_replicas",
+            "Replicas sharing this store that are live, as this one sees them",
+            registry=r,
+        )
         self.watermark_lag = Gauge(
             "tracescore_watermark_lag_seconds",
             "How far the durable watermark (everything before it is decided) is behind now",

@@ -1,12 +1,23 @@
 """Recovery: the store is the truth, so after a crash the service finds its unfinished work there.
 
-A durable low watermark is kept per owner (``ingest_watermarks``): every item that arrived before
-it belongs to a decided round. It is the oldest arrival still open anywhere in the pipeline (a
-commit not yet handed on, a tracked trace, a round whose decisions are not yet marked done), saved
-every ``checkpoint_seconds``. On start, every trace with items that arrived after it (less a margin
-for clock wobble) and no ``trace_done`` row covering them is adopted by the assembler, which
-reassembles it from the span ledger when it is due. The same scan brings back traces the assembler
-forgot when it tracked too many.
+A durable low watermark is kept per replica (``ingest_watermarks``): every item that arrived before
+it, of a trace this replica owns, belongs to a decided round. It is the oldest arrival still open
+anywhere in the pipeline (a commit not yet handed on, a tracked trace, a round whose decisions are
+not yet marked done, hand-offs not yet read), saved every ``checkpoint_seconds``. On start, every
+trace this replica owns with items that arrived after it (less a margin for clock wobble) and no
+``trace_done`` row covering them is adopted by the assembler, which reassembles it from the span
+ledger when it is due. The same scan brings back traces the assembler forgot when it tracked too
+many.
+
+With several replicas on one store (``ingest.replicas``), recovery also moves traces between them:
+
+- every second it reads the traces handed to this replica (items another replica stored) and adopts
+  those still undecided; one it does not own (the live set changed meanwhile) is passed on;
+- when a replica joins, the traces held here that it now owns are handed to it;
+- when a replica dies, each survivor scans the store from the dead replica's watermark and adopts
+  the undecided traces it now owns;
+- on a clean shutdown, the traces held here are handed to their owners among the others instead of
+  being scored early.
 """
 
 from __future__ import annotations
@@ -18,21 +29,28 @@ import time
 from collections.abc import Callable, Sequence
 
 from ingest.assemble import TraceAssembler
+from ingest.assembly_state import TracedItems
 from ingest.metrics import Metrics
+from ingest.replicas import Membership, MembershipChange
 from ingest.store.ledger import Ledger
+from ingest.store.replicas import ReplicaTable, handoff_row
 
 log = logging.getLogger(__name__)
 
-DEFAULT_OWNER = "default"
 CHECKPOINT_SECONDS = 5.0
+HANDOFF_SECONDS = 1.0
 MARGIN_NS = 60 * 1_000_000_000  # the scan starts this much before the watermark (clock wobble)
+# Hand-off rows are read again this far back: a large commit becomes visible a while after its
+# Arrived stamp. Rows read before are skipped.
+HANDOFF_MARGIN_NS = 30 * 1_000_000_000
 
 OpenSince = Callable[[], int | None]
 """A component's oldest open arrival (ns since the epoch), or None when it holds nothing open."""
 
 
 class Recovery:
-    """Adopts undecided traces on start; keeps the watermark; rescans for forgotten traces."""
+    """Adopts undecided traces on start; keeps the watermark; rescans for forgotten traces; moves
+    traces between replicas."""
 
     def __init__(
         self,
@@ -40,9 +58,11 @@ class Recovery:
         assembler: TraceAssembler,
         open_since: Sequence[OpenSince],
         metrics: Metrics,
+        membership: Membership,
+        replicas: ReplicaTable,
         *,
-        owner: str = DEFAULT_OWNER,
         checkpoint_seconds: float = CHECKPOINT_SECONDS,
+        handoff_seconds: float = HANDOFF_SECONDS,
         scan_limit: int | None = None,
         clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
@@ -50,29 +70,45 @@ class Recovery:
         self._assembler = assembler
         self._open_since = open_since
         self._metrics = metrics
-        self._owner = owner
+        self._membership = membership
+        self._replicas = replicas
         self._checkpoint_seconds = checkpoint_seconds
+        self._handoff_seconds = handoff_seconds
         self._scan_limit = scan_limit
         self._clock_ns = clock_ns
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._stop = asyncio.Event()
+        self._handoff_cursor = clock_ns()
+        self._handoffs_read: set[tuple[str, int]] = set()  # (trace, Arrived) of hand-offs read
+        self._handing: list[TracedItems] = []  # traces taken out of the assembler, being handed off
+        # Hand-off queues of replicas that went (replica -> read until, ns): a peer that had not yet
+        # seen them go may still have handed them traces.
+        self._orphaned: dict[str, int] = {}
+        membership.subscribe(self.on_membership)
+
+    @property
+    def owner(self) -> str:
+        return self._membership.replica_id
 
     async def start(self) -> None:
         """Adopt what the store holds undecided, then keep the watermark in the background."""
-        if self._task is not None:
+        if self._tasks:
             return
-        saved = await self._ledger.watermark(self._owner)
+        saved = await self._ledger.watermark(self.owner)
         adopted = await self.scan(max(0, saved - MARGIN_NS) if saved else 0)
         if adopted:
             log.info("recovery: %d undecided trace(s) found in the store will be scored", adopted)
-        self._task = asyncio.create_task(self._loop(), name="recovery-checkpoint")
+        self._tasks = [
+            asyncio.create_task(self._checkpoint_loop(), name="recovery-checkpoint"),
+            asyncio.create_task(self._handoff_loop(), name="recovery-handoffs"),
+        ]
 
     async def shutdown(self) -> None:
         """Stop, after a last checkpoint (the pipeline has flushed by now). Idempotent."""
         self._stop.set()
-        if self._task is not None:
-            await self._task
-            self._task = None
+        if self._tasks:
+            await asyncio.gather(*self._tasks)
+            self._tasks = []
             with contextlib.suppress(Exception):
                 await self.checkpoint()
 
@@ -80,22 +116,25 @@ class Recovery:
         """The oldest arrival still open in the pipeline, or now when nothing is."""
         now = self._clock_ns()
         opens = [since for source in self._open_since if (since := source()) is not None]
+        opens.append(self._handoff_cursor - HANDOFF_MARGIN_NS)
+        opens.extend(trace.since for trace in self._handing if trace.since)
         return min([now, *opens])
 
     async def checkpoint(self) -> None:
         watermark = self.watermark()
-        await self._ledger.save_watermark(self._owner, watermark, self._clock_ns())
+        await self._ledger.save_watermark(self.owner, watermark, self._clock_ns())
         self._metrics.watermark_lag.set(max(0.0, (self._clock_ns() - watermark) / 1e9))
 
     async def scan(self, since: int) -> int:
-        """Adopt the undecided traces with items that arrived from ``since`` on; returns how many."""
+        """Adopt the undecided traces this replica owns with items that arrived from ``since`` on;
+        returns how many."""
         limit = self._scan_limit or self._assembler.max_traces
         room = max(0, limit - self._assembler.tracked)
         if not room:
             return 0
         forgotten_before = self._assembler.forgotten
         found = await self._ledger.undecided(since, room)
-        adopted = self._assembler.adopt(found)
+        adopted = self._assembler.adopt([f for f in found if self._membership.owns(f.trace_id)])
         self._metrics.traces_recovered.inc(adopted)
         complete = len(found) < room
         if complete:
@@ -104,12 +143,89 @@ class Recovery:
             )
         return adopted
 
-    async def _loop(self) -> None:
-        while not self._stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self._checkpoint_seconds)
-            if self._stop.is_set():
-                return
+    async def read_handoffs(self) -> int:
+        """Adopt the undecided traces handed to this replica since the last read; pass on those it
+        no longer owns. Returns how many were adopted."""
+        started = self._clock_ns()
+        since = self._handoff_cursor - HANDOFF_MARGIN_NS
+        rows = await self._replicas.handoffs(self.owner, since)
+        self._orphaned = {replica: until for replica, until in self._orphaned.items() if until > started}
+        for replica in self._orphaned:
+            rows.extend(await self._replicas.handoffs(replica, since))
+        fresh = [row for row in rows if (row.trace_id, row.arrived) not in self._handoffs_read]
+        mine = sorted({row.trace_id for row in fresh if self._membership.owns(row.trace_id)})
+        elsewhere = {
+            row.trace_id: row for row in fresh if row.trace_id not in mine and not self._membership.solo
+        }
+        adopted = 0
+        if mine:
+            found = await self._ledger.undecided(0, len(mine), trace_ids=mine)
+            adopted = self._assembler.adopt(found, resumed=False)
+            self._metrics.traces_handed.labels("in").inc(len(mine))
+        if elsewhere:
+            owner = self._membership.owner
+            await self._replicas.hand_off(
+                [
+                    handoff_row(owner(trace_id), started, trace_id, row.first, row.root_ended, self.owner)
+                    for trace_id, row in elsewhere.items()
+                ]
+            )
+            self._metrics.traces_handed.labels("out").inc(len(elsewhere))
+        self._handoffs_read.update((row.trace_id, row.arrived) for row in fresh)
+        floor = started - 2 * HANDOFF_MARGIN_NS
+        self._handoffs_read = {key for key in self._handoffs_read if key[1] >= floor}
+        self._handoff_cursor = started
+        return adopted
+
+    async def on_membership(self, change: MembershipChange) -> None:
+        if change.joined:
+            await self.hand_off(lambda trace_id: self._membership.owns(trace_id))
+        for gone in (*change.left, *change.died):
+            # Read what was handed to it from shortly before it went until every peer knows.
+            until = self._clock_ns() + int(3 * self._membership.ttl_seconds * 1e9)
+            self._orphaned[gone.replica_id] = until
+            self._handoff_cursor = min(self._handoff_cursor, gone.heartbeat)
+        for dead in change.died:
+            saved = await self._ledger.watermark(dead.replica_id)
+            since = max(0, (saved or dead.started) - MARGIN_NS)
+            adopted = await self.scan(since)
+            log.info(
+                "replica %s is gone: %d of its undecided trace(s) taken over here", dead.replica_id, adopted
+            )
+
+    async def hand_off_all(self) -> int:
+        """On shutdown, with other replicas live: hand every tracked trace to its owner among them
+        instead of scoring it early. Returns how many were handed off."""
+        if self._membership.solo:
+            return 0
+        return await self.hand_off(lambda trace_id: False, leaving=True)
+
+    async def hand_off(self, keep: Callable[[str], bool], *, leaving: bool = False) -> int:
+        """Hand the tracked traces ``keep`` refuses to their owners (they stay in the store)."""
+        taken = self._assembler.take(keep)
+        if not taken:
+            return 0
+        self._handing.extend(taken)
+        now = self._clock_ns()
+        owner = self._membership.successor if leaving else self._membership.owner
+        rows = []
+        for trace in taken:
+            to = owner(trace.trace_id)
+            if to is not None:
+                rows.append(handoff_row(to, now, trace.trace_id, trace.since, trace.root_ended, self.owner))
+        try:
+            await self._replicas.hand_off(rows)
+        except BaseException:
+            self._assembler.retrack(taken)
+            raise
+        finally:
+            self._handing = [trace for trace in self._handing if trace not in taken]
+        self._metrics.traces_handed.labels("out").inc(len(rows))
+        log.info("handed %d trace(s) to the replicas that own them", len(rows))
+        return len(rows)
+
+    async def _checkpoint_loop(self) -> None:
+        while await self._wait(self._checkpoint_seconds):
             try:
                 await self.checkpoint()
                 floor = self._assembler.forgotten_floor()
@@ -117,3 +233,16 @@ class Recovery:
                     await self.scan(floor)
             except Exception:  # a store outage: the next round tries again
                 log.warning("recovery checkpoint failed", exc_info=True)
+
+    async def _handoff_loop(self) -> None:
+        while await self._wait(self._handoff_seconds):
+            try:
+                await self.read_handoffs()
+            except Exception:
+                log.warning("reading hand-offs failed", exc_info=True)
+
+    async def _wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless stopped; True to go on."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        return not self._stop.is_set()

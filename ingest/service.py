@@ -24,8 +24,10 @@ from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
 from ingest.receivers.kafka import KafkaReceiver
 from ingest.recovery import Recovery
+from ingest.replicas import Membership
 from ingest.store.clickhouse import Store
 from ingest.store.ledger import Ledger
+from ingest.store.replicas import ReplicaTable
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
 from ingest.transform.run_builder import RunBuilder
@@ -50,12 +52,16 @@ class Service:
             metrics=self.metrics,
             loader=self.ledger,
         )
-        self.span_sink = sink = SpanSink(self.store, self.assembler, self.metrics)
+        self.replicas = ReplicaTable(self.store)
+        self.membership = Membership(self.replicas, config.replica, metrics=self.metrics)
+        self.span_sink = sink = SpanSink(self.store, self.assembler, self.metrics, router=self.membership)
         self.recovery = Recovery(
             self.ledger,
             self.assembler,
             [sink.oldest_unhanded, self.assembler.oldest_open, self.executor.oldest_open],
             self.metrics,
+            self.membership,
+            self.replicas,
         )
         self.grpc = GrpcReceiver(config.receiver, next=sink, metrics=self.metrics)
         self.http = HttpReceiver(
@@ -73,6 +79,7 @@ class Service:
             await self.executor.start()
             await self.assembler.start()
             await self.span_sink.start()
+            await self.membership.start()  # the live replicas decide which traces are this one's
             await self.recovery.start()  # what the store holds undecided is adopted before new spans
             await self.grpc.start()
             await self.http.start()
@@ -100,11 +107,25 @@ class Service:
         await self.grpc.shutdown()
         await self.http.shutdown()
         await self.span_sink.shutdown()
+        await self._hand_off_held()
         await self.assembler.shutdown()
         await self.executor.shutdown()
         await self.recovery.shutdown()
+        await self.membership.leave()
         await close_clients()
         await self.store.shutdown()
+
+    async def _hand_off_held(self) -> None:
+        """With other replicas live, what this one holds goes to them rather than being scored
+        before it is complete (what is left after a failed hand-off is scored on shutdown)."""
+        if self.membership.solo:
+            return
+        try:
+            await self.recovery.read_handoffs()
+            handed = await self.recovery.hand_off_all()
+            log.info("shutdown: %d trace(s) handed to the other replicas", handed)
+        except Exception:
+            log.warning("handing traces to the other replicas failed; scoring them now", exc_info=True)
 
     async def flush(self) -> None:
         """Score every trace held by the assembler now and wait until its scores are written."""
@@ -121,7 +142,7 @@ class Service:
     def health(self) -> dict[str, Any]:
         """Each component's state, the backlog and the watermark lag (``/healthz``, ``/readyz``)."""
         uptime = time.monotonic() - self._started_at if self._started_at is not None else 0.0
-        components: dict[str, Any] = {"store": self.store.health()}
+        components: dict[str, Any] = {"store": self.store.health(), "replica": self.membership.health()}
         if self.kafka is not None:
             components["kafka"] = self.kafka.health()
         return {

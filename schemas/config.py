@@ -33,6 +33,8 @@ DEFAULT_SCORER_TIMEOUT_SECONDS = 60.0
 DEFAULT_RETRY_MAX_AGE_SECONDS = 3600.0
 DEFAULT_MAX_RUN_CHARS = 200_000
 DEFAULT_SCORERS = ("content-similarity", "textual-difference")
+DEFAULT_HEARTBEAT_SECONDS = 2.0
+DEFAULT_REPLICA_TTL_SECONDS = 10.0
 
 
 class _Config(BaseModel):
@@ -140,12 +142,30 @@ class ScoringConfig(_Config):
     max_run_chars: int = Field(default=DEFAULT_MAX_RUN_CHARS, gt=0)
 
 
+class ReplicaConfig(_Config):
+    """This process among the replicas sharing one store (see the README's architecture section)."""
+
+    # Stable across restarts (a StatefulSet pod name, a host name): a restarted replica resumes its
+    # own watermark. Default: the host name.
+    id: str | None = Field(default=None, min_length=1, max_length=200)
+    heartbeat_seconds: float = Field(default=DEFAULT_HEARTBEAT_SECONDS, gt=0)
+    # A replica whose last heartbeat is older than this is gone: the others take over its traces.
+    ttl_seconds: float = Field(default=DEFAULT_REPLICA_TTL_SECONDS, gt=0)
+
+    @model_validator(mode="after")
+    def _ttl_over_heartbeats(self) -> ReplicaConfig:
+        if self.ttl_seconds < 2 * self.heartbeat_seconds:
+            raise ValueError("replica.ttl_seconds must be at least twice replica.heartbeat_seconds")
+        return self
+
+
 class ServiceConfig(_Config):
     store: str = DEFAULT_STORE
     receiver: ReceiverConfig = Field(default_factory=ReceiverConfig)
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
 
     @field_validator("store")
     @classmethod
@@ -174,6 +194,7 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_SAMPLING_SALT": "scoring.sampling_salt",
     "TRACESCORE_JUDGE_MODEL": "scoring.judge.model",
     "TRACESCORE_JUDGE_API_BASE": "scoring.judge.api_base",
+    "TRACESCORE_REPLICA_ID": "replica.id",
 }
 
 

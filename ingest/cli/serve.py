@@ -32,6 +32,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--max-wait", type=float, help="seconds after which a trace is scored anyway (default 300)"
     )
+    parser.add_argument(
+        "--replica-id",
+        help="this replica's stable name among those sharing the store (default: the host name)",
+    )
     parser.set_defaults(func=cmd_serve)
 
 
@@ -48,6 +52,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
         "kafka.group": args.kafka_group,
         "assembly.idle_seconds": args.idle,
         "assembly.max_wait_seconds": args.max_wait,
+        "replica.id": args.replica_id,
     }
     return load_config(args.config, overrides=overrides)
 
@@ -66,7 +71,8 @@ async def serve(config: ServiceConfig) -> None:
             loop.add_signal_handler(sig, stop.set)
     print(
         f"tracescore: OTLP/gRPC {config.receiver.host}:{service.grpc.port}, "
-        f"OTLP/HTTP {config.receiver.host}:{service.http.port}, store {service.store.description}",
+        f"OTLP/HTTP {config.receiver.host}:{service.http.port}, store {service.store.description}, "
+        f"replica {service.membership.replica_id}",
         flush=True,
     )
     try:

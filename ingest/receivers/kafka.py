@@ -50,6 +50,9 @@ POLL_TIMEOUT_MS = 500
 MAX_POLL_RECORDS = 500
 RETRY_BACKOFF_INITIAL_S = 0.5
 RETRY_BACKOFF_MAX_S = 30.0
+# How long one connection attempt waits for the first broker before it counts as failed (the
+# client's own default, 30 s, would keep /readyz at "connecting" long after the broker is known gone).
+BOOTSTRAP_TIMEOUT_MS = 5_000
 TRANSPORT = "kafka"
 STOP_GRACE_SECONDS = 3.0
 
@@ -134,7 +137,8 @@ class KafkaReceiver:
         self.state = "stopped"
 
     def _connect(self) -> tuple[KafkaConsumer, KafkaProducer]:
-        self.state = "connecting"
+        if self.state != "failing":  # a retry of a failing broker stays "failing" until it works
+            self.state = "connecting"
         consumer = KafkaConsumer(
             *self._signals,
             bootstrap_servers=self._config.bootstrap,
@@ -145,10 +149,14 @@ class KafkaReceiver:
             session_timeout_ms=self._config.session_timeout_ms,
             heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
             client_id="tracescore",
+            bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
         )
         try:
             producer = KafkaProducer(
-                bootstrap_servers=self._config.bootstrap, acks="all", client_id="tracescore"
+                bootstrap_servers=self._config.bootstrap,
+                acks="all",
+                client_id="tracescore",
+                bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
             )
         except BaseException:
             consumer.close(autocommit=False)

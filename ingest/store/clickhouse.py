@@ -39,6 +39,8 @@ DDL_FILES = (
     "span_ledger.sql",
     "trace_done.sql",
     "ingest_watermarks.sql",
+    "replicas.sql",
+    "trace_handoffs.sql",
     "scores.sql",
     "score_decisions.sql",
     "span_scores_view.sql",

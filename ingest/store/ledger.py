@@ -116,9 +116,19 @@ class Ledger:
             for trace_id in through.keys() | with_decisions
         }
 
-    async def undecided(self, since_ns: int, limit: int) -> list[Undecided]:
-        """Traces with items that arrived at or after ``since_ns`` and are not decided yet, oldest first."""
+    async def undecided(
+        self, since_ns: int, limit: int, trace_ids: Sequence[str] | None = None
+    ) -> list[Undecided]:
+        """Traces with items that arrived at or after ``since_ns`` and are not decided yet, oldest
+        first; only among ``trace_ids`` when given."""
         database = self._store.quoted_database
+        among = "TraceId IN {ids:Array(String)}"
+        scope = (
+            among
+            if trace_ids is not None
+            else f"TraceId IN (SELECT TraceId FROM {database}.span_ledger "
+            "WHERE Arrived >= fromUnixTimestamp64Nano({since:Int64}))"
+        )
         rows = await self._store.query(
             f"""
             SELECT l.TraceId AS TraceId,
@@ -129,19 +139,17 @@ class Ledger:
             FROM {database}.span_ledger AS l
             LEFT JOIN (
                 SELECT TraceId, max(Through) AS Through FROM {database}.trace_done
-                WHERE TraceId IN (
-                    SELECT TraceId FROM {database}.span_ledger
-                    WHERE Arrived >= fromUnixTimestamp64Nano({{since:Int64}})
-                )
+                WHERE {scope}
                 GROUP BY TraceId
             ) AS d ON l.TraceId = d.TraceId
             WHERE l.Arrived >= fromUnixTimestamp64Nano({{since:Int64}}) AND l.Arrived > d.Through
+                  {"AND l." + among if trace_ids is not None else ""}
             GROUP BY l.TraceId
             ORDER BY First
             LIMIT {{limit:UInt64}}
             SETTINGS join_use_nulls = 0
             """,
-            {"since": since_ns, "limit": limit},
+            {"since": since_ns, "limit": limit, "ids": list(trace_ids or [])},
         )
         return [
             Undecided(

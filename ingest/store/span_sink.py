@@ -17,10 +17,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ingest.metrics import Metrics
 from ingest.store.clickhouse import Store, TableRows
 from ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
+from ingest.store.replicas import HANDOFF_COLUMNS, handoff_row
 from ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_row
 from schemas import LogRecord, Span, SpanBatch
 from schemas.consumers import SpanConsumer
@@ -30,6 +32,64 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_COMMIT_ITEMS = 50_000  # items per commit (a larger batch is committed on its own)
 DEFAULT_MAX_PENDING_ITEMS = 200_000  # items waiting for a commit before new batches are refused
+
+
+class Router(Protocol):
+    """Which replica owns a trace (``ingest.replicas.Membership``)."""
+
+    @property
+    def replica_id(self) -> str: ...
+
+    @property
+    def solo(self) -> bool: ...
+
+    def owner(self, trace_id: str) -> str: ...
+
+
+def route(
+    batches: Sequence[SpanBatch], arrived_ns: int, router: Router
+) -> tuple[list[list[object]], list[SpanBatch]]:
+    """Split a commit by owner: a hand-off row for each trace another replica owns, and each batch
+    cut down to the items this replica assembles (log records outside any trace stay)."""
+    me = router.replica_id
+    owners: dict[str, str] = {}
+    roots: dict[str, bool] = {}
+    owned: list[SpanBatch] = []
+    for batch in batches:
+        spans: list[Span] = []
+        logs: list[LogRecord] = []
+        sizes: list[int] = []
+        items: list[Span | LogRecord] = [*batch.spans, *batch.logs]
+        for index, item in enumerate(items):
+            trace_id = item.trace_id
+            owner = owners.get(trace_id) if trace_id else me
+            if owner is None:
+                owner = owners[trace_id] = router.owner(trace_id)
+            if owner != me:
+                root = isinstance(item, Span) and not item.parent_span_id and item.end_time_unix_nano > 0
+                roots[trace_id] = roots.get(trace_id, False) or root
+                continue
+            if isinstance(item, Span):
+                spans.append(item)
+            else:
+                logs.append(item)
+            if index < len(batch.item_bytes):
+                sizes.append(batch.item_bytes[index])
+        owned.append(
+            SpanBatch.model_construct(
+                spans=spans,
+                logs=logs,
+                rejected_spans=batch.rejected_spans,
+                errors=batch.errors,
+                arrived_unix_nano=arrived_ns,
+                item_bytes=sizes,
+            )
+        )
+    handoffs = [
+        handoff_row(owners[trace_id], arrived_ns, trace_id, arrived_ns, root, me)
+        for trace_id, root in roots.items()
+    ]
+    return handoffs, owned
 
 
 def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows]:
@@ -83,8 +143,10 @@ class SpanSink:
         max_commit_items: int = DEFAULT_MAX_COMMIT_ITEMS,
         max_pending_items: int = DEFAULT_MAX_PENDING_ITEMS,
         clock_ns: Callable[[], int] = time.time_ns,
+        router: Router | None = None,
     ) -> None:
         self._store = store
+        self._router = router
         self._next = next
         self._metrics = metrics
         self._max_commit_items = max_commit_items
@@ -135,7 +197,7 @@ class SpanSink:
         self._wake.set()
         arrived = await waiting.committed
         try:
-            await self._next.consume_spans(batch)
+            await self._next.consume_spans(waiting.batch)  # what this replica assembles of it
         finally:
             self._release(arrived)
 
@@ -160,17 +222,30 @@ class SpanSink:
         return window
 
     async def _commit(self, window: list[_Waiting]) -> None:
+        items = sum(waiting.items for waiting in window)  # before the insert cuts batches down by owner
         try:
             await self._insert(window)
         finally:
-            self._uncommitted_items -= sum(waiting.items for waiting in window)
+            self._uncommitted_items -= items
 
     async def _insert(self, window: list[_Waiting]) -> None:
         arrived = self._clock_ns()
         batches = [waiting.batch for waiting in window]
         self._unhanded[arrived] += len(window)  # before the insert: a checkpoint meanwhile must not pass it
+        routed: list[SpanBatch] = []
+        router = self._router
+
+        def build() -> list[TableRows]:
+            tables = stored_rows(batches, arrived)
+            if router is not None and not router.solo:
+                # In the same commit as the items: an acknowledged item always has an owner that knows.
+                handoffs, owned = route(batches, arrived, router)
+                tables.insert(1, ("trace_handoffs", HANDOFF_COLUMNS, handoffs))
+                routed.extend(owned)
+            return tables
+
         try:
-            await self._store.insert_built(lambda: stored_rows(batches, arrived), "group commit")
+            await self._store.insert_built(build, "group commit")
         except Exception as exc:
             del self._unhanded[arrived]
             for waiting in window:
@@ -181,7 +256,8 @@ class SpanSink:
         self._metrics.commits.inc()
         self._metrics.spans_stored.inc(sum(len(batch.spans) for batch in batches))
         self._metrics.logs_stored.inc(sum(len(batch.logs) for batch in batches))
-        for waiting in window:
+        for waiting, owned in zip(window, routed or batches, strict=True):
+            waiting.batch = owned
             if waiting.committed.done():
                 # The request went away while its batch was stored: hand the batch on all the same,
                 # so what is stored is scored (the client will likely send it again; that is harmless).
