@@ -317,6 +317,13 @@ class TraceAssembler:
             self._forgotten_count += 1
             self._metrics.traces_spilled.labels("forgotten").inc()
 
+    def spill_all(self) -> None:
+        """Let go of every held item (memory is short): each trace is read back from the store when
+        due, never released early."""
+        while self._held:
+            self._spill(next(iter(self._held.values())))
+        self._update_gauges()
+
     def _spill(self, trace: TracedItems) -> None:
         """Let the trace's items go: it is read back from the ledger when released."""
         if trace.items:

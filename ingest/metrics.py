@@ -72,6 +72,10 @@ class Metrics:
             "Bytes of spans and log records held by the assembler",
             registry=r,
         )
+        self.resident_bytes = Gauge(
+            "tracescore_memory_resident_bytes", "The process's resident memory (sampled)", registry=r
+        )
+        self.memory_limit = Gauge("tracescore_memory_limit_bytes", "The configured memory_limit", registry=r)
         self.traces_spilled = Counter(
             "tracescore_assembly_traces_spilled",
             "Traces whose items left memory (memory: over max_held_bytes) or that were forgotten until "

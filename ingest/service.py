@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from ingest.assemble import TraceAssembler
+from ingest.memory import MemoryGuard
 from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
@@ -37,6 +38,10 @@ from scoring.judge import close_clients
 
 log = logging.getLogger(__name__)
 
+# The commit backlog's share of memory_limit: about 3 kB per decoded span, an eighth of the limit.
+PENDING_ITEM_SHARE = 8 * 3_000
+MIN_PENDING_ITEMS = 10_000
+
 
 class Service:
     def __init__(self, config: ServiceConfig) -> None:
@@ -54,7 +59,17 @@ class Service:
         )
         self.replicas = ReplicaTable(self.store)
         self.membership = Membership(self.replicas, config.replica, metrics=self.metrics)
-        self.span_sink = sink = SpanSink(self.store, self.assembler, self.metrics, router=self.membership)
+        self.memory = MemoryGuard(
+            int(config.memory_limit), self.metrics, busy=self._busy, relieve=self.assembler.spill_all
+        )
+        self.span_sink = sink = SpanSink(
+            self.store,
+            self.assembler,
+            self.metrics,
+            router=self.membership,
+            admit=self.memory.admit,
+            max_pending_items=max(MIN_PENDING_ITEMS, int(config.memory_limit) // PENDING_ITEM_SHARE),
+        )
         self.recovery = Recovery(
             self.ledger,
             self.assembler,
@@ -63,9 +78,14 @@ class Service:
             self.membership,
             self.replicas,
         )
-        self.grpc = GrpcReceiver(config.receiver, next=sink, metrics=self.metrics)
+        self.grpc = GrpcReceiver(config.receiver, next=sink, metrics=self.metrics, admit=self.memory.admit)
         self.http = HttpReceiver(
-            config.receiver, next=sink, metrics=self.metrics, scores=self.scores, health=self
+            config.receiver,
+            next=sink,
+            metrics=self.metrics,
+            scores=self.scores,
+            health=self,
+            admit=self.memory.admit,
         )
         self.kafka = (
             KafkaReceiver(config.kafka, next=sink, metrics=self.metrics) if config.kafka.enabled else None
@@ -132,6 +152,15 @@ class Service:
         await self.assembler.flush_all()
         await self.executor.drain()
 
+    def _busy(self) -> bool:
+        """Work in flight that will finish and free memory (refusing intake helps only then)."""
+        return bool(
+            self.span_sink.uncommitted_items
+            or self.assembler.tracked
+            or self.executor.queued
+            or self.executor.rows_buffered
+        )
+
     def ready(self) -> bool:
         """Spans can be taken and scored now: started, the store answering, Kafka holding partitions."""
         kafka_ok = self.kafka is None or self.kafka.state == "assigned"
@@ -155,6 +184,11 @@ class Service:
                 "scoring_queue": self.executor.queued,
                 "runs_waiting_for_judge": self.executor.waiting_for_judge,
                 "rows_buffered": self.executor.rows_buffered,
+            },
+            "memory": {
+                "resident_bytes": self.memory.resident,
+                "limit_bytes": self.memory.limit,
+                "refusing": self.memory.refusing,
             },
             "watermark_lag_seconds": round(max(0.0, (time.time_ns() - self.recovery.watermark()) / 1e9), 3),
             "uptime_seconds": round(uptime, 3),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_STORE = "./tracescore-data"
 DEFAULT_HOST = "127.0.0.1"
@@ -33,6 +33,11 @@ DEFAULT_SCORER_TIMEOUT_SECONDS = 60.0
 DEFAULT_RETRY_MAX_AGE_SECONDS = 3600.0
 DEFAULT_MAX_RUN_CHARS = 200_000
 DEFAULT_SCORERS = ("content-similarity", "textual-difference")
+DEFAULT_MEMORY_LIMIT = 2 * 1024**3
+MIN_MEMORY_LIMIT = 256 * 1024**2
+# The share of memory_limit the assembler's held items may take, counted as stored bytes: in Python
+# a held span takes about four times its stored size (measured), so this is about half the limit.
+HELD_BYTES_SHARE = 8
 DEFAULT_HEARTBEAT_SECONDS = 2.0
 DEFAULT_REPLICA_TTL_SECONDS = 10.0
 
@@ -90,7 +95,7 @@ class AssemblyConfig(_Config):
     max_traces: int = Field(default=DEFAULT_MAX_TRACES, gt=0)
     max_spans_per_trace: int = Field(default=DEFAULT_MAX_SPANS_PER_TRACE, gt=0)
     # Bytes of spans and log records (as stored) held in memory; beyond it the oldest traces spill:
-    # they are read back from the store when due.
+    # they are read back from the store when due. In the service: memory_limit / 8 unless set.
     max_held_bytes: int = Field(default=DEFAULT_MAX_HELD_BYTES, gt=0)
     # No longer used: late spans rebuild their run from the store. Accepted so older configs load.
     late_cache_spans: int | None = Field(default=None, ge=0)
@@ -166,6 +171,16 @@ class ServiceConfig(_Config):
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
+    # The process's resident memory bound ("2GiB", "800MB" or bytes). The assembler's held items
+    # and the commit backlog take their bounds from it; over 85 % of it, intake is refused (429,
+    # RESOURCE_EXHAUSTED, Kafka paused) until memory is back under 75 % (see ingest.memory).
+    memory_limit: ByteSize = Field(default=ByteSize(DEFAULT_MEMORY_LIMIT), ge=MIN_MEMORY_LIMIT)
+
+    @model_validator(mode="after")
+    def _bounds_from_memory_limit(self) -> ServiceConfig:
+        if "max_held_bytes" not in self.assembly.model_fields_set:
+            self.assembly.max_held_bytes = int(self.memory_limit) // HELD_BYTES_SHARE
+        return self
 
     @field_validator("store")
     @classmethod
@@ -195,6 +210,7 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_JUDGE_MODEL": "scoring.judge.model",
     "TRACESCORE_JUDGE_API_BASE": "scoring.judge.api_base",
     "TRACESCORE_REPLICA_ID": "replica.id",
+    "TRACESCORE_MEMORY_LIMIT": "memory_limit",
 }
 
 

@@ -36,6 +36,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--replica-id",
         help="this replica's stable name among those sharing the store (default: the host name)",
     )
+    parser.add_argument(
+        "--memory-limit",
+        help="resident memory bound, e.g. 2GiB (default); over 85%% of it, intake is refused for a while",
+    )
     parser.set_defaults(func=cmd_serve)
 
 
@@ -53,6 +57,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
         "assembly.idle_seconds": args.idle,
         "assembly.max_wait_seconds": args.max_wait,
         "replica.id": args.replica_id,
+        "memory_limit": args.memory_limit,
     }
     return load_config(args.config, overrides=overrides)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Callable
 
 from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2, status_pb2
@@ -74,12 +75,20 @@ async def export(
     transport: str,
     signal: str = SIGNAL_TRACES,
     max_items: int | None = None,
+    admit: Callable[[], None] | None = None,
 ) -> SpanBatch:
     """Decode one export request of ``signal`` and hand its spans or log records on.
 
+    ``admit`` is asked first (it raises Overloaded while the process is over its memory bound).
     Raises DecodeError when the payload is unreadable, Overloaded when the pipeline asks the client
     to slow down, ConsumerFailed when ``next`` fails.
     """
+    if admit is not None:
+        try:
+            admit()
+        except Overloaded:
+            metrics.requests.labels(transport, OUTCOME_REFUSED).inc()
+            raise
     try:
         if len(payload) < DECODE_IN_THREAD_BYTES:
             batch = decode(signal, encoding, payload, max_items)

@@ -36,8 +36,15 @@ SHUTDOWN_GRACE_SECONDS = 5.0
 
 
 class GrpcReceiver:
-    def __init__(self, config: ReceiverConfig, next: SpanConsumer, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        config: ReceiverConfig,
+        next: SpanConsumer,
+        metrics: Metrics,
+        admit: Callable[[], None] | None = None,
+    ) -> None:
         self._config = config
+        self._admit = admit
         self._next = next
         self._metrics = metrics
         self._server: grpc.aio.Server | None = None
@@ -89,7 +96,14 @@ class GrpcReceiver:
             try:
                 max_items = self._config.max_request_items
                 batch = await export(
-                    "otlp_proto", request, self._next, self._metrics, TRANSPORT, signal, max_items
+                    "otlp_proto",
+                    request,
+                    self._next,
+                    self._metrics,
+                    TRANSPORT,
+                    signal,
+                    max_items,
+                    admit=self._admit,
                 )
             except TooManyItems as exc:
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))

@@ -35,6 +35,7 @@ from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.connections import ConnectionGate, GatedSite, default_cap
 from ingest.receivers.export import (
     OUTCOME_INVALID,
+    OUTCOME_REFUSED,
     OUTCOME_TIMED_OUT,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNSUPPORTED,
@@ -105,8 +106,10 @@ class HttpReceiver:
         metrics: Metrics,
         scores: ScoreReader,
         health: Health | None = None,
+        admit: Callable[[], None] | None = None,
     ) -> None:
         self._config = config
+        self._admit = admit
         self._next = next
         self._metrics = metrics
         self._scores = scores
@@ -171,6 +174,13 @@ class HttpReceiver:
                     f"use {' or '.join(CONTENT_TYPES.values())}",
                     OUTCOME_UNSUPPORTED,
                 )
+            if self._admit is not None:
+                try:
+                    self._admit()  # before the body is read: a refused request costs no memory
+                except Overloaded as exc:
+                    raise _ExportFailed(
+                        429, code_pb2.RESOURCE_EXHAUSTED, str(exc), OUTCOME_REFUSED, exc.retry_after_s
+                    ) from None
             payload = await self._read_body(request)
             try:
                 max_items = self._config.max_request_items

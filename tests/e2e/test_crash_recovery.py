@@ -9,7 +9,6 @@ scores are being written; what it left is read from the embedded store (chDB) af
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
@@ -21,9 +20,8 @@ import yaml
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from ingest.store.clickhouse import Store
 from tests.support.otlp import agent_trace_requests
-from tests.support.serve import start_serve, stop, wait_healthy
+from tests.support.serve import decision_outcome, start_serve, stop, wait_healthy
 
 SCORERS = ("content-similarity-scorer", "textual-difference-scorer")  # the default rules
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -57,38 +55,6 @@ def _wait_until(condition: object, limit_s: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def _outcome(
-    store_dir: Path,
-) -> tuple[dict[str, int], list[tuple[str, str, int]], list[tuple[str, str, int]]]:
-    """Per trace, its decisions (FINAL); and every (span, scorer) with more than one current decision
-    or score row -- which must be none."""
-
-    async def read() -> tuple[dict[str, int], list[tuple[str, str, int]], list[tuple[str, str, int]]]:
-        store = Store(str(store_dir))
-        await store.start()
-        try:
-            per_trace = await store.query(
-                "SELECT TraceId, count() AS n FROM score_decisions FINAL GROUP BY TraceId"
-            )
-            doubled_decisions = await store.query(
-                "SELECT SpanId, ScorerId, count() AS n FROM score_decisions FINAL "
-                "GROUP BY SpanId, ScorerId HAVING n > 1"
-            )
-            doubled_scores = await store.query(
-                "SELECT SpanId, ScorerId, count() AS n FROM scores FINAL "
-                "GROUP BY SpanId, ScorerId HAVING n > 1"
-            )
-        finally:
-            await store.shutdown()
-        return (
-            {row["TraceId"]: int(row["n"]) for row in per_trace},
-            [(r["SpanId"], r["ScorerId"], int(r["n"])) for r in doubled_decisions],
-            [(r["SpanId"], r["ScorerId"], int(r["n"])) for r in doubled_scores],
-        )
-
-    return asyncio.run(read())
-
-
 def _decided(base: str) -> float:
     return sum(
         _metric(base, f'tracescore_scoring_decisions_total{{decision="scored",scorer="{s}"}}')
@@ -116,7 +82,7 @@ def test_sigkill_after_otlp_http_200s_loses_no_acknowledged_trace(tmp_path: Path
     finally:
         assert stop(proc) == 0
 
-    per_trace, doubled_decisions, doubled_scores = _outcome(store)
+    per_trace, doubled_decisions, doubled_scores = decision_outcome(store)
     assert per_trace == {trace_id: len(SCORERS) for trace_id, _ in requests}
     assert doubled_decisions == [] and doubled_scores == []
 
@@ -169,7 +135,7 @@ def test_sigkill_twice_while_kafka_streams_in_loses_and_doubles_nothing(
     finally:
         assert stop(proc) == 0
 
-    per_trace, doubled_decisions, doubled_scores = _outcome(store)
+    per_trace, doubled_decisions, doubled_scores = decision_outcome(store)
     assert per_trace == {trace_id: len(SCORERS) for trace_id, _ in requests}
     assert doubled_decisions == [] and doubled_scores == []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -11,6 +12,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from ingest.store.clickhouse import Store
 
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 # The subprocess imports the project from the source tree (and ``tests.*`` for custom scorers).
@@ -83,3 +86,35 @@ def wait_healthy(proc: subprocess.Popen[str], http_port: int, limit_s: float = 6
             assert proc.poll() is None, "serve exited early"
             assert time.monotonic() < deadline, "serve did not come up"
             time.sleep(0.1)
+
+
+def decision_outcome(
+    store_dir: Path,
+) -> tuple[dict[str, int], list[tuple[str, str, int]], list[tuple[str, str, int]]]:
+    """Per trace, its decisions (FINAL); and every (span, scorer) with more than one current decision
+    or score row -- which must be none."""
+
+    async def read() -> tuple[dict[str, int], list[tuple[str, str, int]], list[tuple[str, str, int]]]:
+        store = Store(str(store_dir))
+        await store.start()
+        try:
+            per_trace = await store.query(
+                "SELECT TraceId, count() AS n FROM score_decisions FINAL GROUP BY TraceId"
+            )
+            doubled_decisions = await store.query(
+                "SELECT SpanId, ScorerId, count() AS n FROM score_decisions FINAL "
+                "GROUP BY TraceId, SpanId, ScorerId HAVING n > 1"
+            )
+            doubled_scores = await store.query(
+                "SELECT SpanId, ScorerId, count() AS n FROM scores FINAL "
+                "GROUP BY TraceId, SpanId, ScorerId HAVING n > 1"
+            )
+        finally:
+            await store.shutdown()
+        return (
+            {row["TraceId"]: int(row["n"]) for row in per_trace},
+            [(r["SpanId"], r["ScorerId"], int(r["n"])) for r in doubled_decisions],
+            [(r["SpanId"], r["ScorerId"], int(r["n"])) for r in doubled_scores],
+        )
+
+    return asyncio.run(read())

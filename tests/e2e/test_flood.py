@@ -1,0 +1,126 @@
+"""A flood of 50,000 agent runs against a real ``tracescore serve`` with a 1 GiB ``memory_limit``.
+
+The service must slow its clients down (429 with Retry-After) instead of growing past its bound,
+keep the kernel's peak resident size of the process under it, score nothing early, and score every
+acknowledged trace once afterwards. The clients behave as OTLP exporters do: they send again after
+Retry-After.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.support.otlp import agent_trace_requests
+from tests.support.serve import decision_outcome, start_serve, stop, wait_healthy
+
+TRACES = 50_000
+PER_REQUEST = 100
+CLIENTS = 8
+MEMORY_LIMIT = 1024**3
+SCORERS = 2  # the default rules
+PROTOBUF = {"Content-Type": "application/x-protobuf"}
+
+
+def flood_requests() -> tuple[list[str], list[bytes]]:
+    """TRACES distinct runs (the demo's agent scenarios under fresh trace ids), PER_REQUEST each."""
+    shapes = [ExportTraceServiceRequest.FromString(body) for _, body in agent_trace_requests(50, "flood")]
+    trace_ids: list[str] = []
+    bodies: list[bytes] = []
+    for first in range(0, TRACES, PER_REQUEST):
+        request = ExportTraceServiceRequest()
+        for index in range(first, first + PER_REQUEST):
+            trace_id = (index + 1).to_bytes(16, "big")
+            trace_ids.append(trace_id.hex())
+            span_ids: dict[bytes, bytes] = {}  # fresh span ids, parents following
+            for resource_spans in shapes[index % len(shapes)].resource_spans:
+                copy = request.resource_spans.add()
+                copy.CopyFrom(resource_spans)
+                for scope_spans in copy.scope_spans:
+                    for span in scope_spans.spans:
+                        span.trace_id = trace_id
+                        span.span_id = span_ids.setdefault(span.span_id, os.urandom(8))
+                        if span.parent_span_id:
+                            span.parent_span_id = span_ids.setdefault(span.parent_span_id, os.urandom(8))
+        bodies.append(request.SerializeToString())
+    return trace_ids, bodies
+
+
+async def send_all(base: str, bodies: list[bytes]) -> tuple[int, int]:
+    """Send every body, each until it is acknowledged; returns (acknowledged, refused answers)."""
+    todo = list(reversed(bodies))
+    acknowledged = refused = 0
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        nonlocal acknowledged, refused
+        while todo:
+            body = todo.pop()
+            while True:
+                async with session.post(f"{base}/v1/traces", data=body, headers=PROTOBUF) as resp:
+                    await resp.read()
+                    if resp.status == 200:
+                        acknowledged += 1
+                        break
+                    assert resp.status == 429, f"answered {resp.status}"
+                    refused += 1
+                    await asyncio.sleep(float(resp.headers["Retry-After"]))
+
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        await asyncio.gather(*(client(session) for _ in range(CLIENTS)))
+    return acknowledged, refused
+
+
+def metrics(base: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(tracescore_\S+) (\S+)$", text, re.M)}
+
+
+def decided(values: dict[str, float]) -> float:
+    return sum(v for k, v in values.items() if k.startswith("tracescore_scoring_decisions_total{"))
+
+
+def peak_resident_bytes(pid: int) -> int:
+    """The kernel's high-water mark of the process's resident set (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc")
+
+
+def test_a_flood_is_slowed_down_under_the_memory_limit_and_scored_once_afterwards(tmp_path: Path) -> None:
+    trace_ids, bodies = flood_requests()
+    store = tmp_path / "store"
+    proc, http_port = start_serve(store, "--memory-limit", str(MEMORY_LIMIT))
+    try:
+        base = wait_healthy(proc, http_port)
+        acknowledged, refused = asyncio.run(send_all(base, bodies))
+        assert acknowledged == len(bodies)
+        assert refused > 0  # the flood met the bound: the service said "later" instead of growing
+
+        deadline = time.monotonic() + 300
+        while decided(values := metrics(base)) < SCORERS * TRACES:
+            assert time.monotonic() < deadline, f"only {decided(values)} decisions after 300 s"
+            time.sleep(1)
+        assert values['tracescore_requests_refused_total{reason="memory"}'] == refused
+        # Every trace was released because it was complete and quiet -- none early, none twice.
+        released = {
+            key: value for key, value in values.items() if key.startswith("tracescore_traces_assembled_total")
+        }
+        assert released == {'tracescore_traces_assembled_total{reason="idle"}': TRACES}
+        peak = peak_resident_bytes(proc.pid)
+        assert peak < MEMORY_LIMIT, f"peak resident {peak / 2**20:.0f} MiB"
+    finally:
+        assert stop(proc) == 0
+
+    per_trace, doubled_decisions, doubled_scores = decision_outcome(store)
+    assert per_trace == dict.fromkeys(trace_ids, SCORERS)
+    assert doubled_decisions == [] and doubled_scores == []
