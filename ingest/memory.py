@@ -93,6 +93,7 @@ class MemoryGuard:
         self._relieved_at = -RELIEVE_EVERY_SECONDS
         self._warned_idle = False
         metrics.memory_limit.set(limit)
+        metrics.resident_bytes.set_function(lambda: self.resident)
 
     @property
     def resident(self) -> int:
@@ -124,7 +125,6 @@ class MemoryGuard:
         if resident is None:
             return
         self._resident = resident
-        self._metrics.resident_bytes.set(resident)
         if resident > self.limit * HIGH:
             if now - self._relieved_at >= RELIEVE_EVERY_SECONDS:
                 self._relieved_at = now

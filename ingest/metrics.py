@@ -72,6 +72,13 @@ class Metrics:
             "Bytes of spans and log records held by the assembler",
             registry=r,
         )
+        self.backlog = Gauge(
+            "tracescore_backlog",
+            "Work waiting, by stage: spans and log records waiting for their commit (commit), runs queued "
+            "for a scorer (scoring_queue), score and decision rows waiting for the store (rows_buffered)",
+            ["stage"],
+            registry=r,
+        )
         self.resident_bytes = Gauge(
             "tracescore_memory_resident_bytes", "The process's resident memory (sampled)", registry=r
         )

@@ -90,6 +90,10 @@ class Service:
         self.kafka = (
             KafkaReceiver(config.kafka, next=sink, metrics=self.metrics) if config.kafka.enabled else None
         )
+        backlog = self.metrics.backlog
+        backlog.labels("commit").set_function(lambda: self.span_sink.uncommitted_items)
+        backlog.labels("scoring_queue").set_function(lambda: self.executor.queued)
+        backlog.labels("rows_buffered").set_function(lambda: self.executor.rows_buffered)
         self._started_at: float | None = None
         self._stopped = False
 
