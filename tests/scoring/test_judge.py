@@ -82,10 +82,20 @@ async def test_server_error_backs_off_exponentially(llm_server: LLMServer) -> No
 
     assert result.attempts == 3
     times = [request.at for request in llm_server.chat_requests]
-    # Jittered between half and all of 0.2 s, then of 0.4 s.
-    # (Upper bounds leave room for a slow machine; the lower bounds are the backoff itself.)
-    assert 0.1 <= times[1] - times[0] < 0.5
-    assert 0.2 <= times[2] - times[1] < 0.9
+    # Jittered between half and all of 0.2 s, then of 0.4 s: the lower bounds are the backoff itself;
+    # the upper ones only say the wait is not some other, longer one (a loaded machine adds to them).
+    assert 0.1 <= times[1] - times[0] < 2.0
+    assert 0.2 <= times[2] - times[1] < 2.0
+
+
+def test_backoff_doubles_with_jitter_up_to_its_cap_and_honours_retry_after() -> None:
+    client = Judge(PLAIN_MODEL, backoff_initial_s=0.2, backoff_max_s=1.0)
+    for retry, full in enumerate([0.2, 0.4, 0.8, 1.0, 1.0]):
+        delays = [client._backoff(retry, None) for _ in range(2_000)]
+        assert full / 2 <= min(delays) and max(delays) <= full
+        assert max(delays) - min(delays) > full / 2 * 0.9  # the random half is really random
+    assert client._backoff(0, 0.7) >= 0.7  # a server's Retry-After is waited at least
+    assert client._backoff(0, 30.0) <= 1.0  # ... up to the cap
 
 
 async def test_persistent_server_error_fails_after_all_retries(llm_server: LLMServer) -> None:
