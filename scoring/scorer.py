@@ -21,10 +21,12 @@ typed accessors (``ctx.preprocessed(dict)``, ``ctx.analyzed(Verdicts)``) and, in
 ``ctx.score``. Steps may be sync or async. The score must be a finite number in [0, ``scale``];
 anything else fails the run with a ``ScorerError`` naming the value, so it is never stored.
 
-Threads: a sync step runs inline on the event loop, so it must be cheap. Declare a CPU-heavy sync
-step with ``heavy=True`` and it runs in the heavy steps' own small thread pool, keeping the loop and
-the threads that decode requests free.
-(A thread cannot be cancelled: when the executor's timeout fires, the thread finishes on its own.)
+Where steps run: a sync step runs inline on the event loop, so it must be cheap. Declare a CPU-heavy
+sync step with ``heavy=True`` and it runs in a worker process (``scoring.workers``), off the loop and
+its interpreter lock; when the scorer's timeout fires, the worker is killed and the work stops. A
+heavy step whose cost is bounded by its input (a text comparison) may say so with
+``inline_below_chars=N``: on runs of fewer characters it runs in a thread instead, sparing the trip
+to the worker (tracescore's own text comparisons use ``SMALL_RUN_CHARS``).
 
 A scorer is an immutable builder: each chained call returns a new scorer and the scorer keeps no
 per-run state, so one instance may score many runs concurrently.
@@ -178,20 +180,20 @@ class Scorer:
         }
         return sorted(need for need in self.needs if not present[need])
 
-    def preprocess(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
+    def preprocess(self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0) -> Scorer:
         """A new scorer with this preprocess step (replacing any earlier one)."""
-        return self._with_step("preprocess", fn, heavy)
+        return self._with_step("preprocess", fn, heavy, inline_below_chars)
 
-    def analyze(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
-        return self._with_step("analyze", fn, heavy)
+    def analyze(self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0) -> Scorer:
+        return self._with_step("analyze", fn, heavy, inline_below_chars)
 
-    def generate_score(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
-        return self._with_step("generate_score", fn, heavy)
+    def generate_score(self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0) -> Scorer:
+        return self._with_step("generate_score", fn, heavy, inline_below_chars)
 
-    def generate_reason(self, fn: StepDef, *, heavy: bool = False) -> Scorer:
-        return self._with_step("generate_reason", fn, heavy)
+    def generate_reason(self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0) -> Scorer:
+        return self._with_step("generate_reason", fn, heavy, inline_below_chars)
 
-    def _with_step(self, name: StepName, fn: StepDef, heavy: bool) -> Scorer:
+    def _with_step(self, name: StepName, fn: StepDef, heavy: bool, inline_below_chars: int = 0) -> Scorer:
         new_step: Step
         if isinstance(fn, PromptObject | Mapping):
             if heavy:
@@ -205,7 +207,7 @@ class Scorer:
                 raise ValueError(
                     f"{name} of scorer {self.id!r}: heavy=True is for sync functions, not async ones"
                 )
-            new_step = FunctionStep(name, fn, heavy)
+            new_step = FunctionStep(name, fn, heavy, inline_below_chars)
         else:
             raise TypeError(
                 f"{name} of scorer {self.id!r} must be a function or a prompt object, got {type(fn).__name__}"

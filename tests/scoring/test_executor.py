@@ -8,6 +8,7 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -23,6 +24,7 @@ from scoring.prebuilt import create_textual_difference_scorer
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
 from scoring.text import output_text
+from tests.scoring.test_workers import alive, spinning_scorer
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
 
@@ -278,6 +280,22 @@ async def test_a_scorer_over_its_timeout_fails() -> None:
     assert sink.records == []
     [decision] = sink.decisions
     assert (decision.decision, decision.detail) == ("failed", "timed out after 0.1 s")
+
+
+async def test_a_heavy_step_over_its_timeout_fails_and_stops(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    sink = RecordingSink()
+    scorers = registry_of(spinner=spinning_scorer(pid_file))
+    async with running(config(ScorerRule(scorer="spinner"), timeout=1.0), sink, registry=scorers) as executor:
+        await executor.consume_runs([make_run(1)])
+        await executor.drain()
+    [decision] = sink.decisions
+    assert (decision.decision, decision.detail) == ("failed", "timed out after 1 s")
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while alive(pid):  # the step's work stopped with its worker process
+        assert time.monotonic() < deadline, "the timed-out step still runs"
+        await asyncio.sleep(0.05)
 
 
 async def test_concurrency_stays_within_the_bound() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import threading
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,25 +127,19 @@ async def test_concurrent_runs_keep_their_own_results() -> None:
         assert result.run_id == f"{i:032x}:{'b' * 16}"
 
 
-async def test_heavy_sync_steps_run_in_a_worker_thread() -> None:
-    loop_thread = threading.get_ident()
-    threads: dict[str, int] = {}
+async def test_heavy_sync_steps_run_in_a_worker_process() -> None:
+    seen: dict[str, int] = {}
 
-    def record(name: str) -> Any:
-        def fn(ctx: StepContext) -> float:
-            threads[name] = threading.get_ident()
-            return 0.5
+    def where(ctx: StepContext) -> dict[str, int]:
+        return {"pid": os.getpid()}
 
-        return fn
+    def score(ctx: StepContext) -> float:
+        seen["heavy"], seen["cheap"] = ctx.preprocessed(dict)["pid"], os.getpid()
+        return 0.5
 
-    scorer = (
-        create_scorer(id="threads", description="d")
-        .preprocess(record("cheap"))
-        .generate_score(record("heavy"), heavy=True)
-    )
+    scorer = create_scorer(id="where", description="d").preprocess(where, heavy=True).generate_score(score)
     assert (await scorer.run(agent_run("q", "a"))).score == 0.5
-    assert threads["cheap"] == loop_thread
-    assert threads["heavy"] != loop_thread
+    assert seen["cheap"] == os.getpid() and seen["heavy"] != os.getpid()
 
 
 def test_heavy_is_refused_for_async_functions() -> None:

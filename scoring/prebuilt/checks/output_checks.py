@@ -24,7 +24,7 @@ from scoring.prebuilt.checks.pass_fail import pass_fail, passed
 from scoring.prebuilt.heuristic.content_similarity import compare_two_strings
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import message_text
 
 
@@ -205,5 +205,5 @@ def create_similarity_check(
             label=None if threshold is None else pass_fail,
         )
         .preprocess(preprocess)
-        .generate_score(generate_score, heavy=True)
+        .generate_score(generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
     )

@@ -18,7 +18,7 @@ from rapidfuzz.distance import Levenshtein as _Levenshtein
 from scoring.prebuilt.ground_truth import expected_value
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import output_text
 
 
@@ -128,7 +128,9 @@ def create_levenshtein_scorer() -> Scorer:
     def score(ctx: StepContext) -> float:
         return levenshtein_similarity(output_text(ctx.run), expected_value(ctx, "levenshtein"))
 
-    return LEVENSHTEIN.create_scorer(needs={"output", "ground_truth"}).generate_score(score, heavy=True)
+    return LEVENSHTEIN.create_scorer(needs={"output", "ground_truth"}).generate_score(
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+    )
 
 
 NUMERIC_DIFF = ScorerSpec(

@@ -20,7 +20,7 @@ from typing import TypedDict
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import input_text, js_trim, output_text
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -197,4 +197,8 @@ def create_completeness_scorer() -> Scorer:
         result = await create_completeness_scorer().run(run)
         result.score  # 1.0: "eclipse" covers "eclipses" (7 of 8 letters)
     """
-    return COMPLETENESS.create_scorer().preprocess(_preprocess, heavy=True).generate_score(_score, heavy=True)
+    return (
+        COMPLETENESS.create_scorer()
+        .preprocess(_preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .generate_score(_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+    )

@@ -6,7 +6,7 @@ from collections import Counter
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import JS_WHITESPACE_RUN, input_text, js_collapse_whitespace, output_text, utf16_units
 
 
@@ -71,5 +71,7 @@ def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace
         return compare_two_strings(texts["processed_input"], texts["processed_output"])
 
     return (
-        CONTENT_SIMILARITY.create_scorer().preprocess(preprocess).generate_score(generate_score, heavy=True)
+        CONTENT_SIMILARITY.create_scorer()
+        .preprocess(preprocess)
+        .generate_score(generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
     )

@@ -12,7 +12,7 @@ from scoring.prebuilt.ground_truth import expected_value
 from scoring.prebuilt.heuristic.autoevals import levenshtein_similarity, numeric_diff
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import output_text
 
 
@@ -84,4 +84,6 @@ def create_json_diff_scorer() -> Scorer:
     def score(ctx: StepContext) -> float:
         return json_diff(output_text(ctx.run), expected_value(ctx, "json-diff"))
 
-    return JSON_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(score, heavy=True)
+    return JSON_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+    )

@@ -22,7 +22,7 @@ from scoring.prebuilt.ground_truth import expected_value
 from scoring.prebuilt.heuristic.autoevals import levenshtein_similarity
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import output_text
 
 
@@ -91,4 +91,6 @@ def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
         expected = expected_items(expected_value(ctx, "list-contains"))
         return list_contains(output_items(output_text(ctx.run)), expected, allow_extra_entities)
 
-    return LIST_CONTAINS.create_scorer(needs={"output", "ground_truth"}).generate_score(score, heavy=True)
+    return LIST_CONTAINS.create_scorer(needs={"output", "ground_truth"}).generate_score(
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+    )

@@ -8,7 +8,7 @@ from rapidfuzz.distance import LCSseq
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import (
     input_text,
     js_collapse_whitespace,
@@ -79,6 +79,6 @@ def create_textual_difference_scorer() -> Scorer:
     """
     return (
         TEXTUAL_DIFFERENCE.create_scorer()
-        .preprocess(_preprocess, heavy=True)
+        .preprocess(_preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
         .generate_score(lambda ctx: ctx.preprocessed(dict)["ratio"])
     )
