@@ -166,16 +166,29 @@ class Service:
         )
 
     def ready(self) -> bool:
-        """Spans can be taken and scored now: started, the store answering, Kafka holding partitions."""
+        """Spans can be taken and scored now: started, the store taking spans and score rows, Kafka
+        holding partitions."""
         kafka_ok = self.kafka is None or self.kafka.state == "assigned"
         return (
-            self._started_at is not None and not self._stopped and self.store.last_error is None and kafka_ok
+            self._started_at is not None
+            and not self._stopped
+            and self.store.last_error is None
+            and self.executor.write_error is None
+            and kafka_ok
         )
 
     def health(self) -> dict[str, Any]:
         """Each component's state, the backlog and the watermark lag (``/healthz``, ``/readyz``)."""
         uptime = time.monotonic() - self._started_at if self._started_at is not None else 0.0
-        components: dict[str, Any] = {"store": self.store.health(), "replica": self.membership.health()}
+        scoring = {
+            "status": "failing" if self.executor.write_error else "ok",
+            "error": self.executor.write_error,  # score and decision rows cannot be written (kept, retried)
+        }
+        components: dict[str, Any] = {
+            "store": self.store.health(),
+            "scoring": scoring,
+            "replica": self.membership.health(),
+        }
         if self.kafka is not None:
             components["kafka"] = self.kafka.health()
         return {

@@ -95,6 +95,8 @@ class ScoringExecutor:
         self._retries: PendingRetries[_Job] = PendingRetries(self._queue.put, config.retry_max_age_seconds)
         self._failures = FailureLog(logger)
         self._flush_lock = asyncio.Lock()
+        # The last failure to write score and decision rows; None once a write succeeds again.
+        self.write_error: str | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._state: Literal["new", "running", "stopping", "stopped"] = "new"
         self._stopped = asyncio.Event()
@@ -319,6 +321,7 @@ class ScoringExecutor:
                 await self._sink.write_scores(records, decisions)
                 await self._sink.mark_done([state.round for state in finished])
             except Exception as exc:
+                self.write_error = f"{type(exc).__name__}: {exc}"
                 if not is_retriable(exc):
                     # The store refuses these rows: trying them again would block every later row.
                     # Their rounds stay unmarked, so a restart finds those traces undecided.
@@ -332,6 +335,7 @@ class ScoringExecutor:
                 self._keep(records, decisions, finished)
                 raise
             self._rounds.close(finished)
+            self.write_error = None
             self._metrics.scores_written.inc(len(records))
             self._update_room()
 

@@ -38,7 +38,8 @@ class ScoringMetrics:
         )
         self.rows_dropped = Counter(
             "tracescore_scoring_rows_dropped",
-            "Score and decision rows dropped because the store stayed unavailable past the buffer bound",
+            "Score and decision rows the store refused for good (a permanent error; their traces stay "
+            "undecided)",
             ["kind"],
             registry=r,
         )
