@@ -129,8 +129,18 @@ def main() -> None:
         name, baseline, ours = bench()
         ratios.append(ours / baseline)
         table.add_row(name, f"{baseline * 1e6:.1f}", f"{ours * 1e6:.1f}", f"{ours / baseline:.2f}")
-    Console().print(table)
-    Console().print(f"geometric mean ratio {statistics.geometric_mean(ratios):.2f}")
+    console = Console()
+    console.print(table)
+    console.print(f"geometric mean ratio {statistics.geometric_mean(ratios):.2f}")
+
+    from bench.e2e import bench_e2e
+
+    e2e = Table(title="end to end: tracescore serve (ratio = ours / baseline, same run)")
+    for column in ("benchmark", "baseline", "ours", "ratio"):
+        e2e.add_column(column, justify="right" if column != "benchmark" else "left")
+    for name, baseline, ours in bench_e2e():
+        e2e.add_row(name, f"{baseline:,.1f}", f"{ours:,.1f}", f"{ours / baseline:.3f}")
+    console.print(e2e)
 
 
 if __name__ == "__main__":

