@@ -226,12 +226,15 @@ class Store:
                 "WHERE database = {db:String} AND table = {table:String}",
                 parameters={"db": self._database, "table": table},
             )
-            types = self._column_types[table] = {name: kind for name, kind in described.result_rows}
+            types = {name: kind for name, kind in described.result_rows}
+            if types:  # a table that is not there is left to the insert to report
+                self._column_types[table] = types
+        known = all(column in types for column in columns)
         client.insert(
             table,
             rows,
             column_names=list(columns),
-            column_type_names=[types[column] for column in columns],
+            column_type_names=[types[column] for column in columns] if known else None,
             database=self._database,
         )
 
