@@ -27,31 +27,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
 from ingest.service import Service
-from schemas.config import ServiceConfig, load_config
 from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
-
-
-def _config(tmp_path: Path, **overrides: Any) -> ServiceConfig:
-    return load_config(
-        overrides={
-            "store": str(tmp_path / "store"),
-            "receiver.grpc_port": 0,
-            "receiver.http_port": 0,
-            "assembly.idle_seconds": 0.2,
-            **overrides,
-        },
-        environ={},
-    )
+from tests.support.service import running_service, service_config
 
 
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[Service]:
-    svc = Service(_config(tmp_path))
-    await svc.start()
-    try:
+    async with running_service(service_config(tmp_path)) as svc:
         yield svc
-    finally:
-        await svc.shutdown()
 
 
 def _scenario(case_id: str) -> Scenario:
@@ -169,7 +152,7 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
     producer.close()
 
     svc = Service(
-        _config(
+        service_config(
             tmp_path,
             **{
                 "kafka.bootstrap": kafka_bootstrap,

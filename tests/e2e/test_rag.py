@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.service import Service
-from schemas.config import load_config
 from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
+from tests.support.service import running_service, service_config
 
 QUESTION = "When are Paris trips rescheduled?"  # 5 whitespace words
 ANSWER = "Paris trips are rescheduled when rain exceeds 10mm."
@@ -163,23 +163,15 @@ def _rules(server: LLMServer) -> list[dict[str, Any]]:
 
 @pytest.fixture
 async def service(tmp_path: Path, llm_server: LLMServer) -> AsyncIterator[Service]:
-    config = load_config(
-        overrides={
-            "store": str(tmp_path / "store"),
-            "receiver.grpc_port": 0,
-            "receiver.http_port": 0,
-            "assembly.idle_seconds": 0.2,
+    config = service_config(
+        tmp_path,
+        **{
             "scoring.rules": _rules(llm_server),
             "scoring.retry_max_age_seconds": 0,  # an outage fails the scorer at once here
         },
-        environ={},
     )
-    svc = Service(config)
-    await svc.start()
-    try:
+    async with running_service(config) as svc:
         yield svc
-    finally:
-        await svc.shutdown()
 
 
 async def _send_trace(service: Service, with_retrieval: bool) -> tuple[str, str]:

@@ -14,8 +14,8 @@ import aiohttp
 import pytest
 
 from ingest.service import Service
-from schemas.config import load_config
 from tests.support.otlp import agent_trace_requests
+from tests.support.service import running_service, service_config
 
 SCORERS = 2  # the default rules
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -23,21 +23,8 @@ PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[Service]:
-    config = load_config(
-        overrides={
-            "store": str(tmp_path / "store"),
-            "receiver.grpc_port": 0,
-            "receiver.http_port": 0,
-            "assembly.idle_seconds": 0.2,
-        },
-        environ={},
-    )
-    svc = Service(config)
-    await svc.start()
-    try:
+    async with running_service(service_config(tmp_path)) as svc:
         yield svc
-    finally:
-        await svc.shutdown()
 
 
 async def _post_all(base: str, bodies: list[bytes]) -> list[int]:

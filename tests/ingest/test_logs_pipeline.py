@@ -39,6 +39,7 @@ from schemas.config import AssemblyConfig, load_config
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import http_request
 from tests.support.serve import tracescore
+from tests.support.service import running_service, service_config
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_TRACES = OTLP_DIR / f"{LEGACY}.traces.json"
@@ -131,24 +132,10 @@ async def test_assembled_trace_carries_its_log_records_to_the_transform(logs_fir
 # --- a running Service over HTTP ---------------------------------------------------------------------
 
 
-def service_config(tmp_path: Path, **overrides: Any) -> Any:
-    return load_config(
-        overrides={
-            "store": str(tmp_path / "store"), "receiver.grpc_port": 0, "receiver.http_port": 0,
-            "assembly.idle_seconds": 0.2, **overrides,
-        },
-        environ={},
-    )  # fmt: skip
-
-
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[Service]:
-    svc = Service(service_config(tmp_path))
-    await svc.start()
-    try:
+    async with running_service(service_config(tmp_path)) as svc:
         yield svc
-    finally:
-        await svc.shutdown()
 
 
 async def assert_run_scored_or_skipped(service: Service, trace_id: str, root: str) -> None:
