@@ -14,6 +14,7 @@ shutdown is stored, assembled, scored and written.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from typing import Any
@@ -113,6 +114,13 @@ class Service:
             await self.shutdown()
             raise
         self._started_at = time.monotonic()
+        receiver = self.config.receiver
+        if not (receiver.auth_token or receiver.auth_token_file) and not _loopback(receiver.host):
+            log.warning(
+                "listening on %s without authentication: anyone who reaches the ports can send spans and "
+                "read scores (set TRACESCORE_AUTH_TOKEN or receiver.auth_token_file)",
+                receiver.host,
+            )
         log.info(
             "tracescore serving OTLP/gRPC on %s:%d, OTLP/HTTP on %s:%d, store %s",
             self.config.receiver.host,
@@ -210,3 +218,12 @@ class Service:
             "watermark_lag_seconds": round(max(0.0, (time.time_ns() - self.recovery.watermark()) / 1e9), 3),
             "uptime_seconds": round(uptime, 3),
         }
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

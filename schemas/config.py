@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 DEFAULT_STORE = "./tracescore-data"
 DEFAULT_HOST = "127.0.0.1"
@@ -58,6 +58,18 @@ class ReceiverConfig(_Config):
     # Open OTLP/HTTP connections; a new one beyond it is closed at once (refusals logged once a minute).
     # Default: half the process's open-file limit, at most 4,096.
     max_connections: int | None = Field(default=None, gt=0)
+    # Bearer token wanted on OTLP/HTTP, OTLP/gRPC, /api/* and /metrics (see ingest.receivers.auth):
+    # TRACESCORE_AUTH_TOKEN, or a file holding it (a mounted secret). Neither: no authentication.
+    auth_token: SecretStr | None = None
+    auth_token_file: str | None = None
+    # /metrics without a token (a scraper inside the cluster); /healthz and /readyz are always open.
+    metrics_open: bool = False
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> ReceiverConfig:
+        if self.auth_token is not None and self.auth_token_file:
+            raise ValueError("give receiver.auth_token or receiver.auth_token_file, not both")
+        return self
 
 
 class KafkaConfig(_Config):
@@ -197,6 +209,8 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
     "TRACESCORE_HTTP_PORT": "receiver.http_port",
     "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
+    "TRACESCORE_AUTH_TOKEN": "receiver.auth_token",
+    "TRACESCORE_AUTH_TOKEN_FILE": "receiver.auth_token_file",
     "TRACESCORE_KAFKA_BOOTSTRAP": "kafka.bootstrap",
     "TRACESCORE_KAFKA_TOPIC": "kafka.topic",
     "TRACESCORE_KAFKA_LOGS_TOPIC": "kafka.logs_topic",

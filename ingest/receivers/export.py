@@ -42,6 +42,7 @@ OUTCOME_REFUSED = "refused"  # a bound was reached: the client is asked to slow 
 OUTCOME_TIMED_OUT = "timed_out"  # the request body did not arrive in time
 OUTCOME_TOO_LARGE = "too_large"
 OUTCOME_UNSUPPORTED = "unsupported"
+OUTCOME_UNAUTHENTICATED = "unauthenticated"  # no or a wrong bearer token
 
 
 class ConsumerFailed(TracescoreError):

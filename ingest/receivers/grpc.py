@@ -17,7 +17,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
 from ingest.metrics import Metrics
-from ingest.receivers.export import ConsumerFailed, export, export_response_for, retry_status
+from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
+from ingest.receivers.export import (
+    OUTCOME_UNAUTHENTICATED,
+    ConsumerFailed,
+    export,
+    export_response_for,
+    retry_status,
+)
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded
@@ -45,6 +52,7 @@ class GrpcReceiver:
     ) -> None:
         self._config = config
         self._admit = admit
+        self._token: str | None = None
         self._next = next
         self._metrics = metrics
         self._server: grpc.aio.Server | None = None
@@ -58,6 +66,7 @@ class GrpcReceiver:
     async def start(self) -> None:
         if self._server is not None:
             return
+        self._token = configured_token(self._config)
         limit = self._config.max_request_bytes
         # gRPC turns SO_REUSEPORT on by default, which would let a second service share a busy port
         # silently and split the traffic; a clash must fail loudly instead.
@@ -93,6 +102,9 @@ class GrpcReceiver:
         self, signal: str
     ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[ExportResponse]]:
         async def export_signal(request: bytes, context: grpc.aio.ServicerContext) -> ExportResponse:
+            if self._token and not metadata_matches(context.invocation_metadata(), self._token):
+                self._metrics.requests.labels(TRANSPORT, OUTCOME_UNAUTHENTICATED).inc()
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
             try:
                 max_items = self._config.max_request_items
                 batch = await export(

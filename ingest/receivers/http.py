@@ -32,12 +32,14 @@ from ingest.decode import (
     encoding_for_content_type,
 )
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
 from ingest.receivers.connections import ConnectionGate, GatedSite, default_cap
 from ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_REFUSED,
     OUTCOME_TIMED_OUT,
     OUTCOME_TOO_LARGE,
+    OUTCOME_UNAUTHENTICATED,
     OUTCOME_UNSUPPORTED,
     ConsumerFailed,
     export,
@@ -51,6 +53,7 @@ from schemas.errors import Overloaded
 TRANSPORT = "http"
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})  # probes carry no token
 RETRY_AFTER_SECONDS = 5
 SHUTDOWN_GRACE_SECONDS = 5.0
 READ_CHUNK_BYTES = 64 * 1024
@@ -116,6 +119,7 @@ class HttpReceiver:
         self._health = health
         self._runner: web.AppRunner | None = None
         self._port = 0
+        self._token: str | None = None
 
     @property
     def port(self) -> int:
@@ -125,7 +129,9 @@ class HttpReceiver:
     async def start(self) -> None:
         if self._runner is not None:
             return
-        app = web.Application(client_max_size=self._config.max_request_bytes)
+        self._token = configured_token(self._config)
+        middlewares = [self._authenticate] if self._token else []
+        app = web.Application(client_max_size=self._config.max_request_bytes, middlewares=middlewares)
         app.router.add_post(TRACES_PATH, self._export_handler(SIGNAL_TRACES))
         app.router.add_post(LOGS_PATH, self._export_handler(SIGNAL_LOGS))
         app.router.add_get("/api/scores", self._get_scores)
@@ -156,6 +162,25 @@ class HttpReceiver:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+
+    @web.middleware
+    async def _authenticate(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Every route but the probes (and /metrics when open) wants the bearer token."""
+        open_paths = OPEN_PATHS | ({"/metrics"} if self._config.metrics_open else set())
+        token = self._token
+        if token is None or request.path in open_paths:
+            return await handler(request)
+        if bearer_matches(request.headers.get("Authorization"), token):
+            return await handler(request)
+        headers = {"WWW-Authenticate": 'Bearer realm="tracescore"'}
+        if request.path in (TRACES_PATH, LOGS_PATH):
+            self._metrics.requests.labels(TRANSPORT, OUTCOME_UNAUTHENTICATED).inc()
+            status = status_pb2.Status(code=code_pb2.UNAUTHENTICATED, message=UNAUTHENTICATED_MESSAGE)
+            encoding = encoding_for_content_type(request.content_type) or "otlp_json"
+            return _message_response(401, status, encoding, headers)
+        return web.json_response({"error": UNAUTHENTICATED_MESSAGE}, status=401, headers=headers)
 
     def _export_handler(self, signal: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def post(request: web.Request) -> web.Response:
