@@ -247,15 +247,16 @@ async def test_malformed_json_twice_fails_the_run(llm_server: LLMServer, case: C
 @by_id(CASES)
 async def test_judge_timeout_fails_the_run(llm_server: LLMServer, case: Case) -> None:
     if case.fault_endpoint == "chat":
-        prime(case, llm_server, replace(case.happy[0], delay_s=2.0), *case.happy[1:])
+        prime(case, llm_server, replace(case.happy[0], delay_s=5.0), *case.happy[1:])
     else:
-        fault(case, llm_server, Reply(delay_s=2.0))
-    decision, records = await execute(case, llm_server, case.run, timeout_s=0.3, max_retries=0)
+        fault(case, llm_server, Reply(delay_s=5.0))
+    # A second for the request to reach the server on a loaded machine; the answer takes five.
+    decision, records = await execute(case, llm_server, case.run, timeout_s=1.0, max_retries=0)
     assert decision.decision == "failed"
     # The judge's own timeout, classified and given up on after one attempt; not the executor's 30 s.
     assert f"step '{case.first_step}'" in decision.detail
     assert "failed (retriable) after 1 attempt(s)" in decision.detail
-    assert "timed out after 0.3 s" in decision.detail
+    assert "timed out after 1 s" in decision.detail
     assert records == []
     assert judge_requests(case, llm_server) == 1
 
