@@ -26,6 +26,7 @@ from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, 
 from schemas.config import ScoringConfig
 from schemas.consumers import PriorOutcomes, ScoreSink
 from schemas.errors import is_retriable
+from schemas.secrets import scrub
 from schemas.version import __version__
 from scoring.failure_log import FailureLog
 from scoring.judge import JudgeUsage, metered
@@ -298,7 +299,7 @@ class ScoringExecutor:
             span_id=run.span_id,
             scorer_id=rule.scorer_id,
             decision=kind,
-            detail=detail[:MAX_DETAIL_CHARS],
+            detail=scrub(detail)[:MAX_DETAIL_CHARS],
             sample_rate=rule.sample_rate,
             source=self._source,
         )

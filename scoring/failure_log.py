@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from schemas.secrets import scrub
+
 DEFAULT_PER_INTERVAL = 5
 DEFAULT_INTERVAL_SECONDS = 60.0
 
@@ -40,6 +42,7 @@ class FailureLog:
         self._windows: dict[str, _Window] = {}
 
     def failed(self, scorer_id: str, run_id: str, reason: str, *, retrying: bool = False) -> None:
+        reason = scrub(reason)
         now = self._clock()
         window = self._windows.get(scorer_id)
         if window is None or now - window.started >= self._interval:

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from ingest.cli import demo, inspect, score, serve
 from ingest.cli import eval as eval_command
 from schemas.errors import StoreError
+from schemas.secrets import ScrubFilter
 
 log = logging.getLogger("tracescore")
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:  # every line, ours or a library's, without secrets
+        handler.addFilter(ScrubFilter())
     try:
         return int(args.func(args) or 0)
     except (ValidationError, ValueError, OSError, StoreError) as exc:

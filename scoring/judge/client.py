@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from schemas.secrets import register_secret
 from scoring.judge.data import DATA_PREAMBLE
 from scoring.judge.errors import JudgeError, classify, is_timeout
 from scoring.judge.litellm_setup import litellm_module
@@ -71,6 +72,7 @@ class Judge:
     temperature: float = 0.0
 
     def __post_init__(self) -> None:
+        register_secret(self.api_key)  # scrubbed from every error text and log line from now on
         if not self.model:
             raise ValueError("a judge needs a model")
         if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_initial_s < 0:

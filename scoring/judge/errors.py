@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from schemas.errors import TracescoreError
+from schemas.secrets import scrub
 
 # HTTP statuses worth another try: request timeout, rate limit, and server-side trouble.
 RETRIABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -20,7 +21,7 @@ class JudgeError(TracescoreError):
     def __init__(
         self, message: str, *, retriable: bool, attempts: int = 0, retry_after_s: float | None = None
     ) -> None:
-        super().__init__(message, retriable=retriable)
+        super().__init__(scrub(message), retriable=retriable)  # providers echo keys in their errors
         self.attempts = attempts
         self.retry_after_s = retry_after_s
 

@@ -1,0 +1,74 @@
+"""A judge's API key appears in no log line, error, metric or decision, even when the provider echoes it."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from prometheus_client import generate_latest
+
+from schemas.config import ScorerRule
+from schemas.secrets import REDACTED, ScrubFilter, register_secret, scrub
+from scoring.metrics import ScoringMetrics
+from scoring.prebuilt import create_toxicity_scorer
+from tests.scoring.test_executor import config, make_run, registry_of, running
+from tests.support.llm_server import LLMServer, error_reply, judge_at
+from tests.support.sinks import RecordingSink
+
+KEY = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+
+
+def test_registered_secrets_and_credential_shapes_are_scrubbed() -> None:
+    register_secret("hunter2-but-long")
+    assert scrub("password hunter2-but-long here") == f"password {REDACTED} here"
+    assert scrub(f"Incorrect API key provided: {KEY}.") == f"Incorrect API key provided: {REDACTED}."
+    assert scrub("Authorization: Bearer abcdefghijkl") == f"Authorization: Bearer {REDACTED}"
+    assert scrub('{"api_key": "abcdefghijkl"}') == f'{{"api_key": "{REDACTED}"}}'
+    assert scrub("AIzaSyA1234567890abcdefghijklmno") == REDACTED
+    ordinary = "the task-force asked: is sk-1 a key? (a skeleton-key is not)"
+    assert scrub(ordinary) == ordinary
+    register_secret("short")  # too short to scrub safely: ignored
+    assert scrub("a short note") == "a short note"
+
+
+async def test_an_echoed_key_reaches_no_decision_log_line_or_metric(
+    llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The provider refuses the key and quotes it back, as OpenAI's 401 does.
+    llm_server.script(error_reply(401, content=f"Incorrect API key provided: {KEY}. See your account."))
+    judge = judge_at(llm_server, api_key=KEY, max_retries=0)
+    scorer = create_toxicity_scorer(judge)
+    assert KEY not in repr(judge) and KEY not in repr(scorer)
+
+    sink, metrics = RecordingSink(), ScoringMetrics()
+    caplog.handler.addFilter(ScrubFilter())  # what `tracescore` installs on its log handlers
+    with caplog.at_level(logging.DEBUG):
+        registry = registry_of(toxic=scorer)
+        async with running(
+            config(ScorerRule(scorer="toxic")), sink, registry=registry, metrics=metrics
+        ) as executor:
+            await executor.consume_runs([make_run(1)])
+            await executor.drain()
+
+    [decision] = sink.decisions
+    assert decision.decision == "failed" and "Incorrect API key provided" in decision.detail
+    assert KEY not in decision.detail and REDACTED in decision.detail
+    assert len(llm_server.chat_requests) == 1  # the key did reach the provider, and only there
+    assert caplog.records and KEY not in caplog.text
+    assert all(KEY not in scrub(record.getMessage()) for record in caplog.records)
+    assert KEY not in generate_latest(metrics.registry).decode()
+
+
+async def test_our_own_warning_is_clean_without_any_filter(
+    llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm_server.script(error_reply(401, content=f"Incorrect API key provided: {KEY}."))
+    judge = judge_at(llm_server, api_key=KEY, max_retries=0)
+    registry = registry_of(toxic=create_toxicity_scorer(judge))
+    sink = RecordingSink()
+    with caplog.at_level(logging.WARNING, logger="scoring"):
+        async with running(config(ScorerRule(scorer="toxic")), sink, registry=registry) as executor:
+            await executor.consume_runs([make_run(2)])
+            await executor.drain()
+    warnings = [record.getMessage() for record in caplog.records if record.name.startswith("scoring")]
+    assert warnings and all(KEY not in message for message in warnings)
