@@ -31,11 +31,8 @@ from schemas.errors import Overloaded
 
 log = logging.getLogger(__name__)
 
-HIGH = 0.75  # refuse from here (the rest is headroom for work in flight: up to 180 MiB measured)
-LOW = 0.65  # take requests again below this (or once nothing is in flight)
-HELD_SHARE = 0.5  # of the room between the process at rest and HIGH, for the assembler's held items
-PYTHON_BYTES_PER_STORED_BYTE = 4  # a held span in Python is about four times its stored size (measured)
-MIN_HELD_BYTES = 4 * 1024 * 1024
+HIGH = 0.85  # refuse from here
+LOW = 0.75  # take requests again below this (or once nothing is in flight)
 SAMPLE_SECONDS = 0.05
 RELIEVE_EVERY_SECONDS = 1.0
 RETRY_AFTER_SECONDS = 1.0
@@ -50,14 +47,6 @@ def resident_bytes() -> int | None:
             return int(statm.read().split()[1]) * _PAGE_BYTES
     except (OSError, ValueError, IndexError):
         return None
-
-
-def held_bytes_budget(limit: int, at_rest: int) -> int:
-    """``assembly.max_held_bytes`` (stored bytes) for a process of ``at_rest`` bytes under ``limit``:
-    half the room below the refusal mark, so the byte bound spills traces long before the guard
-    has to refuse intake."""
-    room = max(0.0, limit * HIGH - at_rest)
-    return max(MIN_HELD_BYTES, int(room * HELD_SHARE / PYTHON_BYTES_PER_STORED_BYTE))
 
 
 def _malloc_trim() -> Callable[[], None]:
@@ -146,7 +135,7 @@ class MemoryGuard:
                 if not self._warned_idle:
                     self._warned_idle = True
                     log.warning(
-                        "tracescore uses %.0f MiB with nothing in flight, over 75%% of its memory_limit "
+                        "tracescore uses %.0f MiB with nothing in flight, over 85%% of its memory_limit "
                         "of %.0f MiB: raise memory_limit",
                         resident / 2**20,
                         self.limit / 2**20,

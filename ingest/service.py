@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from ingest.assemble import TraceAssembler
-from ingest.memory import MemoryGuard, held_bytes_budget, resident_bytes
+from ingest.memory import MemoryGuard
 from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
@@ -100,16 +100,6 @@ class Service:
 
     async def start(self) -> None:
         await self.store.start()
-        at_rest = resident_bytes()
-        if self.config.held_bytes_derived and at_rest is not None:
-            limit = int(self.config.memory_limit)
-            self.config.assembly.max_held_bytes = held_bytes_budget(limit, at_rest)
-            log.info(
-                "memory: %.0f MiB at rest of a %.0f MiB memory_limit; holding up to %.0f MiB of spans",
-                at_rest / 2**20,
-                limit / 2**20,
-                self.config.assembly.max_held_bytes / 2**20,
-            )
         try:
             await self.executor.start()
             await self.assembler.start()

@@ -12,16 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ByteSize,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    SecretStr,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 DEFAULT_STORE = "./tracescore-data"
 DEFAULT_HOST = "127.0.0.1"
@@ -116,7 +107,7 @@ class AssemblyConfig(_Config):
     max_traces: int = Field(default=DEFAULT_MAX_TRACES, gt=0)
     max_spans_per_trace: int = Field(default=DEFAULT_MAX_SPANS_PER_TRACE, gt=0)
     # Bytes of spans and log records (as stored) held in memory; beyond it the oldest traces spill:
-    # they are read back from the store when due. In the service: from memory_limit unless set.
+    # they are read back from the store when due. In the service: memory_limit / 8 unless set.
     max_held_bytes: int = Field(default=DEFAULT_MAX_HELD_BYTES, gt=0)
     # No longer used: late spans rebuild their run from the store. Accepted so older configs load.
     late_cache_spans: int | None = Field(default=None, ge=0)
@@ -193,23 +184,15 @@ class ServiceConfig(_Config):
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
     # The process's resident memory bound ("2GiB", "800MB" or bytes). The assembler's held items
-    # and the commit backlog take their bounds from it; over 75 % of it, intake is refused (429,
-    # RESOURCE_EXHAUSTED, Kafka paused) until memory is back under 65 % (see ingest.memory).
+    # and the commit backlog take their bounds from it; over 85 % of it, intake is refused (429,
+    # RESOURCE_EXHAUSTED, Kafka paused) until memory is back under 75 % (see ingest.memory).
     memory_limit: ByteSize = Field(default=ByteSize(DEFAULT_MEMORY_LIMIT), ge=MIN_MEMORY_LIMIT)
-    _held_bytes_derived: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _bounds_from_memory_limit(self) -> ServiceConfig:
         if "max_held_bytes" not in self.assembly.model_fields_set:
-            # A first estimate; the service refines it at start from what it uses at rest.
             self.assembly.max_held_bytes = int(self.memory_limit) // HELD_BYTES_SHARE
-            self._held_bytes_derived = True
         return self
-
-    @property
-    def held_bytes_derived(self) -> bool:
-        """``assembly.max_held_bytes`` comes from ``memory_limit`` (it was not set)."""
-        return self._held_bytes_derived
 
     @field_validator("store")
     @classmethod

@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--memory-limit",
-        help="resident memory bound, e.g. 2GiB (default); over 75%% of it, intake is refused for a while",
+        help="resident memory bound, e.g. 2GiB (default); over 85%% of it, intake is refused for a while",
     )
     parser.set_defaults(func=cmd_serve)
 
