@@ -51,15 +51,21 @@ class Service:
         self.store = Store(config.store)
         self.scores = ClickHouseScoreSink(self.store)
         self.ledger = Ledger(self.store)
-        self.executor = ScoringExecutor(config.scoring, sink=self.scores, metrics=self.metrics.scoring)
+        self.replicas = ReplicaTable(self.store)
+        self.membership = Membership(self.replicas, config.replica, metrics=self.metrics)
+        self.executor = ScoringExecutor(
+            config.scoring,
+            sink=self.scores,
+            metrics=self.metrics.scoring,
+            spend=self.scores,
+            replica_id=self.membership.replica_id,
+        )
         self.assembler = TraceAssembler(
             config.assembly,
-            next=RunBuilder(self.executor, self.metrics),
+            next=RunBuilder(self.executor, self.metrics, llm_calls=self.executor.wants_llm_calls),
             metrics=self.metrics,
             loader=self.ledger,
         )
-        self.replicas = ReplicaTable(self.store)
-        self.membership = Membership(self.replicas, config.replica, metrics=self.metrics)
         self.memory = MemoryGuard(
             int(config.memory_limit), self.metrics, busy=self._busy, relieve=self.assembler.spill_all
         )

@@ -77,6 +77,8 @@ class AgentRun(_Model):
     # True when the spans carried no message content at all (capture turned off, redacted):
     # scorers that need text record ``skipped_empty`` instead of scoring empty strings.
     content_missing: bool = False
+    # A unit smaller than a run (one model call, a targeted span): the root span id of its run.
+    parent_span_id: str | None = None
 
     @property
     def run_id(self) -> str:

@@ -8,11 +8,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ByteSize,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from schemas.rules import BudgetLimits, CircuitBreakerConfig, RunFilter, ScorerRule
+
+__all__ = ["RunFilter", "ScorerRule"]  # re-exported: rules were configured here first
 
 DEFAULT_STORE = "./tracescore-data"
 DEFAULT_HOST = "127.0.0.1"
@@ -33,6 +47,7 @@ DEFAULT_SCORER_TIMEOUT_SECONDS = 60.0
 DEFAULT_RETRY_MAX_AGE_SECONDS = 3600.0
 DEFAULT_MAX_RUN_CHARS = 200_000
 DEFAULT_SCORERS = ("content-similarity", "textual-difference")
+DEFAULT_ESTIMATED_OUTPUT_TOKENS = 200
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 MIN_MEMORY_LIMIT = 256 * 1024**2
 # The share of memory_limit the assembler's held items may take, counted as stored bytes: in Python
@@ -119,30 +134,65 @@ class AssemblyConfig(_Config):
         return self
 
 
-class RunFilter(_Config):
-    """Which runs a scorer rule applies to; every given field must match."""
-
-    agent_name: list[str] | None = None
-    service_name: list[str] | None = None
-    status: list[str] | None = None
-
-
-class ScorerRule(_Config):
-    scorer: str
-    options: dict[str, Any] = Field(default_factory=dict)
-    sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
-    filter: RunFilter = Field(default_factory=RunFilter)
-    name: str | None = None  # the scorer id written to the store; default: the scorer's own id
-
-
 class JudgeConfig(_Config):
     """The judge of the LLM scorer rules that name none: any model litellm serves."""
 
     model: str = Field(min_length=1)  # e.g. "openai/gpt-4o-mini"; the provider's key from its usual env var
     api_base: str | None = None
-    api_key: str | None = Field(default=None, repr=False)
+    # The key (TRACESCORE_JUDGE_API_KEY), or a file holding it (a mounted secret); neither: the
+    # provider's own variable (OPENAI_API_KEY, ...). Never logged, stored or shown in a repr.
+    api_key: SecretStr | None = None
+    api_key_file: str | None = None
     timeout_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
+
+    @model_validator(mode="after")
+    def _key_from_file(self) -> JudgeConfig:
+        if self.api_key is not None and self.api_key_file:
+            raise ValueError("give scoring.judge.api_key or scoring.judge.api_key_file, not both")
+        if self.api_key_file:
+            try:
+                key = Path(self.api_key_file).read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ValueError(f"scoring.judge.api_key_file: cannot read it ({exc.strerror})") from exc
+            if not key:
+                raise ValueError("scoring.judge.api_key_file: the file is empty")
+            self.api_key = SecretStr(key)
+        return self
+
+    def judge_settings(self) -> dict[str, Any]:
+        """The settings of ``scoring.Judge`` this config gives (the key revealed for the client only)."""
+        settings: dict[str, Any] = {
+            "model": self.model,
+            "api_base": self.api_base,
+            "timeout_s": self.timeout_s,
+            "max_retries": self.max_retries,
+        }
+        if self.api_key is not None:
+            settings["api_key"] = self.api_key.get_secret_value()
+        return {key: value for key, value in settings.items() if value is not None}
+
+
+class RedactConfig(_Config):
+    """What is replaced by ``[REDACTED]`` in every text sent to a judge (the stored spans keep it)."""
+
+    emails: bool = False
+    api_keys: bool = True  # sk-..., Bearer ..., api_key=..., AIza... and the configured secrets
+    patterns: list[str] = Field(default_factory=list)  # regular expressions of your own
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {pattern!r} does not compile: {exc}") from exc
+        return patterns
+
+    @property
+    def active(self) -> bool:
+        return self.emails or self.api_keys or bool(self.patterns)
 
 
 class ScoringConfig(_Config):
@@ -157,6 +207,14 @@ class ScoringConfig(_Config):
     # A run with more text than this (messages and context, in characters) is not scored (decision
     # skipped_too_large): no scorer's CPU time or judge bill grows without bound with one request.
     max_run_chars: int = Field(default=DEFAULT_MAX_RUN_CHARS, gt=0)
+    # Judge spend of all rules together (each rule may have a budget of its own too).
+    budget: BudgetLimits | None = None
+    # Every judge model's circuit breaker, unless a rule gives its model's own.
+    circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
+    redact: RedactConfig = Field(default_factory=RedactConfig)
+    # Output tokens assumed for a judge call when its cost is estimated before the call (budgets,
+    # backfill --dry-run); the provider's usage settles the real cost after it.
+    estimated_output_tokens: int = Field(default=DEFAULT_ESTIMATED_OUTPUT_TOKENS, ge=0)
 
 
 class ReplicaConfig(_Config):
@@ -223,6 +281,8 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_SAMPLING_SALT": "scoring.sampling_salt",
     "TRACESCORE_JUDGE_MODEL": "scoring.judge.model",
     "TRACESCORE_JUDGE_API_BASE": "scoring.judge.api_base",
+    "TRACESCORE_JUDGE_API_KEY": "scoring.judge.api_key",
+    "TRACESCORE_JUDGE_API_KEY_FILE": "scoring.judge.api_key_file",
     "TRACESCORE_REPLICA_ID": "replica.id",
     "TRACESCORE_MEMORY_LIMIT": "memory_limit",
 }
@@ -260,4 +320,32 @@ def load_config(
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(data, dotted, value)
-    return ServiceConfig.model_validate(data)
+    try:
+        return ServiceConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, data, path)) from None
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names each wrong key (and the rule it belongs to)."""
+
+
+def explain(exc: ValidationError, data: dict[str, Any], path: str | os.PathLike[str] | None = None) -> str:
+    """One line per error: the dotted key (a rule named by its index and its name or scorer), why."""
+    lines = []
+    for error in exc.errors():
+        location = list(error["loc"])
+        where = ""
+        if location[:2] == ["scoring", "rules"] and len(location) > 2 and isinstance(location[2], int):
+            index = location[2]
+            rules = data.get("scoring", {}).get("rules") or []
+            rule = rules[index] if index < len(rules) and isinstance(rules[index], dict) else {}
+            label = rule.get("name") or rule.get("scorer") or rule.get("use")
+            where = f"scoring.rules[{index}]" + (f" ({label})" if label else "")
+            location = location[3:]
+        key = ".".join(str(part) for part in location)
+        where = f"{where}: {key}" if where and key else where or key or "config"
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}")
+    source = f"invalid configuration (file {path})" if path else "invalid configuration"
+    return source + ":\n  " + "\n  ".join(lines)

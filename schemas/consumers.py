@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch, TraceRound
+from schemas.units import TraceView
 
 
 class SpanConsumer(Protocol):
@@ -29,8 +30,11 @@ class TraceConsumer(Protocol):
 
 
 class RunConsumer(Protocol):
-    async def consume_runs(self, runs: Sequence[AgentRun], round: TraceRound | None = None) -> None:
-        """Take the agent runs built from one trace (``round``: which items they were built from)."""
+    async def consume_runs(
+        self, runs: Sequence[AgentRun], round: TraceRound | None = None, trace: TraceView | None = None
+    ) -> None:
+        """Take the agent runs built from one trace (``round``: which items they were built from;
+        ``trace``: its spans and model-call units, for span filters and targets)."""
 
 
 @dataclass(frozen=True)
@@ -52,3 +56,22 @@ class ScoreSink(Protocol):
 
     async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
         """The decisions and scores written for the trace at or after ``since_unix_nano``."""
+
+
+@dataclass(frozen=True)
+class SpendRow:
+    """One replica's judge spend against one budget in one UTC clock hour (``judge_spend``)."""
+
+    budget: str  # a rule's scorer id, or "*" for all rules
+    replica: str
+    hour: int  # the hour's start, Unix seconds
+    calls: int
+    usd: float
+
+
+class SpendStore(Protocol):
+    async def save_spend(self, rows: Sequence[SpendRow]) -> None:
+        """Replace each (budget, replica, hour)'s totals with these."""
+
+    async def load_spend(self, since_unix: int) -> list[SpendRow]:
+        """Every replica's spend of the hours starting at or after ``since_unix``."""

@@ -10,7 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ScoreSource = Literal["live", "backfill", "offline"]
-DecisionKind = Literal["scored", "sampled_out", "filtered", "skipped_empty", "skipped_too_large", "failed"]
+DecisionKind = Literal[
+    "scored", "sampled_out", "filtered", "skipped_empty", "skipped_too_large", "budget_exceeded", "failed"
+]
 
 # Fixed namespace so a score id is the same on every replica and every replay.
 _SCORE_ID_NAMESPACE = uuid.UUID("6f1c1f3e-3b7a-5c1e-9d2a-7a2b1e0c4d55")

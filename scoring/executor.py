@@ -20,24 +20,32 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from functools import partial
+from typing import Literal, TypeVar
 
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
 from schemas.config import ScoringConfig
-from schemas.consumers import PriorOutcomes, ScoreSink
+from schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
 from schemas.errors import is_retriable
+from schemas.rules import CircuitBreakerConfig
 from schemas.secrets import scrub
+from schemas.units import TraceView
 from schemas.version import __version__
+from scoring.budget import GLOBAL, Budget, BudgetBook, BudgetExceeded, Unit, Window
 from scoring.failure_log import FailureLog
-from scoring.judge import JudgeUsage, metered
+from scoring.judge import JudgeError, JudgeUsage, metered
+from scoring.judge.breaker import STATE_VALUES, Breakers, State
+from scoring.judge.guard import JudgeGuard, guarded
+from scoring.judge.redact import Redactor
 from scoring.metrics import ScoringMetrics
 from scoring.registry import ScorerFactory
 from scoring.retries import PendingRetries
 from scoring.rounds import RoundState, RoundTracker
-from scoring.route import Rule, build_rules, route
+from scoring.route import Rule, RuleGroup, build_rules, is_own_judge_call, route, units_for
 from scoring.scorer import ScorerError, ScorerResult
 
 logger = logging.getLogger(__name__)
+E = TypeVar("E", bound=BaseException)
 
 DEFAULT_FLUSH_INTERVAL_SECONDS = 0.2
 QUEUE_SLOTS_PER_WORKER = 4  # queued jobs per worker before consume_runs waits
@@ -45,6 +53,7 @@ MAX_BUFFERED_ROWS = 10_000  # score and decision rows waiting to be written; new
 MAX_PENDING_RETRIES = 10_000  # runs waiting for their judge; new work waits beyond it
 MAX_RETRY_DELAY_SECONDS = 5.0
 MAX_DETAIL_CHARS = 2_000
+SPEND_SYNC_SECONDS = 5.0  # how often budgets write this replica's spend and read the others'
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +68,9 @@ class _Job:
 class _RetryLater(Exception):
     """The judge is unavailable: try the job again later instead of failing it."""
 
-    def __init__(self, job: _Job) -> None:
+    def __init__(self, job: _Job, not_before_s: float | None = None) -> None:
         self.job = job
+        self.not_before_s = not_before_s  # the judge's Retry-After, or an open circuit's cooldown
 
 
 class ScoringExecutor:
@@ -80,9 +90,21 @@ class ScoringExecutor:
         *,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL_SECONDS,
         registry: Mapping[str, ScorerFactory] | None = None,
+        spend: SpendStore | None = None,
+        replica_id: str = "",
     ) -> None:
         self._config = config
         self._rule_groups = build_rules(config.rules, registry, config.judge)  # a bad rule fails here
+        self._budgets = _budgets(config, self._rule_groups)
+        self._breakers = Breakers(config.circuit_breaker, _breaker_settings(self._rule_groups))
+        redact = config.redact
+        self._redactor = (
+            Redactor(redact.emails, redact.api_keys, tuple(redact.patterns)) if redact.active else None
+        )
+        self._spend = spend
+        self._replica_id = replica_id
+        self._last_spend_sync = 0.0
+        _register_guard_metrics(metrics, self._budgets, self._breakers)
         self._sink = sink
         self._metrics = metrics
         self._source: ScoreSource = source
@@ -106,6 +128,15 @@ class ScoringExecutor:
         self._producers_idle.set()
 
     @property
+    def wants_llm_calls(self) -> bool:
+        """Whether a rule scores single model calls or spans (the transform then builds call units)."""
+        return any(group[0].target != "run" for group in self._rule_groups)
+
+    @property
+    def rule_groups(self) -> tuple[RuleGroup, ...]:
+        return self._rule_groups
+
+    @property
     def scorer_ids(self) -> tuple[str, ...]:
         """The scorer ids this executor writes, in rule order; each run gets one decision per id."""
         return tuple(group[0].scorer_id for group in self._rule_groups)
@@ -115,6 +146,7 @@ class ScoringExecutor:
             if self._state == "running":
                 return
             raise RuntimeError("a ScoringExecutor cannot be restarted after shutdown")
+        await self._sync_spend(at_start=True)
         self._tasks = [
             asyncio.create_task(self._work(), name=f"scoring-worker-{i}")
             for i in range(self._config.concurrency)
@@ -138,11 +170,15 @@ class ScoringExecutor:
         """The ``since`` (ns) of the oldest round whose decisions are not yet marked done."""
         return self._rounds.oldest_open()
 
-    async def consume_runs(self, runs: Sequence[AgentRun], round: TraceRound | None = None) -> None:
-        """Route each run through the rules: one decision per scorer id; waits while the queue is full.
+    async def consume_runs(
+        self, runs: Sequence[AgentRun], round: TraceRound | None = None, trace: TraceView | None = None
+    ) -> None:
+        """Route each unit through the rules: one decision per scorer id; waits while the queue is full.
 
-        With ``round``, the trace round is marked done (``ScoreSink.mark_done``) once every decision
-        of its runs is written; a resumed round first asks what an earlier attempt already wrote.
+        A rule's units are the runs, or (``target``) the trace's model calls or the spans it names,
+        which ``trace`` carries. With ``round``, the trace round is marked done
+        (``ScoreSink.mark_done``) once every decision of its units is written; a resumed round first
+        asks what an earlier attempt already wrote.
         """
         if self._state != "running":
             raise RuntimeError(f"ScoringExecutor.consume_runs while {self._state} (call start() first)")
@@ -153,30 +189,46 @@ class ScoringExecutor:
             prior = PriorOutcomes()
             if round is not None and round.resumed:
                 prior = await self._sink.prior_outcomes(round.trace_id, round.through_unix_nano)
-            for run in [] if round is not None and round.unchanged else runs:
-                await self._room.wait()
-                for group in self._rule_groups:
-                    key = (run.span_id, group[0].scorer_id)
-                    if key in prior.decided:
-                        continue  # decided by an earlier attempt at this round: not judged again
-                    if key in prior.scored_undecided:
-                        detail = "the score was written before a restart; its decision is written now"
-                        self._add(None, self._decision(run, group[0], "scored", detail))
-                        continue
-                    routed = route(run, group, self._config.sampling_salt, self._config.max_run_chars)
-                    if routed.decision is None:
-                        if state is not None:
-                            self._rounds.queued(state)
-                        await self._queue.put(_Job(run, routed.rule, state))
-                    else:
-                        detail = _with_round(routed.detail, round)
-                        self._add(None, self._decision(run, routed.rule, routed.decision, detail))
+            if round is not None and round.unchanged:
+                runs = []
+            for group in self._rule_groups:
+                for unit in units_for(group[0].target, group, runs, trace):
+                    if is_own_judge_call(unit, trace):
+                        self._metrics.loop_guarded.inc()
+                        continue  # tracescore's own judge call: never scored (the loop guard)
+                    await self._room.wait()
+                    await self._route(unit, group, round, state, prior, trace)
         finally:
             if state is not None:
                 self._rounds.routed(state)
             self._producers -= 1
             if self._producers == 0:
                 self._producers_idle.set()
+
+    async def _route(
+        self,
+        unit: AgentRun,
+        group: RuleGroup,
+        round: TraceRound | None,
+        state: RoundState | None,
+        prior: PriorOutcomes,
+        trace: TraceView | None,
+    ) -> None:
+        key = (unit.span_id, group[0].scorer_id)
+        if key in prior.decided:
+            return  # decided by an earlier attempt at this round: not judged again
+        if key in prior.scored_undecided:
+            detail = "the score was written before a restart; its decision is written now"
+            self._add(None, self._decision(unit, group[0], "scored", detail))
+            return
+        routed = route(unit, group, self._config.sampling_salt, self._config.max_run_chars, trace)
+        if routed.decision is None:
+            if state is not None:
+                self._rounds.queued(state)
+            await self._queue.put(_Job(unit, routed.rule, state))
+        else:
+            detail = _with_round(routed.detail, round)
+            self._add(None, self._decision(unit, routed.rule, routed.decision, detail))
 
     async def drain(self) -> None:
         """Wait until every run submitted so far is scored and its rows are written."""
@@ -203,6 +255,8 @@ class ScoringExecutor:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._last_spend_sync = 0.0
+            await self._sync_spend(at_start=True)
             try:
                 await self._flush()
             except Exception:
@@ -224,7 +278,7 @@ class ScoringExecutor:
                 self._add(record, decision)
             except _RetryLater as later:
                 decided = False  # its round stays open until the run is decided
-                self._retries.schedule(later.job, later.job.attempts)
+                self._retries.schedule(later.job, later.job.attempts, later.not_before_s)
                 self._metrics.pending_retries.set(len(self._retries))
                 self._update_room()
             finally:
@@ -234,8 +288,15 @@ class ScoringExecutor:
 
     async def _execute(self, job: _Job) -> tuple[ScoreRecord | None, Decision]:
         timeout = self._config.timeout_seconds
+        budgets = self._budgets.for_rule(job.rule.scorer_id)
+        if budgets and job.rule.scorer.judge_models:
+            # A judge scorer whose budget is spent is not started (a later call would be refused).
+            refusal = next((why for b in budgets if (why := b.refusal()) is not None), None)
+            if refusal is not None:
+                return None, self._decision(job.run, job.rule, "budget_exceeded", refusal)
+        guard = JudgeGuard(budgets, self._breakers, self._redactor, self._config.estimated_output_tokens)
         started = time.perf_counter()
-        with metered() as usage:
+        with metered() as usage, guarded(guard):
             try:
                 async with asyncio.timeout(timeout):
                     result = await job.rule.scorer.run(job.run)
@@ -244,14 +305,19 @@ class ScoringExecutor:
                 self._count_usage(job.rule, usage, "failed")
                 return None, self._decision(job.run, job.rule, "failed", f"timed out after {timeout:g} s")
             except Exception as exc:  # a failing scorer is a decision row, never a score
+                if (over := _cause(exc, BudgetExceeded)) is not None:
+                    self._count_usage(job.rule, usage, "budget_exceeded")
+                    return None, self._decision(job.run, job.rule, "budget_exceeded", str(over))
                 detail = str(exc) if isinstance(exc, ScorerError) else f"{type(exc).__name__}: {exc}"
                 self._count_usage(job.rule, usage, "failed")
                 if is_retriable(exc):
                     first = job.first_failed if job.first_failed is not None else time.monotonic()
                     if self._retries.may_wait(first):
                         self._failures.failed(job.rule.scorer_id, job.run.run_id, detail, retrying=True)
+                        judge_error = _cause(exc, JudgeError)
                         raise _RetryLater(
-                            replace(job, attempts=job.attempts + 1, first_failed=first)
+                            replace(job, attempts=job.attempts + 1, first_failed=first),
+                            judge_error.retry_after_s if judge_error is not None else None,
                         ) from exc
                     if job.attempts:
                         detail += f" (tried {job.attempts + 1} times over {time.monotonic() - first:.0f} s)"
@@ -365,10 +431,23 @@ class ScoringExecutor:
         self._metrics.rows_dropped.labels("decision").inc(decisions)
         logger.error("dropped %d score rows and %d decisions: %s", records, decisions, why)
 
+    async def _sync_spend(self, at_start: bool = False) -> None:
+        """Budgets: write this replica's judge spend and read the others' (see ``scoring.budget``)."""
+        if self._spend is None or not self._budgets:
+            return
+        if not at_start and time.monotonic() - self._last_spend_sync < SPEND_SYNC_SECONDS:
+            return
+        self._last_spend_sync = time.monotonic()
+        try:
+            await self._budgets.sync(self._spend, self._replica_id)
+        except Exception as exc:
+            logger.warning("judge budgets: the spend of other replicas could not be read or written: %s", exc)
+
     async def _flush_periodically(self) -> None:
         delay = self._flush_interval
         while True:
             await asyncio.sleep(delay)
+            await self._sync_spend()
             try:
                 await self._flush()
             except Exception:
@@ -384,3 +463,61 @@ def _with_round(detail: str, round: TraceRound | None) -> str:
         return detail
     note = "released at max_wait: the trace's root span had not ended"
     return f"{detail}; {note}" if detail else note
+
+
+def _remaining(budget: Budget, window: Window, unit: Unit) -> float:
+    return budget.remaining(window, unit) or 0.0
+
+
+def _cause(exc: BaseException, kind: type[E]) -> E | None:
+    """``exc`` or the first of its causes that is a ``kind`` (scorers wrap what their steps raise)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _budgets(config: ScoringConfig, groups: Sequence[RuleGroup]) -> BudgetBook:
+    limits = {rule.scorer_id: rule.budget for group in groups for rule in group if rule.budget is not None}
+    if config.budget is not None:
+        limits[GLOBAL] = config.budget
+    return BudgetBook(limits)
+
+
+def _breaker_settings(groups: Sequence[RuleGroup]) -> dict[str, CircuitBreakerConfig]:
+    """The circuit breaker settings rules give their judge models (two rules may not disagree)."""
+    settings: dict[str, CircuitBreakerConfig] = {}
+    for group in groups:
+        for rule in group:
+            if rule.circuit_breaker is None:
+                continue
+            for model in rule.scorer.judge_models:
+                known = settings.setdefault(model, rule.circuit_breaker)
+                if known != rule.circuit_breaker:
+                    raise ValueError(
+                        f"rule {rule.scorer_id!r}: judge model {model!r} has another circuit_breaker "
+                        "in an earlier rule; give it once (or the same in both)"
+                    )
+    return settings
+
+
+def _register_guard_metrics(metrics: ScoringMetrics, budgets: BudgetBook, breakers: Breakers) -> None:
+    windows: tuple[Window, ...] = ("hour", "day")
+    units: tuple[Unit, ...] = ("calls", "usd")
+    for budget in budgets.budgets.values():
+        for window in windows:
+            for unit in units:
+                if budget.remaining(window, unit) is None:
+                    continue
+                gauge = metrics.budget_remaining.labels(budget=budget.name, window=window, unit=unit)
+                gauge.set_function(partial(_remaining, budget, window, unit))
+
+    def changed(model: str, state: State) -> None:
+        metrics.circuit_state.labels(model=model).set(STATE_VALUES[state])
+        metrics.circuit_transitions.labels(model=model, state=state).inc()
+
+    breakers.on_change = changed

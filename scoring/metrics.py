@@ -36,6 +36,30 @@ class ScoringMetrics:
         self.pending_retries = Gauge(
             "tracescore_scoring_pending_retries", "Runs waiting for their judge to answer again", registry=r
         )
+        self.budget_remaining = Gauge(
+            "tracescore_budget_remaining",
+            "Judge budget left in the current UTC hour or day, by budget (a rule's scorer id, or * for "
+            "scoring.budget), window and unit (calls, usd)",
+            ["budget", "window", "unit"],
+            registry=r,
+        )
+        self.circuit_state = Gauge(
+            "tracescore_judge_circuit_state",
+            "A judge model's circuit breaker: 0 closed, 1 half-open, 2 open",
+            ["model"],
+            registry=r,
+        )
+        self.circuit_transitions = Counter(
+            "tracescore_judge_circuit_transitions",
+            "Circuit breaker state changes by judge model and new state",
+            ["model", "state"],
+            registry=r,
+        )
+        self.loop_guarded = Counter(
+            "tracescore_loop_guarded_units",
+            "Runs and model calls recognised as tracescore's own judge calls, never scored",
+            registry=r,
+        )
         self.rows_dropped = Counter(
             "tracescore_scoring_rows_dropped",
             "Score and decision rows the store refused for good (a permanent error; their traces stay "

@@ -42,10 +42,13 @@ class PendingRetries(Generic[J]):
         """Whether a job that first failed at ``first_failed`` may still be tried again."""
         return self._clock() - first_failed < self._max_age
 
-    def schedule(self, job: J, attempts: int) -> float:
-        """Try ``job`` again after a backoff (seconds, returned)."""
+    def schedule(self, job: J, attempts: int, not_before_s: float | None = None) -> float:
+        """Try ``job`` again after a backoff (seconds, returned), at least ``not_before_s`` (the judge's
+        Retry-After, an open circuit's cooldown) when given, up to the backoff's cap."""
         delay = min(BACKOFF_MAX_SECONDS, BACKOFF_INITIAL_SECONDS * 2.0 ** max(0, attempts - 1))
         delay = delay / 2 + random.uniform(0, delay / 2)
+        if not_before_s is not None:
+            delay = max(delay, min(not_before_s + random.uniform(0, 0.25), BACKOFF_MAX_SECONDS))
         self._keys += 1
         key = self._keys
         self._waiting[key] = asyncio.get_running_loop().call_later(delay, self._due, key, job)

@@ -1,11 +1,15 @@
-"""Route: which configured rule scores a run, and the decision when none does.
+"""Route: which configured rule scores which unit of a trace, and the decision when none does.
 
-For every run and every scorer id: the rule whose filter matches (none -> ``filtered``), then
-deterministic sampling (out -> ``sampled_out``), then the content the scorer needs (absent ->
-``skipped_empty``), then the size of its text (over ``max_run_chars`` -> ``skipped_too_large``); a
-run that passes them all goes to the executor. Several rules may store under
-one scorer id (one scorer with other options per agent) when their filters are disjoint; a run then
-gets the decision of the rule that matches it.
+A rule's ``target`` says what it scores: every agent run (``run``), every model call (``llm_call``),
+or every span passing its ``span`` tests. For each unit and each scorer id: the rule whose filter
+matches (none -> ``filtered``), then deterministic sampling (out -> ``sampled_out``), then the content
+the scorer needs (absent -> ``skipped_empty``), then the size of its text (over ``max_run_chars`` ->
+``skipped_too_large``); a unit that passes them all goes to the executor. Several rules may store
+under one scorer id (one scorer with other options per agent) when their filters are disjoint; a
+unit then gets the decision of the rule that matches it.
+
+Loop guard: a unit that is one of tracescore's own judge calls (its span or an ancestor carries
+``tracescore.judge``, or its system prompt opens with the judges' preamble) is never scored.
 """
 
 from __future__ import annotations
@@ -14,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from schemas import AgentRun, DecisionKind
-from schemas.config import JudgeConfig, RunFilter, ScorerRule
+from schemas.config import JudgeConfig
+from schemas.rules import BudgetLimits, CircuitBreakerConfig, RunFilter, ScorerRule, SpanTarget, Target
+from schemas.spans import STATUS_ERROR
+from schemas.units import TraceView
+from scoring.judge.data import PREAMBLE_SIGNATURE
+from scoring.judge.guard import JUDGE_SPAN_ATTRIBUTE
+from scoring.match import span_matches, unit_matches
 from scoring.registry import ScorerFactory, build_scorer
 from scoring.sampling import is_sampled
 from scoring.scorer import Scorer
@@ -28,14 +38,19 @@ class Rule:
     scorer: Scorer
     sample_rate: float
     filter: RunFilter
+    target: Target = "run"
+    budget: BudgetLimits | None = None
+    circuit_breaker: CircuitBreakerConfig | None = None
 
-    def matches(self, run: AgentRun) -> bool:
-        wanted = self.filter
-        return (
-            (wanted.agent_name is None or run.agent_name in wanted.agent_name)
-            and (wanted.service_name is None or run.service_name in wanted.service_name)
-            and (wanted.status is None or run.status in wanted.status)
-        )
+    def matches(self, run: AgentRun, trace: TraceView | None = None) -> bool:
+        return unit_matches(self.filter, run, trace)[0]
+
+    def targets(self, unit: AgentRun, trace: TraceView | None) -> bool:
+        """Whether ``unit`` is one this rule's target names (runs are always checked by kind)."""
+        if not isinstance(self.target, SpanTarget):
+            return True
+        span = trace.spans.get(unit.span_id) if trace is not None else None
+        return span is not None and span_matches(self.target.span, span)
 
 
 # Rules that store under one scorer id, in config order; their filters are disjoint.
@@ -44,7 +59,7 @@ RuleGroup = tuple[Rule, ...]
 
 @dataclass(frozen=True, slots=True)
 class Routed:
-    """Where a run goes for one scorer id: to ``rule``'s scorer, or nowhere with a decision."""
+    """Where a unit goes for one scorer id: to ``rule``'s scorer, or nowhere with a decision."""
 
     rule: Rule
     decision: DecisionKind | None = None  # None: score it
@@ -52,9 +67,13 @@ class Routed:
 
 
 def _disjoint(a: RunFilter, b: RunFilter) -> bool:
-    """True when no run can match both filters: some field lists values the other excludes."""
+    """True when no unit can match both filters: some field lists values the other excludes."""
     pairs = ((a.agent_name, b.agent_name), (a.service_name, b.service_name), (a.status, b.status))
     return any(x is not None and y is not None and not set(x) & set(y) for x, y in pairs)
+
+
+def _kind(target: Target) -> str:
+    return "span" if isinstance(target, SpanTarget) else target
 
 
 def build_rules(
@@ -64,23 +83,43 @@ def build_rules(
 ) -> tuple[RuleGroup, ...]:
     """The rules with their scorers built, grouped by the scorer id they store (in order of first
     appearance). Raises ValueError naming the rule when one cannot be built."""
-    default_judge = judge.model_dump(exclude_none=True) if judge is not None else None
+    default_judge = judge.judge_settings() if judge is not None else None
     built: list[Rule] = []
     for index, rule in enumerate(rules):
+        where = f"scoring.rules[{index}] ({rule.label})"
         try:
-            scorer = build_scorer(rule.scorer, rule.options, registry=registry, default_judge=default_judge)
+            scorer = build_scorer(
+                rule.reference, rule.options, registry=registry, default_judge=default_judge
+            )
         except ValueError as exc:
-            raise ValueError(f"scoring rule {index} ({rule.scorer!r}): {exc}") from exc
+            raise ValueError(f"{where}: {exc}") from exc
         scorer_id = rule.name or scorer.id
-        # Two rules may share a stored id only for runs they can never both match (one scorer,
-        # other options per agent); otherwise one rule's score would overwrite the other's.
         for other_index, other in enumerate(built):
-            if other.scorer_id == scorer_id and not _disjoint(other.filter, rule.filter):
+            if other.scorer_id != scorer_id:
+                continue
+            # Two rules may share a stored id only for units they can never both match (one scorer,
+            # other options per agent); otherwise one rule's score would overwrite the other's.
+            if _kind(other.target) != _kind(rule.target):
+                raise ValueError(
+                    f"scoring rules {other_index} and {index} both store scores as {scorer_id!r} "
+                    "but target different units; give one of them a distinct name"
+                )
+            if not _disjoint(other.filter, rule.filter):
                 raise ValueError(
                     f"scoring rules {other_index} and {index} both store scores as {scorer_id!r} "
                     "for the same runs; give one of them a distinct name"
                 )
-        built.append(Rule(scorer_id, scorer, rule.sample_rate, rule.filter))
+        built.append(
+            Rule(
+                scorer_id,
+                scorer,
+                rule.sample_rate,
+                rule.filter,
+                rule.target,
+                rule.budget,
+                rule.circuit_breaker,
+            )
+        )
     groups: dict[str, list[Rule]] = {}
     for built_rule in built:
         groups.setdefault(built_rule.scorer_id, []).append(built_rule)
@@ -97,12 +136,71 @@ def missing_detail(missing: Sequence[str], content_missing: bool) -> str:
     return f"run has {' and '.join(parts)}{capture}"
 
 
-def route(run: AgentRun, group: RuleGroup, sampling_salt: str, max_run_chars: int | None = None) -> Routed:
-    """Where ``run`` goes for the scorer id of ``group``."""
+def is_own_judge_call(unit: AgentRun, trace: TraceView | None) -> bool:
+    """The loop guard: ``unit`` is a call of tracescore's own judge (see the module docstring)."""
+    if any(PREAMBLE_SIGNATURE in m.content for m in unit.input.system_messages):
+        return True
+    if trace is None:
+        return False
+    span = trace.spans.get(unit.span_id)
+    if span is None:
+        return False
+    return any(
+        s.attributes.get(JUDGE_SPAN_ATTRIBUTE) in (True, "true")
+        for s in (span, *trace.ancestors(span.span_id))
+    )
+
+
+def units_for(
+    target: Target, group: RuleGroup, runs: Sequence[AgentRun], trace: TraceView | None
+) -> list[AgentRun]:
+    """The units a rule group scores: the runs, the model calls, or the spans its targets name."""
+    if target == "run":
+        return list(runs)
+    if trace is None:
+        return []
+    if target == "llm_call":
+        return list(trace.llm_calls)
+    by_span = {run.span_id: run for run in runs}
+    calls = {unit.span_id: unit for unit in trace.llm_calls}
+    units: list[AgentRun] = []
+    for span in trace.spans.values():
+        if not any(isinstance(r.target, SpanTarget) and span_matches(r.target.span, span) for r in group):
+            continue
+        unit = by_span.get(span.span_id) or calls.get(span.span_id)
+        if unit is None:
+            run = by_span.get(trace.run_of.get(span.span_id, ""))
+            if run is None:
+                continue  # a span outside every run has no content to score
+            status = "error" if span.status_code == STATUS_ERROR else "ok"
+            unit = run.model_copy(
+                update={"span_id": span.span_id, "parent_span_id": run.span_id, "status": status}
+            )
+        units.append(unit)
+    return units
+
+
+def route(
+    run: AgentRun,
+    group: RuleGroup,
+    sampling_salt: str,
+    max_run_chars: int | None = None,
+    trace: TraceView | None = None,
+) -> Routed:
+    """Where the unit ``run`` goes for the scorer id of ``group``."""
     # Rules sharing a scorer id have disjoint filters: at most one matches.
-    rule = next((rule for rule in group if rule.matches(run)), None)
+    why_not = ""
+    rule = None
+    for candidate in group:
+        if not candidate.targets(run, trace):
+            continue
+        matched, why = unit_matches(candidate.filter, run, trace)
+        if matched:
+            rule = candidate
+            break
+        why_not = why_not or why
     if rule is None:
-        return Routed(group[0], "filtered")
+        return Routed(group[0], "filtered", why_not)
     if not is_sampled(f"{run.run_id}:{rule.scorer_id}", rule.sample_rate, sampling_salt):
         return Routed(rule, "sampled_out")
     if missing := rule.scorer.missing_needs(run):

@@ -169,6 +169,15 @@ class Scorer:
     # The scorer's own version, stored with its scores (None: the tracescore package's version).
     version: str | None = None
 
+    @property
+    def judge_models(self) -> frozenset[str]:
+        """The models of the judges its prompt steps ask (and of its default judge); a scorer whose
+        own code calls a judge may use others."""
+        judges = [step.judge for step in self.steps if isinstance(step, PromptStep)]
+        if self.judge is not None:
+            judges.append(self.judge)
+        return frozenset(judge.model for judge in judges)
+
     def missing_needs(self, run: AgentRun) -> list[Need]:
         """The needed pieces of content this run does not have."""
         truth = run.ground_truth

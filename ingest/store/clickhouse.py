@@ -41,6 +41,7 @@ DDL_FILES = (
     "ingest_watermarks.sql",
     "replicas.sql",
     "trace_handoffs.sql",
+    "judge_spend.sql",
     "scores.sql",
     "score_decisions.sql",
     "span_scores_view.sql",

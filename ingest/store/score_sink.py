@@ -20,9 +20,10 @@ from ingest.store.rows import (
     score_row,
 )
 from schemas import Decision, ScoreRecord, TraceRound
-from schemas.consumers import PriorOutcomes
+from schemas.consumers import PriorOutcomes, SpendRow
 
 DONE_COLUMNS = ("TraceId", "Through", "Decided", "Reason")
+SPEND_COLUMNS = ("Budget", "Replica", "Hour", "Calls", "CostUsd", "Version")
 
 _SCORES_SELECT = """
 SELECT ScoreId, toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, ScorerVersion,
@@ -44,7 +45,8 @@ ORDER BY SpanId, ScorerId
 
 class ClickHouseScoreSink:
     """Implements ``schemas.consumers.ScoreSink`` over a ``Store`` (scores, decisions, decided
-    rounds in ``trace_done``), and the API's score reads."""
+    rounds in ``trace_done``), ``SpendStore`` (judge budgets' ``judge_spend``), and the API's score
+    reads."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -76,6 +78,23 @@ class ClickHouseScoreSink:
         decided_keys = frozenset((row["SpanId"], row["ScorerId"]) for row in decided)
         scored_keys = frozenset((row["SpanId"], row["ScorerId"]) for row in scored)
         return PriorOutcomes(decided=decided_keys, scored_undecided=scored_keys - decided_keys)
+
+    async def save_spend(self, rows: Sequence[SpendRow]) -> None:
+        if rows:
+            version = time.time_ns()
+            table = [[r.budget, r.replica, r.hour, r.calls, r.usd, version] for r in rows]
+            await self._store.insert("judge_spend", table, SPEND_COLUMNS)
+
+    async def load_spend(self, since_unix: int) -> list[SpendRow]:
+        sql = (
+            "SELECT Budget, Replica, toUnixTimestamp(Hour) AS HourStart, Calls, CostUsd "
+            f"FROM {self._store.quoted_database}.judge_spend FINAL WHERE Hour >= toDateTime({{since:Int64}})"
+        )
+        rows = await self._store.query(sql, {"since": since_unix})
+        return [
+            SpendRow(r["Budget"], r["Replica"], int(r["HourStart"]), int(r["Calls"]), float(r["CostUsd"]))
+            for r in rows
+        ]
 
     async def get_scores(self, trace_id: str) -> list[dict[str, Any]]:
         sql = _SCORES_SELECT.format(database=self._store.quoted_database)

@@ -6,25 +6,31 @@ import asyncio
 from collections.abc import Sequence
 
 from ingest.metrics import Metrics
-from ingest.transform.runs import build_runs
-from schemas import LogRecord, Span, TraceRound
+from ingest.transform.units import build_units
+from schemas import AgentRun, LogRecord, Span, TraceRound
 from schemas.consumers import RunConsumer
+from schemas.units import TraceView
 
 
 class RunBuilder:
     """Turns an assembled trace into AgentRuns (in a worker thread) and forwards them."""
 
-    def __init__(self, next: RunConsumer, metrics: Metrics) -> None:
+    def __init__(self, next: RunConsumer, metrics: Metrics, *, llm_calls: bool = False) -> None:
         self._next = next
         self._metrics = metrics
+        self._llm_calls = llm_calls  # a rule scores single model calls: build a unit per call
 
     async def consume_trace(
         self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), round: TraceRound | None = None
     ) -> None:
         if round is not None and round.unchanged:
-            runs = []  # only copies of what was decided: the executor marks the round done
+            # Only copies of what was decided: the executor marks the round done.
+            runs: list[AgentRun] = []
+            trace = TraceView(spans={})
         else:
-            runs = await asyncio.to_thread(build_runs, list(spans), list(logs))
+            runs, trace = await asyncio.to_thread(
+                build_units, list(spans), list(logs), llm_calls=self._llm_calls
+            )
         self._metrics.runs_built.inc(len(runs))
-        if runs or round is not None:  # a round without runs is still marked done
-            await self._next.consume_runs(runs, round)
+        if runs or trace.llm_calls or round is not None:  # a round without runs is still marked done
+            await self._next.consume_runs(runs, round, trace)

@@ -42,6 +42,19 @@ def build_runs(
 
     ``logs`` are the trace's correlated log records; each is read as an event of its span.
     """
+    return [run for run, _ in build_indexed_runs(spans, logs, adapters)[0]]
+
+
+# Runs with their member nodes (the root among them), and the trace's index.
+IndexedRuns = tuple[list[tuple[AgentRun, list[Node]]], TraceIndex | None]
+
+
+def build_indexed_runs(
+    spans: Sequence[Span],
+    logs: Sequence[LogRecord] = (),
+    adapters: tuple[ConventionAdapter, ...] = ADAPTERS,
+) -> IndexedRuns:
+    """``build_runs`` with each run's member nodes and the trace index (None when it failed)."""
     try:
         index = index_trace(attach_logs(spans, logs), adapters)
         roots = [n for n in index.nodes.values() if _is_run_root(n, index.nodes)]
@@ -62,16 +75,16 @@ def build_runs(
         roots = [r for r in roots if r.span.span_id in members]
     except Exception:
         log.exception("cannot index a trace of %d spans; no runs built", len(spans))
-        return []
-    runs: list[AgentRun] = []
+        return [], None
+    runs: list[tuple[AgentRun, list[Node]]] = []
     for root in sorted(roots, key=start_order):
         try:
             root_members = sorted(members[root.span.span_id], key=start_order)
-            runs.append(_build_run(root, root_members, index, inner.get(root.span.span_id)))
+            runs.append((_build_run(root, root_members, index, inner.get(root.span.span_id)), root_members))
         except Exception:
             span = root.span
             log.exception("cannot build the run of span %s in trace %s", span.span_id, span.trace_id)
-    return runs
+    return runs, index
 
 
 def _is_run_root(node: Node, nodes: dict[str, Node]) -> bool:
@@ -138,7 +151,7 @@ def _owner_above(node: Node, nodes: dict[str, Node], roots: dict[str, list[Node]
     return None
 
 
-def _utc(ns: int) -> datetime | None:
+def utc(ns: int) -> datetime | None:
     if ns <= 0:
         return None
     try:
@@ -185,9 +198,9 @@ def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: Node |
         if node.role is SpanRole.RETRIEVER:
             context.extend(read_retrieved_texts(node))
     tools = [n for n in members if n.role is SpanRole.TOOL]
-    run_input = _run_input(agent, first)
+    the_input = run_input(agent, first)
     output = run_output(agent, timed_calls, tools, index)
-    texts = [m.content for m in (*run_input.input_messages, *run_input.remembered_messages, *output)]
+    texts = [m.content for m in (*the_input.input_messages, *the_input.remembered_messages, *output)]
     return AgentRun(
         trace_id=root.span.trace_id,
         span_id=root.span.span_id,
@@ -195,9 +208,9 @@ def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: Node |
         service_name=root.span.service_name or None,
         model=(agent.model if agent else None) or next((c.model for c in calls if c.model), None),
         status="error" if root.span.status_code == STATUS_ERROR else "ok",
-        start_time=_utc(root.span.start_time_unix_nano),
-        end_time=_utc(root.span.end_time_unix_nano),
-        input=run_input,
+        start_time=utc(root.span.start_time_unix_nano),
+        end_time=utc(root.span.end_time_unix_nano),
+        input=the_input,
         output=output,
         context=context,
         usage=Usage(
@@ -231,7 +244,7 @@ def _new_turn(messages: list[Message]) -> tuple[int, int]:
     return (start, end) if start < end else (len(messages), len(messages))
 
 
-def _run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
+def run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
     system: list[Message] = []
     seen_system: set[str] = set()
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from schemas.secrets import register_secret
 from scoring.judge.data import DATA_PREAMBLE
 from scoring.judge.errors import JudgeError, classify, is_timeout
+from scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
 from scoring.judge.litellm_setup import litellm_module
 from scoring.judge.usage import Tally
 
@@ -81,6 +82,7 @@ class Judge:
     async def embed(self, texts: list[str], model: str) -> list[list[float]]:
         """Embedding vectors of ``texts`` through ``litellm.aembedding``, on this judge's endpoint."""
         litellm = litellm_module()
+        texts = [redact_text(text) for text in texts]
         response = await self._call(
             model,
             Tally(),
@@ -93,6 +95,8 @@ class Judge:
                 max_retries=0,
                 num_retries=0,
             ),
+            operation="embeddings",
+            estimate=lambda: estimate_cost(litellm, model, texts=texts),
         )
         return [list(item["embedding"]) for item in response.data]
 
@@ -100,6 +104,7 @@ class Judge:
         """Category scores of ``text`` from a moderation endpoint, through ``litellm.amoderation``."""
         litellm = litellm_module()
         moderation_model = model or self.model
+        text = redact_text(text)
 
         async def request() -> Any:
             # litellm's moderation path takes no retry setting; a client of our own makes the
@@ -112,7 +117,7 @@ class Judge:
             ) as client:
                 return await litellm.amoderation(input=text, model=moderation_model, client=client)
 
-        response = await self._call(moderation_model, Tally(), request)
+        response = await self._call(moderation_model, Tally(), request, operation="moderation")
         raw = response.results[0].category_scores
         scores = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
         return {name: float(value) for name, value in scores.items() if value is not None}
@@ -128,6 +133,7 @@ class Judge:
         self, prompt: str, output_schema: type[M], *, system: str | None = None
     ) -> JudgeResult[M]:
         """The judge's answer to ``prompt`` as a validated ``output_schema`` instance."""
+        prompt = redact_text(prompt)
         schema = output_schema.model_json_schema()
         if self.uses_json_schema():
             response_format: dict[str, Any] = {
@@ -171,6 +177,7 @@ class Judge:
 
     async def text(self, prompt: str, system: str | None = None) -> JudgeResult[str]:
         """The judge's free-text answer to ``prompt`` (for reasons and explanations)."""
+        prompt = redact_text(prompt)
         messages = [
             {"role": "system", "content": self._system(system, None)},
             {"role": "user", "content": prompt},
@@ -217,32 +224,57 @@ class Judge:
                 num_retries=0,
                 **extra,
             ),
+            estimate=lambda: estimate_cost(
+                litellm, self.model, messages=messages, output_tokens=_output_tokens()
+            ),
         )
         content = response.choices[0].message.content
         return content if isinstance(content, str) else ""
 
-    async def _call(self, model: str, tally: Tally, request: Callable[[], Awaitable[Any]]) -> Any:
-        """``request()``'s response, retrying retriable failures with backoff; usage to ``tally``."""
-        for retry in range(self.max_retries + 1):
-            tally.attempts += 1
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    response = await request()
-            except Exception as exc:
-                error = classify(exc)
-                if not error.retriable or retry == self.max_retries:
-                    kind = "retriable" if error.retriable else "permanent"
-                    why = f"timed out after {self.timeout_s:g} s" if is_timeout(exc) else error
-                    raise JudgeError(
-                        f"judge {model!r} failed ({kind}) after {tally.attempts} attempt(s): {why}",
-                        retriable=error.retriable,
-                        attempts=tally.attempts,
-                        retry_after_s=error.retry_after_s,
-                    ) from exc
-                await asyncio.sleep(self._backoff(retry, error.retry_after_s))
-                continue
-            tally.add(model, response, litellm_module())
-            return response
+    async def _call(
+        self,
+        model: str,
+        tally: Tally,
+        request: Callable[[], Awaitable[Any]],
+        *,
+        operation: str = "chat",
+        estimate: Callable[[], float] | None = None,
+    ) -> Any:
+        """``request()``'s response, retrying retriable failures with backoff; usage to ``tally``.
+
+        Under the service's guard (``scoring.judge.guard``) each request is first reserved in the
+        budgets (its cost ``estimate``d) and let through by the model's circuit breaker."""
+        guard = current_guard()
+        estimated = 0.0
+        if guard is not None and guard.budgets and estimate is not None:
+            estimated = await asyncio.to_thread(estimate)  # a tokenizer may load on first use
+        with judge_span(model, operation) as span:
+            for retry in range(self.max_retries + 1):
+                call = GuardedCall(guard, model)
+                call.begin(estimated)  # BudgetExceeded, or a retriable error while the circuit is open
+                tally.attempts += 1
+                try:
+                    async with asyncio.timeout(self.timeout_s):
+                        response = await request()
+                except Exception as exc:
+                    error = classify(exc)
+                    call.failed(error.retriable)
+                    if not error.retriable or retry == self.max_retries:
+                        kind = "retriable" if error.retriable else "permanent"
+                        why = f"timed out after {self.timeout_s:g} s" if is_timeout(exc) else error
+                        span.set_attribute("error.type", type(exc).__name__)
+                        raise JudgeError(
+                            f"judge {model!r} failed ({kind}) after {tally.attempts} attempt(s): {why}",
+                            retriable=error.retriable,
+                            attempts=tally.attempts,
+                            retry_after_s=error.retry_after_s,
+                        ) from exc
+                    await asyncio.sleep(self._backoff(retry, error.retry_after_s))
+                    continue
+                call.answered(tally.add(model, response, litellm_module()))
+                span.set_attribute("gen_ai.usage.input_tokens", tally.input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", tally.output_tokens)
+                return response
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _backoff(self, retry: int, retry_after_s: float | None) -> float:
@@ -252,6 +284,11 @@ class Judge:
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, self.backoff_max_s))
         return delay
+
+
+def _output_tokens() -> int:
+    guard = current_guard()
+    return guard.estimated_output_tokens if guard is not None else 0
 
 
 def _validate(schema: type[M], raw: str) -> M:

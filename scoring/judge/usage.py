@@ -59,7 +59,8 @@ class Tally:
     output_tokens: int = 0
     cost_usd: float = 0.0
 
-    def add(self, model: str, response: Any, litellm: ModuleType) -> None:
+    def add(self, model: str, response: Any, litellm: ModuleType) -> float:
+        """Count one answered call; returns its cost in US dollars."""
         usage = getattr(response, "usage", None)
         input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -70,6 +71,7 @@ class Tally:
         meter = _METER.get()
         if meter is not None:
             meter.add(model, input_tokens, output_tokens, cost_usd)
+        return cost_usd
 
 
 def _cost(litellm: ModuleType, response: Any) -> float:

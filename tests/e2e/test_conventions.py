@@ -26,6 +26,7 @@ from ingest.service import RunBuilder, SpanSink
 from ingest.store.clickhouse import Store
 from schemas import AgentRun, TraceRound
 from schemas.config import AssemblyConfig, ReceiverConfig
+from schemas.units import TraceView
 from tests.support.fixture_files import OTLP_DIR
 
 GOLDEN_DIR = Path(__file__).parents[1] / "ingest" / "golden"
@@ -94,7 +95,9 @@ class RunRecorder:
     def __init__(self) -> None:
         self.runs: list[AgentRun] = []
 
-    async def consume_runs(self, runs: Sequence[AgentRun], round: TraceRound | None = None) -> None:
+    async def consume_runs(
+        self, runs: Sequence[AgentRun], round: TraceRound | None = None, trace: TraceView | None = None
+    ) -> None:
         self.runs.extend(runs)
 
 

@@ -98,7 +98,7 @@ def test_serve_refuses_a_custom_scorer_with_a_bad_option_or_reference(tmp_path: 
     bad_option = _config(tmp_path, [{"scorer": LENGTH, "options": {"target_words": 24, "colour": "red"}}])
     done = tracescore("serve", "--store", str(tmp_path / "a"), "--config", str(bad_option), timeout=60)
     assert done.returncode == 2
-    assert f"scoring rule 0 ('{LENGTH}')" in done.stderr and "no option 'colour'" in done.stderr
+    assert f"scoring.rules[0] ({LENGTH})" in done.stderr and "no option 'colour'" in done.stderr
 
     bad_type = _config(tmp_path, [{"scorer": LENGTH, "options": {"target_words": "many"}}])
     done = tracescore("serve", "--store", str(tmp_path / "b"), "--config", str(bad_type), timeout=60)

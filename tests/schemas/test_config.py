@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
-from schemas.config import ServiceConfig, load_config
+from schemas.config import ConfigError, ServiceConfig, load_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "tracescore.example.yaml"
 
@@ -64,7 +63,7 @@ def test_flag_beats_environment_beats_file(tmp_path: Path) -> None:
 def test_invalid_config_is_rejected_with_the_reason(tmp_path: Path, data: str, message: str) -> None:
     file = tmp_path / "bad.yaml"
     file.write_text(data)
-    with pytest.raises(ValidationError, match=message):
+    with pytest.raises(ConfigError, match=message):
         load_config(file, environ={})
 
 
@@ -82,7 +81,8 @@ def test_the_judge_comes_from_file_and_environment(tmp_path: Path) -> None:
     config = load_config(file, environ={"TRACESCORE_JUDGE_MODEL": "anthropic/claude-sonnet-4-5"})
     judge = config.scoring.judge
     assert judge is not None
-    assert (judge.model, judge.api_base, judge.api_key) == (
+    assert judge.api_key is not None
+    assert (judge.model, judge.api_base, judge.api_key.get_secret_value()) == (
         "anthropic/claude-sonnet-4-5",
         "http://judge:4000/v1",
         "sk-file",

@@ -516,7 +516,7 @@ async def test_metrics_count_decisions_and_scores() -> None:
 def test_a_bad_rule_fails_at_construction() -> None:
     metrics, sink = ScoringMetrics(), RecordingSink()
     with pytest.raises(
-        ValueError, match=r"scoring rule 1 \('nope'\): unknown scorer 'nope'; available: .*textual"
+        ValueError, match=r"scoring\.rules\[1\] \(nope\): unknown scorer 'nope'; available: .*textual"
     ):
         ScoringExecutor(
             config(ScorerRule(scorer="textual-difference"), ScorerRule(scorer="nope")), sink, metrics

@@ -391,5 +391,5 @@ async def test_the_configured_judge_serves_rules_that_name_none(llm_server: LLMS
 
 def test_an_llm_rule_without_any_judge_is_refused_at_start() -> None:
     config = ScoringConfig(rules=[ScorerRule(scorer="toxicity")])
-    with pytest.raises(ValueError, match=r"scoring rule 0 \('toxicity'\): .* asks an LLM judge"):
+    with pytest.raises(ValueError, match=r"scoring\.rules\[0\] \(toxicity\): .* asks an LLM judge"):
         ScoringExecutor(config, RecordingSink(), ScoringMetrics())

@@ -1,0 +1,34 @@
+"""What the router reads of a trace besides its agent runs: the spans, which run each span belongs
+to, and one scoring unit per model call (``target: llm_call``).
+
+The transform builds it (``ingest.transform``); the router (``scoring.route``) reads it for span
+filters, ``trace_has``, the ``llm_call`` and ``span`` targets and the loop guard. Without one (the
+Python API, ``run_evals``) only run-level filters apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from schemas.agent_run import AgentRun
+from schemas.spans import Span
+
+
+@dataclass(frozen=True)
+class TraceView:
+    spans: Mapping[str, Span]  # by span id
+    # The root span id of the run each member span belongs to (a run's root maps to itself).
+    run_of: Mapping[str, str] = field(default_factory=dict)
+    # One unit per model-call span, built only when a rule targets model calls or spans.
+    llm_calls: tuple[AgentRun, ...] = ()
+
+    def ancestors(self, span_id: str) -> Iterator[Span]:
+        """The span's ancestors present in the trace, nearest first (a parent cycle ends the walk)."""
+        seen = {span_id}
+        span = self.spans.get(span_id)
+        while span is not None and span.parent_span_id and span.parent_span_id not in seen:
+            seen.add(span.parent_span_id)
+            span = self.spans.get(span.parent_span_id)
+            if span is not None:
+                yield span

@@ -1,0 +1,151 @@
+"""What the service wraps around every judge call of a scorer run: budgets, circuit breakers,
+redaction, and a span that marks the call as tracescore's own (the loop guard).
+
+The executor sets a ``JudgeGuard`` for each scorer run (``guarded``); the judge client asks it before
+and after each request it sends. Outside the service (the Python API, ``tracescore score``) there is
+none, and calls go out unguarded.
+
+Loop guard: each judge request runs inside an OpenTelemetry span (``chat <model>``) carrying
+``tracescore.judge = true``. It is recorded only when the process has an OpenTelemetry SDK set up
+(``opentelemetry-instrument``, say); then an instrumented HTTP or LLM client's spans of the request
+are its children. If those spans come back to tracescore, the router recognises them and scores
+nothing of them (``scoring.route.is_own_judge_call``) -- a judge judging its own calls would never end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import trace
+
+from scoring.budget import Budget, Reservation
+from scoring.judge.breaker import Breakers
+from scoring.judge.redact import Redactor
+
+logger = logging.getLogger(__name__)
+
+JUDGE_SPAN_ATTRIBUTE = "tracescore.judge"
+_tracer = trace.get_tracer("tracescore.judge")
+
+
+@dataclass(frozen=True)
+class JudgeGuard:
+    budgets: tuple[Budget, ...] = ()
+    breakers: Breakers | None = None
+    redact: Redactor | None = None
+    estimated_output_tokens: int = 200
+
+
+_GUARD: ContextVar[JudgeGuard | None] = ContextVar("tracescore_judge_guard", default=None)
+
+
+@contextlib.contextmanager
+def guarded(guard: JudgeGuard) -> Iterator[JudgeGuard]:
+    """Guard the judge calls made in this context (and in tasks and threads started from it)."""
+    token = _GUARD.set(guard)
+    try:
+        yield guard
+    finally:
+        _GUARD.reset(token)
+
+
+def current_guard() -> JudgeGuard | None:
+    return _GUARD.get()
+
+
+def redact_text(text: str) -> str:
+    guard = _GUARD.get()
+    return guard.redact(text) if guard is not None and guard.redact is not None else text
+
+
+def redact_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    guard = _GUARD.get()
+    if guard is None or guard.redact is None:
+        return list(messages)
+    redact = guard.redact
+    return [
+        {**message, "content": redact(message["content"])}
+        if isinstance(message.get("content"), str)
+        else message
+        for message in messages
+    ]
+
+
+def estimate_cost(
+    litellm: Any,
+    model: str,
+    *,
+    messages: Sequence[dict[str, Any]] = (),
+    texts: Sequence[str] = (),
+    output_tokens: int = 0,
+) -> float:
+    """The US dollars a call would cost: its prompt's tokens (litellm's tokenizer for the model) and
+    ``output_tokens`` answer tokens, at litellm's prices. 0 for a model without a published price."""
+    try:
+        if messages:
+            prompt_tokens = litellm.token_counter(model=model, messages=list(messages))
+        else:
+            prompt_tokens = sum(litellm.token_counter(model=model, text=text) for text in texts)
+        prompt_cost, answer_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=output_tokens
+        )
+        return float(prompt_cost) + float(answer_cost)
+    except Exception:
+        return 0.0
+
+
+class GuardedCall:
+    """One request to a judge's provider under the current guard: reserve, let through, settle."""
+
+    def __init__(self, guard: JudgeGuard | None, model: str) -> None:
+        self._guard = guard
+        self._model = model
+        self._reservations: list[Reservation] = []
+
+    def begin(self, estimate: float) -> None:
+        """Reserve the call in every budget and ask the model's breaker; raises ``BudgetExceeded``
+        or (circuit open) a retriable ``JudgeError``, and then nothing is counted."""
+        guard = self._guard
+        if guard is None:
+            return
+        try:
+            for budget in guard.budgets:
+                self._reservations.append(budget.reserve(estimate))
+            if guard.breakers is not None:
+                guard.breakers(self._model).before_call()
+        except BaseException:
+            for reservation in self._reservations:
+                reservation.budget.cancel(reservation)
+            self._reservations.clear()
+            raise
+
+    def answered(self, cost_usd: float) -> None:
+        for reservation in self._reservations:
+            reservation.budget.settle(reservation, cost_usd)
+        if self._guard is not None and self._guard.breakers is not None:
+            self._guard.breakers(self._model).succeeded()
+
+    def failed(self, retriable: bool) -> None:
+        for reservation in self._reservations:  # a failed request is counted, but costs nothing
+            reservation.budget.settle(reservation, 0.0)
+        if self._guard is not None and self._guard.breakers is not None:
+            self._guard.breakers(self._model).failed(retriable)
+
+
+@contextlib.contextmanager
+def judge_span(model: str, operation: str) -> Iterator[trace.Span]:
+    """The span of one judge request, marked as tracescore's own (see the module docstring)."""
+    attributes: dict[str, str | bool] = {
+        JUDGE_SPAN_ATTRIBUTE: True,
+        "gen_ai.operation.name": operation,
+        "gen_ai.request.model": model,
+    }
+    with _tracer.start_as_current_span(
+        f"{operation} {model}", kind=trace.SpanKind.CLIENT, attributes=attributes
+    ) as span:
+        yield span
