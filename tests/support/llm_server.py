@@ -217,6 +217,29 @@ def _vector(text: str, dims: int = 8) -> list[float]:
     return [byte / 255.0 for byte in digest[:dims]]
 
 
+def provider_usage(body: dict[str, Any], content: str) -> dict[str, int]:
+    """The token counts a provider would report for this request and answer (litellm's tokenizer
+    of the model), so costs in tests come out as a real provider's would."""
+    import litellm
+
+    model = str(body.get("model", "gpt-4o-mini"))
+    return {
+        "prompt_tokens": litellm.token_counter(model=model, messages=body.get("messages", [])),
+        "completion_tokens": litellm.token_counter(model=model, text=content),
+    }
+
+
+def answering(structured: Any, reason: str) -> Callable[[dict[str, Any]], Reply]:
+    """A responder: ``structured`` (as JSON) to requests asking for JSON, ``reason`` to the others,
+    each with the usage a provider would report."""
+
+    def respond(body: dict[str, Any]) -> Reply:
+        content = json.dumps(structured) if body.get("response_format") else reason
+        return Reply(content=content, **provider_usage(body, content))
+
+    return respond
+
+
 JUDGE_MODEL = "openai/gpt-4o-mini"  # litellm routes openai/* to the api_base given
 
 
