@@ -8,7 +8,7 @@ and retry, or record the failure and move on), so a consumer raises a ``Tracesco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -44,6 +44,9 @@ class PriorOutcomes:
     decided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     # Score rows whose decision row was not written (a crash between the two inserts).
     scored_undecided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # Decisions of earlier scoring (a backfill reads them): a pair already scored is left alone, and
+    # a pair routed to the same decision again is not written again.
+    earlier: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 class ScoreSink(Protocol):

@@ -171,14 +171,19 @@ class ScoringExecutor:
         return self._rounds.oldest_open()
 
     async def consume_runs(
-        self, runs: Sequence[AgentRun], round: TraceRound | None = None, trace: TraceView | None = None
+        self,
+        runs: Sequence[AgentRun],
+        round: TraceRound | None = None,
+        trace: TraceView | None = None,
+        *,
+        prior: PriorOutcomes | None = None,
     ) -> None:
         """Route each unit through the rules: one decision per scorer id; waits while the queue is full.
 
         A rule's units are the runs, or (``target``) the trace's model calls or the spans it names,
         which ``trace`` carries. With ``round``, the trace round is marked done
         (``ScoreSink.mark_done``) once every decision of its units is written; a resumed round first
-        asks what an earlier attempt already wrote.
+        asks what an earlier attempt already wrote; ``prior`` gives it directly (a backfill).
         """
         if self._state != "running":
             raise RuntimeError(f"ScoringExecutor.consume_runs while {self._state} (call start() first)")
@@ -186,9 +191,10 @@ class ScoringExecutor:
         self._producers_idle.clear()
         state = self._rounds.open(round) if round is not None else None
         try:
-            prior = PriorOutcomes()
-            if round is not None and round.resumed:
-                prior = await self._sink.prior_outcomes(round.trace_id, round.through_unix_nano)
+            if prior is None:
+                prior = PriorOutcomes()
+                if round is not None and round.resumed:
+                    prior = await self._sink.prior_outcomes(round.trace_id, round.through_unix_nano)
             if round is not None and round.unchanged:
                 runs = []
             for group in self._rule_groups:
@@ -215,13 +221,16 @@ class ScoringExecutor:
         trace: TraceView | None,
     ) -> None:
         key = (unit.span_id, group[0].scorer_id)
-        if key in prior.decided:
-            return  # decided by an earlier attempt at this round: not judged again
+        earlier = prior.earlier.get(key)
+        if key in prior.decided or earlier == "scored":
+            return  # decided by an earlier attempt at this round, or scored before: not judged again
         if key in prior.scored_undecided:
             detail = "the score was written before a restart; its decision is written now"
             self._add(None, self._decision(unit, group[0], "scored", detail))
             return
         routed = route(unit, group, self._config.sampling_salt, self._config.max_run_chars, trace)
+        if routed.decision is not None and routed.decision == earlier:
+            return  # the same decision as before: nothing new to write
         if routed.decision is None:
             if state is not None:
                 self._rounds.queued(state)
@@ -334,6 +343,7 @@ class ScoringExecutor:
         tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="input").inc(usage.input_tokens)
         tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="output").inc(usage.output_tokens)
         self._metrics.judge_cost.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.cost_usd)
+        self._metrics.judge_calls.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.calls)
 
     def _record(self, job: _Job, result: ScorerResult, latency_ms: float) -> ScoreRecord:
         """The score row of a result: its ``Score`` validated against the scorer's scale first."""

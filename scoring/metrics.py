@@ -27,6 +27,12 @@ class ScoringMetrics:
             ["scorer", "outcome", "direction"],
             registry=r,
         )
+        self.judge_calls = Counter(
+            "tracescore_judge_calls",
+            "Answered judge calls by scorer and outcome",
+            ["scorer", "outcome"],
+            registry=r,
+        )
         self.judge_cost = Counter(
             "tracescore_judge_cost_usd",
             "Cost in USD of answered judge calls (litellm's price map) by scorer and outcome",

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.secrets import register_secret
 from scoring.judge.data import DATA_PREAMBLE
+from scoring.judge.dry import dry_call, minimal_instance
 from scoring.judge.errors import JudgeError, classify, is_timeout
 from scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
 from scoring.judge.litellm_setup import litellm_module
@@ -83,6 +84,9 @@ class Judge:
         """Embedding vectors of ``texts`` through ``litellm.aembedding``, on this judge's endpoint."""
         litellm = litellm_module()
         texts = [redact_text(text) for text in texts]
+        if (guard := current_guard()) is not None and guard.dry_run:
+            dry_call(guard, model, texts=texts)
+            return [[1.0] + [0.0] * 7 for _ in texts]
         response = await self._call(
             model,
             Tally(),
@@ -105,6 +109,9 @@ class Judge:
         litellm = litellm_module()
         moderation_model = model or self.model
         text = redact_text(text)
+        if (guard := current_guard()) is not None and guard.dry_run:
+            dry_call(guard, moderation_model, texts=[text])
+            return {}
 
         async def request() -> Any:
             # litellm's moderation path takes no retry setting; a client of our own makes the
@@ -150,6 +157,9 @@ class Judge:
         ]
         tally = Tally()
         started = time.perf_counter()
+        if (guard := current_guard()) is not None and guard.dry_run:
+            dry_call(guard, self.model, messages=messages)
+            return self._result(minimal_instance(output_schema), prompt, "", tally, started)
         raw = await self._complete(messages, tally, response_format)
         try:
             value = _validate(output_schema, raw)
@@ -184,6 +194,9 @@ class Judge:
         ]
         tally = Tally()
         started = time.perf_counter()
+        if (guard := current_guard()) is not None and guard.dry_run:
+            dry_call(guard, self.model, messages=messages)
+            return self._result("", prompt, "", tally, started)
         raw = await self._complete(messages, tally, None)
         return self._result(raw, prompt, raw, tally, started)
 

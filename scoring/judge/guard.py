@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
@@ -38,7 +38,17 @@ class JudgeGuard:
     budgets: tuple[Budget, ...] = ()
     breakers: Breakers | None = None
     redact: Redactor | None = None
+    # Answer tokens assumed when a call's cost is estimated before it is made.
     estimated_output_tokens: int = 200
+    # Answer tokens per prompt token, by model, from what the judge answered before (the scores
+    # table); a model without history gets ``estimated_output_tokens``.
+    answer_ratios: Mapping[str, float] = field(default_factory=dict)
+    # Meter each call without sending it (``scoring.judge.dry``): backfill --dry-run.
+    dry_run: bool = False
+
+    def answer_tokens(self, model: str, prompt_tokens: int) -> int:
+        ratio = self.answer_ratios.get(model)
+        return round(ratio * prompt_tokens) if ratio is not None else self.estimated_output_tokens
 
 
 _GUARD: ContextVar[JudgeGuard | None] = ContextVar("tracescore_judge_guard", default=None)
@@ -82,15 +92,18 @@ def estimate_cost(
     *,
     messages: Sequence[dict[str, Any]] = (),
     texts: Sequence[str] = (),
+    prompt_tokens: int | None = None,
     output_tokens: int = 0,
 ) -> float:
-    """The US dollars a call would cost: its prompt's tokens (litellm's tokenizer for the model) and
-    ``output_tokens`` answer tokens, at litellm's prices. 0 for a model without a published price."""
+    """The US dollars a call would cost: its prompt's tokens (``prompt_tokens``, or counted with
+    litellm's tokenizer for the model) and ``output_tokens`` answer tokens, at litellm's prices.
+    0 for a model without a published price."""
     try:
-        if messages:
-            prompt_tokens = litellm.token_counter(model=model, messages=list(messages))
-        else:
-            prompt_tokens = sum(litellm.token_counter(model=model, text=text) for text in texts)
+        if prompt_tokens is None:
+            if messages:
+                prompt_tokens = litellm.token_counter(model=model, messages=list(messages))
+            else:
+                prompt_tokens = sum(litellm.token_counter(model=model, text=text) for text in texts)
         prompt_cost, answer_cost = litellm.cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=output_tokens
         )

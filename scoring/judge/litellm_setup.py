@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import logging
 import os
 import sys
 from types import ModuleType
@@ -22,7 +23,21 @@ def litellm_module() -> ModuleType:
     # Retries are the judge's own (classified, with backoff). litellm's OpenAI embedding path reads
     # ``max_retries=0`` as "unset" and falls back to this default, so the SDK would retry as well.
     litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[misc]  # declared Final, yet the only switch there is
+    _quiet_logs()
     return litellm
+
+
+def _quiet_logs() -> None:
+    """litellm's loggers write INFO lines to stdout (two per call), which is for machine output:
+    their records go to the process's own handlers instead (stderr, scrubbed of secrets), warnings
+    and worse only, unless the process logs at DEBUG (``tracescore -v``)."""
+    verbose = logging.getLogger().getEffectiveLevel() <= logging.DEBUG
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.propagate = True
+        logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
 
 
 async def close_clients() -> None:

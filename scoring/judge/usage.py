@@ -39,6 +39,10 @@ class JudgeUsage:
 _METER: ContextVar[JudgeUsage | None] = ContextVar("tracescore_judge_usage", default=None)
 
 
+def current_meter() -> JudgeUsage | None:
+    return _METER.get()
+
+
 @contextlib.contextmanager
 def metered() -> Iterator[JudgeUsage]:
     """Count the model, tokens and cost of every judge call made in this context."""
