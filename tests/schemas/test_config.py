@@ -24,8 +24,15 @@ def test_example_config_file_loads_as_documented() -> None:
         "textual-difference",
         "tool-call-accuracy-code",
         "answer-relevancy",
+        "toxicity",
     ]
     assert config.scoring.judge is not None and config.scoring.judge.model == "openai/gpt-4o-mini"
+    relevancy, toxicity = config.scoring.rules[3:]
+    assert relevancy.budget is not None and relevancy.budget.max_calls_per_hour == 600
+    assert relevancy.filter.trace_has and relevancy.filter.resource_attributes
+    assert toxicity.target == "llm_call"
+    assert config.scoring.budget is not None and config.scoring.budget.max_usd_per_day == 20
+    assert config.scoring.redact.emails and config.scoring.redact.patterns
     assert config.scoring.rules[3].sample_rate == 0.1
     assert config.scoring.rules[1].sample_rate == 0.25
     assert config.scoring.rules[2].options == {"expected_tool": "get_weather"}
