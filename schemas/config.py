@@ -64,12 +64,30 @@ class ReceiverConfig(_Config):
     auth_token_file: str | None = None
     # /metrics without a token (a scraper inside the cluster); /healthz and /readyz are always open.
     metrics_open: bool = False
+    # TLS on both receivers (PEM files): OTLP/HTTP serves HTTPS, OTLP/gRPC TLS. Both or neither.
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    # With it, clients must present a certificate signed by this CA (mutual TLS).
+    tls_client_ca: str | None = None
 
     @model_validator(mode="after")
     def _one_token_source(self) -> ReceiverConfig:
         if self.auth_token is not None and self.auth_token_file:
             raise ValueError("give receiver.auth_token or receiver.auth_token_file, not both")
         return self
+
+    @model_validator(mode="after")
+    def _tls_cert_and_key(self) -> ReceiverConfig:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            given, missing = ("tls_cert", "tls_key") if self.tls_cert else ("tls_key", "tls_cert")
+            raise ValueError(f"receiver.{given} is set but receiver.{missing} is not: TLS needs both")
+        if self.tls_client_ca and not self.tls_cert:
+            raise ValueError("receiver.tls_client_ca needs receiver.tls_cert and receiver.tls_key")
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert and self.tls_key)
 
 
 class KafkaConfig(_Config):
@@ -211,6 +229,9 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
     "TRACESCORE_AUTH_TOKEN": "receiver.auth_token",
     "TRACESCORE_AUTH_TOKEN_FILE": "receiver.auth_token_file",
+    "TRACESCORE_TLS_CERT": "receiver.tls_cert",
+    "TRACESCORE_TLS_KEY": "receiver.tls_key",
+    "TRACESCORE_TLS_CLIENT_CA": "receiver.tls_client_ca",
     "TRACESCORE_KAFKA_BOOTSTRAP": "kafka.bootstrap",
     "TRACESCORE_KAFKA_TOPIC": "kafka.topic",
     "TRACESCORE_KAFKA_LOGS_TOPIC": "kafka.logs_topic",

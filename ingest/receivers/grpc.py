@@ -3,7 +3,8 @@
 
 The methods are registered with generic handlers that pass the raw request bytes through, so gRPC
 requests go through the same ``decode(signal, "otlp_proto", ...)`` as every other transport. gzip request
-compression is handled by gRPC itself.
+compression is handled by gRPC itself. With ``receiver.tls_cert`` / ``receiver.tls_key`` the port speaks
+TLS only (see ``ingest.receivers.tls``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ingest.receivers.export import (
     export_response_for,
     retry_status,
 )
+from ingest.receivers.tls import grpc_server_credentials, tls_files
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded
@@ -67,6 +69,7 @@ class GrpcReceiver:
         if self._server is not None:
             return
         self._token = configured_token(self._config)
+        tls = tls_files(self._config)  # a bad file fails the start, naming its key
         limit = self._config.max_request_bytes
         # gRPC turns SO_REUSEPORT on by default, which would let a second service share a busy port
         # silently and split the traffic; a clash must fail loudly instead.
@@ -84,7 +87,10 @@ class GrpcReceiver:
         host = self._config.host
         address = f"[{host}]:{self._config.grpc_port}" if ":" in host else f"{host}:{self._config.grpc_port}"
         try:
-            port = server.add_insecure_port(address)
+            if tls is None:
+                port = server.add_insecure_port(address)
+            else:
+                port = server.add_secure_port(address, grpc_server_credentials(tls))
         except RuntimeError as exc:  # grpcio raises RuntimeError when the address cannot be bound
             raise OSError(f"OTLP/gRPC receiver cannot listen on {address}: {exc}") from exc
         if not port:

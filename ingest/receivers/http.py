@@ -46,6 +46,7 @@ from ingest.receivers.export import (
     export_response_for,
     retry_status,
 )
+from ingest.receivers.tls import server_ssl_context
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded
@@ -151,7 +152,8 @@ class HttpReceiver:
         cap = self._config.max_connections or default_cap()
         gate = ConnectionGate(cap, self._metrics.connections_refused.inc)
         try:
-            await GatedSite(runner, self._config.host, self._config.http_port, gate).start()
+            ssl_context = server_ssl_context(self._config)  # HTTPS with receiver.tls_cert / tls_key
+            await GatedSite(runner, self._config.host, self._config.http_port, gate, ssl_context).start()
         except BaseException:
             await runner.cleanup()
             raise
