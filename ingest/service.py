@@ -89,7 +89,9 @@ class Service:
             admit=self.memory.admit,
         )
         self.kafka = (
-            KafkaReceiver(config.kafka, next=sink, metrics=self.metrics) if config.kafka.enabled else None
+            KafkaReceiver(config.kafka, next=sink, metrics=self.metrics, limits=config.receiver)
+            if config.kafka.enabled
+            else None
         )
         backlog = self.metrics.backlog
         backlog.labels("commit").set_function(lambda: self.span_sink.uncommitted_items)

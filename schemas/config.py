@@ -20,6 +20,10 @@ DEFAULT_GRPC_PORT = 4317
 DEFAULT_HTTP_PORT = 4318
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # the OpenTelemetry Collector's HTTP default
 DEFAULT_MAX_REQUEST_ITEMS = 100_000
+# Attributes of one span or log record. The OTel SDKs cut at 128 by default, so a span past this came
+# from a sender that lifted every limit; 1,000 leaves room for conventions that flatten whole
+# conversations into attributes (OpenLLMetry's gen_ai.prompt.<i>.*).
+DEFAULT_MAX_ATTRIBUTES_PER_ITEM = 1_000
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
 DEFAULT_IDLE_SECONDS = 2.0
 DEFAULT_MAX_WAIT_SECONDS = 300.0
@@ -53,6 +57,9 @@ class ReceiverConfig(_Config):
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     # Spans or log records in one export request (the collector sends a few thousand at most).
     max_request_items: int = Field(default=DEFAULT_MAX_REQUEST_ITEMS, gt=0)
+    # A span or log record with more attributes than this is rejected on its own (OTLP partial
+    # success naming it), on every transport (see ingest.decode).
+    max_attributes_per_item: int = Field(default=DEFAULT_MAX_ATTRIBUTES_PER_ITEM, gt=0)
     # A request body that does not arrive within this long is answered 408 and its connection closed.
     body_timeout_seconds: float = Field(default=DEFAULT_BODY_TIMEOUT_SECONDS, gt=0)
     # Open OTLP/HTTP connections; a new one beyond it is closed at once (refusals logged once a minute).

@@ -77,6 +77,7 @@ async def export(
     signal: str = SIGNAL_TRACES,
     max_items: int | None = None,
     admit: Callable[[], None] | None = None,
+    max_attributes: int | None = None,
 ) -> SpanBatch:
     """Decode one export request of ``signal`` and hand its spans or log records on.
 
@@ -92,9 +93,9 @@ async def export(
             raise
     try:
         if len(payload) < DECODE_IN_THREAD_BYTES:
-            batch = decode(signal, encoding, payload, max_items)
+            batch = decode(signal, encoding, payload, max_items, max_attributes)
         else:
-            batch = await asyncio.to_thread(decode, signal, encoding, payload, max_items)
+            batch = await asyncio.to_thread(decode, signal, encoding, payload, max_items, max_attributes)
     except DecodeError as exc:
         metrics.requests.labels(transport, OUTCOME_INVALID).inc()
         log.info("%s %s export request rejected: %s", transport, signal, exc)

@@ -3,7 +3,10 @@
 
 The methods are registered with generic handlers that pass the raw request bytes through, so gRPC
 requests go through the same ``decode(signal, "otlp_proto", ...)`` as every other transport. gzip request
-compression is handled by gRPC itself. With ``receiver.tls_cert`` / ``receiver.tls_key`` the port speaks
+compression is handled by gRPC itself, and so is the size limit: ``grpc.max_receive_message_length``
+(``receiver.max_request_bytes``) holds for the message as sent and once inflated (gRPC stops inflating
+past it and answers RESOURCE_EXHAUSTED "Decompressed message larger than max"), so a gzip bomb never
+reaches the handler. With ``receiver.tls_cert`` / ``receiver.tls_key`` the port speaks
 TLS only (see ``ingest.receivers.tls``).
 """
 
@@ -112,7 +115,6 @@ class GrpcReceiver:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_UNAUTHENTICATED).inc()
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
             try:
-                max_items = self._config.max_request_items
                 batch = await export(
                     "otlp_proto",
                     request,
@@ -120,8 +122,9 @@ class GrpcReceiver:
                     self._metrics,
                     TRANSPORT,
                     signal,
-                    max_items,
+                    self._config.max_request_items,
                     admit=self._admit,
+                    max_attributes=self._config.max_attributes_per_item,
                 )
             except TooManyItems as exc:
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))

@@ -212,7 +212,14 @@ class HttpReceiver:
             try:
                 max_items = self._config.max_request_items
                 batch = await export(
-                    encoding, payload, self._next, self._metrics, TRANSPORT, signal, max_items
+                    encoding,
+                    payload,
+                    self._next,
+                    self._metrics,
+                    TRANSPORT,
+                    signal,
+                    max_items,
+                    max_attributes=self._config.max_attributes_per_item,
                 )
             except TooManyItems as exc:
                 raise _ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None

@@ -7,8 +7,9 @@ by the topic it came from, through the same decoding registry as the OTLP receiv
 committed only after the batch's spans and log records are stored, so a crash replays rather than
 loses; replays are safe because score ids are deterministic.
 
-A record that cannot be decoded, or whose items were partly rejected, is parked in a dead-letter
-topic with the reason in its headers, and the stream goes on. When storing a batch fails, the error
+A record that cannot be decoded, that is over the receivers' limits (``receiver.max_request_bytes``,
+``max_request_items``), or whose items were partly rejected, is parked in a dead-letter topic with the
+reason in its headers, and the stream goes on. When storing a batch fails, the error
 type decides (``schemas.errors.is_retriable``): a retriable failure rewinds the batch and retries it
 with backoff; a permanent one parks the batch's records in the dead-letter topic and commits.
 
@@ -36,10 +37,11 @@ from ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_OK,
     OUTCOME_PARTIAL,
+    OUTCOME_TOO_LARGE,
     count_decoded,
     count_received,
 )
-from schemas.config import KafkaConfig
+from schemas.config import KafkaConfig, ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded, is_retriable
 from schemas.spans import SpanBatch
@@ -58,10 +60,18 @@ STOP_GRACE_SECONDS = 3.0
 
 
 class KafkaReceiver:
-    def __init__(self, config: KafkaConfig, next: SpanConsumer, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        config: KafkaConfig,
+        next: SpanConsumer,
+        metrics: Metrics,
+        limits: ReceiverConfig | None = None,
+    ) -> None:
         if not config.enabled:
             raise ValueError("KafkaReceiver needs kafka.bootstrap and kafka.topic or kafka.logs_topic")
         self._config = config
+        # The receivers' request limits hold for a record too: it is one export request.
+        self._limits = limits or ReceiverConfig()
         # Topic -> the signal its records carry.
         self._signals = {
             topic: signal
@@ -207,10 +217,26 @@ class KafkaReceiver:
         merged = SpanBatch()
         parked: list[FutureRecordMetadata] = []
         carried: list[ConsumerRecord] = []  # records whose spans or log records go to the store
+        limits = self._limits
         for record in records:
             signal = self._signals.get(record.topic, SIGNAL_TRACES)
+            value = record.value or b""
+            if len(value) > limits.max_request_bytes:
+                self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
+                reason = (
+                    f"record of {len(value)} bytes is over the limit of {limits.max_request_bytes} bytes "
+                    "(receiver.max_request_bytes)"
+                )
+                parked.append(self._park(producer, record, reason, rejected=None))
+                continue
             try:
-                batch = decode(signal, self._config.encoding, record.value or b"")
+                batch = decode(
+                    signal,
+                    self._config.encoding,
+                    value,
+                    limits.max_request_items,
+                    limits.max_attributes_per_item,
+                )
             except DecodeError as exc:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_INVALID).inc()
                 parked.append(self._park(producer, record, str(exc), rejected=None))
