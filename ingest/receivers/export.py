@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
+from ingest.receivers.disclosure import STORE_REFUSED, STORE_UNAVAILABLE
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded, TracescoreError, is_retriable
 from schemas.spans import SpanBatch
@@ -110,10 +111,11 @@ async def export(
         except Exception as exc:
             retriable = is_retriable(exc)
             metrics.requests.labels(transport, OUTCOME_UNAVAILABLE if retriable else OUTCOME_FAILED).inc()
+            # The detail (the database's text, a chDB path) goes to the log; the client gets the category.
             log.warning("%s export: next consumer failed: %s", transport, exc, exc_info=True)
             what = "log records" if signal == SIGNAL_LOGS else "spans"
-            later = ", retry later" if retriable else ""
-            raise ConsumerFailed(f"{what} could not be stored{later}: {exc}", retriable=retriable) from exc
+            why = STORE_UNAVAILABLE if retriable else STORE_REFUSED
+            raise ConsumerFailed(f"{what} could not be stored: {why}", retriable=retriable) from exc
         count_received(batch, metrics, transport)
     metrics.requests.labels(transport, OUTCOME_PARTIAL if batch.rejected_spans else OUTCOME_OK).inc()
     return batch

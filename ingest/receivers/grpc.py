@@ -12,6 +12,7 @@ TLS only (see ``ingest.receivers.tls``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -22,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
 from ingest.metrics import Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
+from ingest.receivers.disclosure import INTERNAL_ERROR
 from ingest.receivers.export import (
     OUTCOME_UNAUTHENTICATED,
     ConsumerFailed,
@@ -33,6 +35,8 @@ from ingest.receivers.tls import grpc_server_credentials, tls_files
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded
+
+log = logging.getLogger(__name__)
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -142,6 +146,12 @@ class GrpcReceiver:
                 # UNAVAILABLE is the OTLP code a client retries; a permanent failure is INVALID_ARGUMENT.
                 code = grpc.StatusCode.UNAVAILABLE if exc.retriable else grpc.StatusCode.INVALID_ARGUMENT
                 await context.abort(code, str(exc))
+            except grpc.aio.AbortError:
+                raise
+            except Exception:
+                # grpc.aio would put the exception's own text in the status details.
+                log.exception("OTLP/gRPC %s export failed", signal)
+                await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
             return export_response_for(signal, batch)
 
         return export_signal
