@@ -48,7 +48,7 @@ class Service:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
         self.metrics = Metrics()
-        self.store = Store(config.store)
+        self.store = Store.from_config(config)
         self.scores = ClickHouseScoreSink(self.store)
         self.ledger = Ledger(self.store)
         self.executor = ScoringExecutor(config.scoring, sink=self.scores, metrics=self.metrics.scoring)

@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -203,6 +204,17 @@ class ReplicaConfig(_Config):
 
 class ServiceConfig(_Config):
     store: str = DEFAULT_STORE
+    # A ClickHouse server store (http(s)://host:port) without secrets in the DSN: the user, the
+    # password (TRACESCORE_STORE_PASSWORD, or a file holding it), the CA that signed the server's
+    # certificate, a client certificate and key (mutual TLS), and whether to check the server's
+    # certificate at all. Applied by ingest.store.clickhouse; none of them means anything to chDB.
+    store_user: str | None = None
+    store_password: SecretStr | None = None
+    store_password_file: str | None = None
+    store_tls_ca: str | None = None
+    store_tls_cert: str | None = None
+    store_tls_key: str | None = None
+    store_verify: bool = True
     receiver: ReceiverConfig = Field(default_factory=ReceiverConfig)
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
@@ -226,10 +238,46 @@ class ServiceConfig(_Config):
             raise ValueError("store must be a path or a DSN")
         return value
 
+    @model_validator(mode="after")
+    def _server_store_options(self) -> ServiceConfig:
+        server_keys = [key for key in _STORE_SERVER_KEYS if key in self.model_fields_set]
+        scheme = urlsplit(self.store.strip()).scheme.lower()
+        if server_keys and scheme not in ("http", "https"):
+            raise ValueError(
+                f"{', '.join(server_keys)} apply to a ClickHouse server store (store: https://host:8443), "
+                "not to the embedded store"
+            )
+        tls_keys = [key for key in server_keys if key.startswith(("store_tls_", "store_verify"))]
+        if tls_keys and scheme != "https":
+            raise ValueError(f"{', '.join(tls_keys)} need an https:// store")
+        if self.store_password is not None and self.store_password_file:
+            raise ValueError("give store_password or store_password_file, not both")
+        if (self.store_password is not None or self.store_password_file) and urlsplit(self.store).password:
+            raise ValueError("the store DSN holds a password already: give it there or in store_password")
+        if self.store_tls_key and not self.store_tls_cert:
+            raise ValueError("store_tls_key needs store_tls_cert (the client certificate)")
+        return self
+
+
+_STORE_SERVER_KEYS = (
+    "store_user",
+    "store_password",
+    "store_password_file",
+    "store_tls_ca",
+    "store_tls_cert",
+    "store_tls_key",
+    "store_verify",
+)
+
 
 # Environment variable -> dotted config key. Flags use the same dotted keys (see ingest.cli).
 ENV_KEYS: dict[str, str] = {
     "TRACESCORE_STORE": "store",
+    "TRACESCORE_STORE_USER": "store_user",
+    "TRACESCORE_STORE_PASSWORD": "store_password",
+    "TRACESCORE_STORE_PASSWORD_FILE": "store_password_file",
+    "TRACESCORE_STORE_TLS_CA": "store_tls_ca",
+    "TRACESCORE_STORE_VERIFY": "store_verify",
     "TRACESCORE_HOST": "receiver.host",
     "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
     "TRACESCORE_HTTP_PORT": "receiver.http_port",
