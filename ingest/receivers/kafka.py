@@ -26,6 +26,7 @@ import random
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
@@ -41,9 +42,11 @@ from ingest.receivers.export import (
     count_decoded,
     count_received,
 )
+from ingest.receivers.kafka_security import kafka_client_options
 from schemas.config import KafkaConfig, ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded, is_retriable
+from schemas.secrets import scrub
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
@@ -84,6 +87,7 @@ class KafkaReceiver:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
+        self._client_options: dict[str, Any] = {}
         # What /readyz shows: connecting, assigned (holds partitions) or failing (the broker cannot
         # be reached; retried with backoff for as long as the service runs).
         self.state = "connecting"
@@ -92,6 +96,7 @@ class KafkaReceiver:
     async def start(self) -> None:
         if self._thread is not None:
             return
+        self._client_options = kafka_client_options(self._config)  # a bad file fails the start here
         self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._run, name="tracescore-kafka", daemon=True)
         self._thread.start()
@@ -160,6 +165,7 @@ class KafkaReceiver:
             heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
             client_id="tracescore",
             bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
+            **self._client_options,
         )
         try:
             producer = KafkaProducer(
@@ -167,6 +173,7 @@ class KafkaReceiver:
                 acks="all",
                 client_id="tracescore",
                 bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
+                **self._client_options,
             )
         except BaseException:
             consumer.close(autocommit=False)
@@ -175,7 +182,7 @@ class KafkaReceiver:
 
     def _failing(self, exc: BaseException, retry_in: float) -> None:
         first = self.state != "failing"
-        self.state, self.last_error = "failing", f"{type(exc).__name__}: {exc}"
+        self.state, self.last_error = "failing", scrub(f"{type(exc).__name__}: {exc}")
         # Logged when it starts failing and at most once a backoff step after that.
         log.log(
             logging.ERROR if first else logging.WARNING,
@@ -264,7 +271,7 @@ class KafkaReceiver:
                 if is_retriable(exc):
                     raise  # rewound and retried: the store may take them later
                 # The store refuses them for good: park the records so the stream moves on.
-                reason = f"not stored: {exc}"
+                reason = scrub(f"not stored: {exc}")
                 self._flush_parked(
                     producer, [self._park(producer, r, reason, rejected=None) for r in carried]
                 )
