@@ -48,7 +48,7 @@ class Service:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
         self.metrics = Metrics()
-        self.store = Store(config.store)
+        self.store = Store.from_config(config)
         self.scores = ClickHouseScoreSink(self.store)
         self.ledger = Ledger(self.store)
         self.replicas = ReplicaTable(self.store)
@@ -95,7 +95,9 @@ class Service:
             admit=self.memory.admit,
         )
         self.kafka = (
-            KafkaReceiver(config.kafka, next=sink, metrics=self.metrics) if config.kafka.enabled else None
+            KafkaReceiver(config.kafka, next=sink, metrics=self.metrics, limits=config.receiver)
+            if config.kafka.enabled
+            else None
         )
         backlog = self.metrics.backlog
         backlog.labels("commit").set_function(lambda: self.span_sink.uncommitted_items)

@@ -10,7 +10,8 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -34,6 +35,10 @@ DEFAULT_GRPC_PORT = 4317
 DEFAULT_HTTP_PORT = 4318
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # the OpenTelemetry Collector's HTTP default
 DEFAULT_MAX_REQUEST_ITEMS = 100_000
+# Attributes of one span or log record. The OTel SDKs cut at 128 by default, so a span past this came
+# from a sender that lifted every limit; 1,000 leaves room for conventions that flatten whole
+# conversations into attributes (OpenLLMetry's gen_ai.prompt.<i>.*).
+DEFAULT_MAX_ATTRIBUTES_PER_ITEM = 1_000
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
 DEFAULT_IDLE_SECONDS = 2.0
 DEFAULT_MAX_WAIT_SECONDS = 300.0
@@ -68,6 +73,9 @@ class ReceiverConfig(_Config):
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     # Spans or log records in one export request (the collector sends a few thousand at most).
     max_request_items: int = Field(default=DEFAULT_MAX_REQUEST_ITEMS, gt=0)
+    # A span or log record with more attributes than this is rejected on its own (OTLP partial
+    # success naming it), on every transport (see ingest.decode).
+    max_attributes_per_item: int = Field(default=DEFAULT_MAX_ATTRIBUTES_PER_ITEM, gt=0)
     # A request body that does not arrive within this long is answered 408 and its connection closed.
     body_timeout_seconds: float = Field(default=DEFAULT_BODY_TIMEOUT_SECONDS, gt=0)
     # Open OTLP/HTTP connections; a new one beyond it is closed at once (refusals logged once a minute).
@@ -79,12 +87,34 @@ class ReceiverConfig(_Config):
     auth_token_file: str | None = None
     # /metrics without a token (a scraper inside the cluster); /healthz and /readyz are always open.
     metrics_open: bool = False
+    # TLS on both receivers (PEM files): OTLP/HTTP serves HTTPS, OTLP/gRPC TLS. Both or neither.
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    # With it, clients must present a certificate signed by this CA (mutual TLS).
+    tls_client_ca: str | None = None
 
     @model_validator(mode="after")
     def _one_token_source(self) -> ReceiverConfig:
         if self.auth_token is not None and self.auth_token_file:
             raise ValueError("give receiver.auth_token or receiver.auth_token_file, not both")
         return self
+
+    @model_validator(mode="after")
+    def _tls_cert_and_key(self) -> ReceiverConfig:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            given, missing = ("tls_cert", "tls_key") if self.tls_cert else ("tls_key", "tls_cert")
+            raise ValueError(f"receiver.{given} is set but receiver.{missing} is not: TLS needs both")
+        if self.tls_client_ca and not self.tls_cert:
+            raise ValueError("receiver.tls_client_ca needs receiver.tls_cert and receiver.tls_key")
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert and self.tls_key)
+
+
+_SASL_KEYS = ("sasl_mechanism", "sasl_username", "sasl_password", "sasl_password_file")
+_SSL_FILE_KEYS = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
 
 
 class KafkaConfig(_Config):
@@ -95,6 +125,57 @@ class KafkaConfig(_Config):
     encoding: str = "otlp_proto"
     dead_letter_topic: str | None = None  # default: "<topic>.dlq" (or "<logs_topic>.dlq" without topic)
     session_timeout_ms: int = Field(default=10_000, gt=0)
+    # The brokers' security, as Kafka clients name it (passed to the consumer and the dead-letter
+    # producer by ingest.receivers.kafka_security). SASL wants a mechanism, a user and a password
+    # (TRACESCORE_KAFKA_SASL_PASSWORD, or a file holding it); SSL may name the CA that signed the
+    # brokers' certificates and a client certificate and key.
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    sasl_password_file: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_check_hostname: bool = True
+
+    @field_validator("security_protocol", mode="before")
+    @classmethod
+    def _protocol_upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("sasl_mechanism", mode="before")
+    @classmethod
+    def _mechanism_upper(cls, value: Any) -> Any:
+        # "scram-sha-256" and "SCRAM_SHA_256" name the same mechanism.
+        return value.strip().upper().replace("_", "-") if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _security_fits_the_protocol(self) -> KafkaConfig:
+        protocol = self.security_protocol
+        sasl_keys = [key for key in _SASL_KEYS if getattr(self, key) is not None]
+        ssl_keys = [key for key in _SSL_FILE_KEYS if getattr(self, key) is not None]
+        if protocol.startswith("SASL_"):
+            for key in ("sasl_mechanism", "sasl_username"):
+                if getattr(self, key) is None:
+                    raise ValueError(f"kafka.{key} is required with kafka.security_protocol {protocol}")
+            if (self.sasl_password is None) == (self.sasl_password_file is None):
+                raise ValueError(
+                    f"kafka.security_protocol {protocol} needs one of kafka.sasl_password "
+                    "(TRACESCORE_KAFKA_SASL_PASSWORD) or kafka.sasl_password_file"
+                )
+        elif sasl_keys:
+            raise ValueError(
+                f"kafka.{sasl_keys[0]} is set but kafka.security_protocol is {protocol}: "
+                "use SASL_SSL (or SASL_PLAINTEXT)"
+            )
+        if ssl_keys and not protocol.endswith("SSL"):
+            raise ValueError(
+                f"kafka.{ssl_keys[0]} is set but kafka.security_protocol is {protocol}: use SSL or SASL_SSL"
+            )
+        if self.ssl_keyfile and not self.ssl_certfile:
+            raise ValueError("kafka.ssl_keyfile needs kafka.ssl_certfile (the client certificate)")
+        return self
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> KafkaConfig:
@@ -236,6 +317,17 @@ class ReplicaConfig(_Config):
 
 class ServiceConfig(_Config):
     store: str = DEFAULT_STORE
+    # A ClickHouse server store (http(s)://host:port) without secrets in the DSN: the user, the
+    # password (TRACESCORE_STORE_PASSWORD, or a file holding it), the CA that signed the server's
+    # certificate, a client certificate and key (mutual TLS), and whether to check the server's
+    # certificate at all. Applied by ingest.store.clickhouse; none of them means anything to chDB.
+    store_user: str | None = None
+    store_password: SecretStr | None = None
+    store_password_file: str | None = None
+    store_tls_ca: str | None = None
+    store_tls_cert: str | None = None
+    store_tls_key: str | None = None
+    store_verify: bool = True
     receiver: ReceiverConfig = Field(default_factory=ReceiverConfig)
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
@@ -259,21 +351,65 @@ class ServiceConfig(_Config):
             raise ValueError("store must be a path or a DSN")
         return value
 
+    @model_validator(mode="after")
+    def _server_store_options(self) -> ServiceConfig:
+        server_keys = [key for key in _STORE_SERVER_KEYS if key in self.model_fields_set]
+        scheme = urlsplit(self.store.strip()).scheme.lower()
+        if server_keys and scheme not in ("http", "https"):
+            raise ValueError(
+                f"{', '.join(server_keys)} apply to a ClickHouse server store (store: https://host:8443), "
+                "not to the embedded store"
+            )
+        tls_keys = [key for key in server_keys if key.startswith(("store_tls_", "store_verify"))]
+        if tls_keys and scheme != "https":
+            raise ValueError(f"{', '.join(tls_keys)} need an https:// store")
+        if self.store_password is not None and self.store_password_file:
+            raise ValueError("give store_password or store_password_file, not both")
+        if (self.store_password is not None or self.store_password_file) and urlsplit(self.store).password:
+            raise ValueError("the store DSN holds a password already: give it there or in store_password")
+        if self.store_tls_key and not self.store_tls_cert:
+            raise ValueError("store_tls_key needs store_tls_cert (the client certificate)")
+        return self
+
+
+_STORE_SERVER_KEYS = (
+    "store_user",
+    "store_password",
+    "store_password_file",
+    "store_tls_ca",
+    "store_tls_cert",
+    "store_tls_key",
+    "store_verify",
+)
+
 
 # Environment variable -> dotted config key. Flags use the same dotted keys (see ingest.cli).
 ENV_KEYS: dict[str, str] = {
     "TRACESCORE_STORE": "store",
+    "TRACESCORE_STORE_USER": "store_user",
+    "TRACESCORE_STORE_PASSWORD": "store_password",
+    "TRACESCORE_STORE_PASSWORD_FILE": "store_password_file",
+    "TRACESCORE_STORE_TLS_CA": "store_tls_ca",
+    "TRACESCORE_STORE_VERIFY": "store_verify",
     "TRACESCORE_HOST": "receiver.host",
     "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
     "TRACESCORE_HTTP_PORT": "receiver.http_port",
     "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
     "TRACESCORE_AUTH_TOKEN": "receiver.auth_token",
     "TRACESCORE_AUTH_TOKEN_FILE": "receiver.auth_token_file",
+    "TRACESCORE_TLS_CERT": "receiver.tls_cert",
+    "TRACESCORE_TLS_KEY": "receiver.tls_key",
+    "TRACESCORE_TLS_CLIENT_CA": "receiver.tls_client_ca",
     "TRACESCORE_KAFKA_BOOTSTRAP": "kafka.bootstrap",
     "TRACESCORE_KAFKA_TOPIC": "kafka.topic",
     "TRACESCORE_KAFKA_LOGS_TOPIC": "kafka.logs_topic",
     "TRACESCORE_KAFKA_GROUP": "kafka.group",
     "TRACESCORE_KAFKA_DLQ_TOPIC": "kafka.dead_letter_topic",
+    "TRACESCORE_KAFKA_SECURITY_PROTOCOL": "kafka.security_protocol",
+    "TRACESCORE_KAFKA_SASL_MECHANISM": "kafka.sasl_mechanism",
+    "TRACESCORE_KAFKA_SASL_USERNAME": "kafka.sasl_username",
+    "TRACESCORE_KAFKA_SASL_PASSWORD": "kafka.sasl_password",
+    "TRACESCORE_KAFKA_SASL_PASSWORD_FILE": "kafka.sasl_password_file",
     "TRACESCORE_IDLE_SECONDS": "assembly.idle_seconds",
     "TRACESCORE_MAX_WAIT_SECONDS": "assembly.max_wait_seconds",
     "TRACESCORE_MAX_TRACES": "assembly.max_traces",

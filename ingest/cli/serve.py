@@ -20,6 +20,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--host", help="address the receivers listen on (default 127.0.0.1)")
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317)")
     parser.add_argument("--http-port", type=int, help="OTLP/HTTP and API port (default 4318)")
+    parser.add_argument("--tls-cert", help="PEM certificate: both receivers speak TLS (with --tls-key)")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--kafka-bootstrap", help="Kafka bootstrap servers HOST:PORT[,HOST:PORT]")
     parser.add_argument(
         "--kafka-topic", help="topic of OTLP export requests (the collector writes otlp_spans)"
@@ -50,6 +52,8 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
         "receiver.host": args.host,
         "receiver.grpc_port": args.grpc_port,
         "receiver.http_port": args.http_port,
+        "receiver.tls_cert": args.tls_cert,
+        "receiver.tls_key": args.tls_key,
         "kafka.bootstrap": args.kafka_bootstrap,
         "kafka.topic": args.kafka_topic,
         "kafka.logs_topic": args.kafka_logs_topic,
@@ -74,9 +78,10 @@ async def serve(config: ServiceConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    tls = " (TLS)" if config.receiver.tls else ""
     print(
-        f"tracescore: OTLP/gRPC {config.receiver.host}:{service.grpc.port}, "
-        f"OTLP/HTTP {config.receiver.host}:{service.http.port}, store {service.store.description}, "
+        f"tracescore: OTLP/gRPC {config.receiver.host}:{service.grpc.port}{tls}, "
+        f"OTLP/HTTP {config.receiver.host}:{service.http.port}{tls}, store {service.store.description}, "
         f"replica {service.membership.replica_id}",
         flush=True,
     )

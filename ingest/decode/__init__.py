@@ -6,6 +6,9 @@ bytes or ``otlp_json``) into a ``SpanBatch`` holding spans or log records; ``dec
 item that is bad on its own (ids of the wrong size, all-zero span ids, unreadable in JSON) is dropped
 and counted in ``SpanBatch.rejected_spans`` so the rest of the request still gets through (OTLP
 partial success). A log record's ids may be empty: it is then stored but correlated with no span.
+
+The limits every transport shares are applied here: ``max_items`` per request (``TooManyItems``) and
+``max_attributes`` per span or log record (that item rejected, the rest kept).
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ class TooManyItems(DecodeError):
 
 
 # A decoder reads a payload into a batch; with ``max_items`` it refuses a larger request after the
-# cheap protobuf parse, before the costly walk over every span and attribute.
-Decoder = Callable[[bytes, int | None], SpanBatch]
+# cheap protobuf parse, before the costly walk over every span and attribute; with ``max_attributes``
+# it rejects each span or log record that has more attributes.
+Decoder = Callable[[bytes, int | None, int | None], SpanBatch]
 # ExportTraceServiceRequest or ExportLogsServiceRequest.
 _Request = TypeVar("_Request", bound=protobuf_message.Message)
 
@@ -64,14 +68,18 @@ def _check_size(request: protobuf_message.Message, max_items: int | None) -> Non
         raise TooManyItems(f"the request holds {items} items, more than {max_items}; send smaller batches")
 
 
-def _protobuf_decoder(request_type: type[_Request], to_batch: Callable[[_Request], SpanBatch]) -> Decoder:
-    def decode_protobuf(payload: bytes, max_items: int | None = None) -> SpanBatch:
+def _protobuf_decoder(
+    request_type: type[_Request], to_batch: Callable[[_Request, BatchBuilder], SpanBatch]
+) -> Decoder:
+    def decode_protobuf(
+        payload: bytes, max_items: int | None = None, max_attributes: int | None = None
+    ) -> SpanBatch:
         try:
             request = request_type.FromString(payload)
         except protobuf_message.DecodeError as exc:
             raise DecodeError(f"payload is not a protobuf {request_type.__name__}: {exc}") from None
         _check_size(request, max_items)
-        return to_batch(request)
+        return to_batch(request, BatchBuilder(max_attributes=max_attributes))
 
     return decode_protobuf
 
@@ -79,23 +87,32 @@ def _protobuf_decoder(request_type: type[_Request], to_batch: Callable[[_Request
 def _json_decoder(
     parse: Callable[[bytes], ParsedRequest[_Request]], to_batch: Callable[[_Request, BatchBuilder], SpanBatch]
 ) -> Decoder:
-    def decode_json(payload: bytes, max_items: int | None = None) -> SpanBatch:
+    def decode_json(
+        payload: bytes, max_items: int | None = None, max_attributes: int | None = None
+    ) -> SpanBatch:
         try:
             parsed = parse(payload)
         except JsonRequestError as exc:
             raise DecodeError(str(exc)) from None
         _check_size(parsed.request, max_items)
         # Spans or records the JSON reader already refused are counted with the rest.
-        return to_batch(parsed.request, BatchBuilder(parsed.rejected_spans, parsed.errors))
+        return to_batch(parsed.request, BatchBuilder(parsed.rejected_spans, parsed.errors, max_attributes))
 
     return decode_json
 
 
-def decode(signal: str, encoding: str, payload: bytes, max_items: int | None = None) -> SpanBatch:
+def decode(
+    signal: str,
+    encoding: str,
+    payload: bytes,
+    max_items: int | None = None,
+    max_attributes: int | None = None,
+) -> SpanBatch:
     """Decode one export request of ``signal`` (traces or logs).
 
     Raises DecodeError when the payload as a whole is unreadable (TooManyItems when it holds more than
-    ``max_items`` spans or log records), ValueError for an unknown signal or encoding.
+    ``max_items`` spans or log records), ValueError for an unknown signal or encoding. A span or log
+    record of more than ``max_attributes`` attributes is rejected (counted, named in the errors).
     """
     try:
         encodings = DECODERS[signal]
@@ -105,7 +122,7 @@ def decode(signal: str, encoding: str, payload: bytes, max_items: int | None = N
         decoder = encodings[encoding]
     except KeyError:
         raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(encodings)}") from None
-    return decoder(payload, max_items)
+    return decoder(payload, max_items, max_attributes)
 
 
 def decode_traces(encoding: str, payload: bytes) -> SpanBatch:

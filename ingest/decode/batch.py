@@ -17,7 +17,10 @@ class BadItem(Exception):
 class BatchBuilder:
     """Collects converted items, and counts rejections while keeping only a few of their messages."""
 
-    def __init__(self, rejected_spans: int = 0, errors: Iterable[str] = ()) -> None:
+    def __init__(
+        self, rejected_spans: int = 0, errors: Iterable[str] = (), max_attributes: int | None = None
+    ) -> None:
+        self.max_attributes = max_attributes  # of one span or log record; None: no limit
         self.spans: list[Span] = []
         self.logs: list[LogRecord] = []
         self.rejected_spans = rejected_spans
@@ -35,6 +38,20 @@ class BatchBuilder:
     def reject(self, reason: str) -> None:
         self.rejected_spans += 1
         self.error(reason)
+
+    def too_many_attributes(self, count: int) -> str | None:
+        """Why an item of ``count`` attributes is rejected, or None when it is within the limit.
+
+        Rejected whole rather than truncated: OTLP partial success can say exactly that (a count and a
+        message naming the item), while a truncation would have no field of its own and would leave
+        the store holding a span its sender never sent.
+        """
+        if self.max_attributes is None or count <= self.max_attributes:
+            return None
+        return (
+            f"{count} attributes, more than the limit of {self.max_attributes} "
+            "(receiver.max_attributes_per_item)"
+        )
 
     def build(self) -> SpanBatch:
         errors = list(self._errors)

@@ -29,6 +29,10 @@ def request_to_batch(request: ExportTraceServiceRequest, builder: BatchBuilder |
             scope_name = scope_spans.scope.name
             scope_version = scope_spans.scope.version
             for span in scope_spans.spans:
+                too_many = builder.too_many_attributes(len(span.attributes))
+                if too_many:
+                    builder.reject(f"span {span.name!r} (span_id {span.span_id.hex()}): {too_many}")
+                    continue
                 try:
                     builder.spans.append(_span(span, resource_attributes, scope_name, scope_version, builder))
                 except BadItem as exc:
@@ -106,6 +110,11 @@ def logs_request_to_batch(
             scope = scope_logs.scope
             scope_attributes = _attributes(scope.attributes)
             for record in scope_logs.log_records:
+                too_many = builder.too_many_attributes(len(record.attributes))
+                if too_many:
+                    label = f"log record {record.event_name!r}" if record.event_name else "log record"
+                    builder.reject(f"{label}: {too_many}")
+                    continue
                 try:
                     trace_id = _optional_id_hex(record.trace_id, "trace_id", TRACE_ID_BYTES)
                     span_id = _optional_id_hex(record.span_id, "span_id", SPAN_ID_BYTES)

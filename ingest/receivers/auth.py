@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
-from pathlib import Path
 
+from ingest.credentials import secret_value
 from schemas.config import ReceiverConfig
 
 UNAUTHENTICATED_MESSAGE = "missing or wrong bearer token"
@@ -21,13 +21,9 @@ _SCHEME = "bearer "
 
 
 def configured_token(config: ReceiverConfig) -> str | None:
-    """The token the receivers want, or None when authentication is off."""
-    if config.auth_token_file:
-        token = Path(config.auth_token_file).read_text(encoding="utf-8").strip()
-        if not token:
-            raise ValueError(f"receiver.auth_token_file {config.auth_token_file} is empty")
-        return token
-    return config.auth_token.get_secret_value() if config.auth_token else None
+    """The token the receivers want, or None when authentication is off (registered as a secret, so
+    no log line or error text shows it)."""
+    return secret_value(config.auth_token, config.auth_token_file, "receiver.auth_token")
 
 
 def bearer_matches(authorization: str | None, token: str) -> bool:

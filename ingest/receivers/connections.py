@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import ssl
 import time
 from collections.abc import Callable
 
@@ -103,15 +104,23 @@ LISTEN_BACKLOG = 4096
 class GatedSite(web.BaseSite):
     """aiohttp's TCP site, with the connection gate in front of the server's protocol."""
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, gate: ConnectionGate) -> None:
-        super().__init__(runner)
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        gate: ConnectionGate,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(runner, ssl_context=ssl_context)
         self._host = host
         self._requested_port = port
         self._gate = gate
 
     @property
     def name(self) -> str:
-        return f"http://{self._host}:{self._requested_port}"
+        scheme = "https" if self._ssl_context else "http"
+        return f"{scheme}://{self._host}:{self._requested_port}"
 
     async def start(self) -> None:
         await super().start()
@@ -123,4 +132,5 @@ class GatedSite(web.BaseSite):
             self._requested_port,
             reuse_address=True,
             backlog=LISTEN_BACKLOG,
+            ssl=self._ssl_context,
         )

@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
+from ingest.receivers.disclosure import STORE_REFUSED, STORE_UNAVAILABLE
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded, TracescoreError, is_retriable
 from schemas.spans import SpanBatch
@@ -77,6 +78,7 @@ async def export(
     signal: str = SIGNAL_TRACES,
     max_items: int | None = None,
     admit: Callable[[], None] | None = None,
+    max_attributes: int | None = None,
 ) -> SpanBatch:
     """Decode one export request of ``signal`` and hand its spans or log records on.
 
@@ -92,9 +94,9 @@ async def export(
             raise
     try:
         if len(payload) < DECODE_IN_THREAD_BYTES:
-            batch = decode(signal, encoding, payload, max_items)
+            batch = decode(signal, encoding, payload, max_items, max_attributes)
         else:
-            batch = await asyncio.to_thread(decode, signal, encoding, payload, max_items)
+            batch = await asyncio.to_thread(decode, signal, encoding, payload, max_items, max_attributes)
     except DecodeError as exc:
         metrics.requests.labels(transport, OUTCOME_INVALID).inc()
         log.info("%s %s export request rejected: %s", transport, signal, exc)
@@ -109,10 +111,11 @@ async def export(
         except Exception as exc:
             retriable = is_retriable(exc)
             metrics.requests.labels(transport, OUTCOME_UNAVAILABLE if retriable else OUTCOME_FAILED).inc()
+            # The detail (the database's text, a chDB path) goes to the log; the client gets the category.
             log.warning("%s export: next consumer failed: %s", transport, exc, exc_info=True)
             what = "log records" if signal == SIGNAL_LOGS else "spans"
-            later = ", retry later" if retriable else ""
-            raise ConsumerFailed(f"{what} could not be stored{later}: {exc}", retriable=retriable) from exc
+            why = STORE_UNAVAILABLE if retriable else STORE_REFUSED
+            raise ConsumerFailed(f"{what} could not be stored: {why}", retriable=retriable) from exc
         count_received(batch, metrics, transport)
     metrics.requests.labels(transport, OUTCOME_PARTIAL if batch.rejected_spans else OUTCOME_OK).inc()
     return batch

@@ -3,11 +3,16 @@
 
 The methods are registered with generic handlers that pass the raw request bytes through, so gRPC
 requests go through the same ``decode(signal, "otlp_proto", ...)`` as every other transport. gzip request
-compression is handled by gRPC itself.
+compression is handled by gRPC itself, and so is the size limit: ``grpc.max_receive_message_length``
+(``receiver.max_request_bytes``) holds for the message as sent and once inflated (gRPC stops inflating
+past it and answers RESOURCE_EXHAUSTED "Decompressed message larger than max"), so a gzip bomb never
+reaches the handler. With ``receiver.tls_cert`` / ``receiver.tls_key`` the port speaks
+TLS only (see ``ingest.receivers.tls``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -18,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
 from ingest.metrics import Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
+from ingest.receivers.disclosure import INTERNAL_ERROR
 from ingest.receivers.export import (
     OUTCOME_UNAUTHENTICATED,
     ConsumerFailed,
@@ -25,9 +31,12 @@ from ingest.receivers.export import (
     export_response_for,
     retry_status,
 )
+from ingest.receivers.tls import grpc_server_credentials, tls_files
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded
+
+log = logging.getLogger(__name__)
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -67,6 +76,7 @@ class GrpcReceiver:
         if self._server is not None:
             return
         self._token = configured_token(self._config)
+        tls = tls_files(self._config)  # a bad file fails the start, naming its key
         limit = self._config.max_request_bytes
         # gRPC turns SO_REUSEPORT on by default, which would let a second service share a busy port
         # silently and split the traffic; a clash must fail loudly instead.
@@ -84,7 +94,10 @@ class GrpcReceiver:
         host = self._config.host
         address = f"[{host}]:{self._config.grpc_port}" if ":" in host else f"{host}:{self._config.grpc_port}"
         try:
-            port = server.add_insecure_port(address)
+            if tls is None:
+                port = server.add_insecure_port(address)
+            else:
+                port = server.add_secure_port(address, grpc_server_credentials(tls))
         except RuntimeError as exc:  # grpcio raises RuntimeError when the address cannot be bound
             raise OSError(f"OTLP/gRPC receiver cannot listen on {address}: {exc}") from exc
         if not port:
@@ -106,7 +119,6 @@ class GrpcReceiver:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_UNAUTHENTICATED).inc()
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
             try:
-                max_items = self._config.max_request_items
                 batch = await export(
                     "otlp_proto",
                     request,
@@ -114,8 +126,9 @@ class GrpcReceiver:
                     self._metrics,
                     TRANSPORT,
                     signal,
-                    max_items,
+                    self._config.max_request_items,
                     admit=self._admit,
+                    max_attributes=self._config.max_attributes_per_item,
                 )
             except TooManyItems as exc:
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
@@ -133,6 +146,12 @@ class GrpcReceiver:
                 # UNAVAILABLE is the OTLP code a client retries; a permanent failure is INVALID_ARGUMENT.
                 code = grpc.StatusCode.UNAVAILABLE if exc.retriable else grpc.StatusCode.INVALID_ARGUMENT
                 await context.abort(code, str(exc))
+            except grpc.aio.AbortError:
+                raise
+            except Exception:
+                # grpc.aio would put the exception's own text in the status details.
+                log.exception("OTLP/gRPC %s export failed", signal)
+                await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
             return export_response_for(signal, batch)
 
         return export_signal

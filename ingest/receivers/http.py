@@ -4,13 +4,15 @@
 gzip/deflate; answers follow the OTLP/HTTP specification: an ExportTraceServiceResponse (or
 ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in the request's encoding.
 ``GET /api/scores`` and ``GET /api/decisions`` serve a trace's score and decision rows; ``GET /healthz``
-(liveness) and ``GET /readyz`` (readiness) each component's state; ``GET /metrics`` Prometheus metrics.
+(liveness) and ``GET /readyz`` (readiness) each component's state (error texts as
+``ingest.receivers.disclosure`` allows the caller); ``GET /metrics`` Prometheus metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import re
 import zlib
@@ -34,6 +36,7 @@ from ingest.decode import (
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
 from ingest.receivers.connections import ConnectionGate, GatedSite, default_cap
+from ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
 from ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_REFUSED,
@@ -46,9 +49,12 @@ from ingest.receivers.export import (
     export_response_for,
     retry_status,
 )
+from ingest.receivers.tls import server_ssl_context
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
-from schemas.errors import Overloaded
+from schemas.errors import Overloaded, StoreError
+
+log = logging.getLogger(__name__)
 
 TRANSPORT = "http"
 TRACES_PATH = "/v1/traces"
@@ -151,7 +157,8 @@ class HttpReceiver:
         cap = self._config.max_connections or default_cap()
         gate = ConnectionGate(cap, self._metrics.connections_refused.inc)
         try:
-            await GatedSite(runner, self._config.host, self._config.http_port, gate).start()
+            ssl_context = server_ssl_context(self._config)  # HTTPS with receiver.tls_cert / tls_key
+            await GatedSite(runner, self._config.host, self._config.http_port, gate, ssl_context).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -210,7 +217,14 @@ class HttpReceiver:
             try:
                 max_items = self._config.max_request_items
                 batch = await export(
-                    encoding, payload, self._next, self._metrics, TRANSPORT, signal, max_items
+                    encoding,
+                    payload,
+                    self._next,
+                    self._metrics,
+                    TRANSPORT,
+                    signal,
+                    max_items,
+                    max_attributes=self._config.max_attributes_per_item,
                 )
             except TooManyItems as exc:
                 raise _ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
@@ -287,19 +301,33 @@ class HttpReceiver:
         trace_id = request.query.get("trace_id", "").strip().lower()
         if not _TRACE_ID.fullmatch(trace_id):
             return web.json_response({"error": "trace_id must be 32 hex characters"}, status=400)
-        return web.json_response(await read(trace_id), dumps=_dumps)
+        try:
+            rows = await read(trace_id)
+        except StoreError as exc:
+            log.warning("%s failed: %s", request.path, exc)
+            if exc.retriable:
+                headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+                return web.json_response({"error": STORE_UNAVAILABLE}, status=503, headers=headers)
+            return web.json_response({"error": API_STORE_FAILED}, status=500)
+        return web.json_response(rows, dumps=_dumps)
+
+    def _public_health(self, request: web.Request) -> dict[str, Any]:
+        """The health body as this caller may see it (see ingest.receivers.disclosure)."""
+        body = self._health.health() if self._health else {"status": "ok"}
+        token = self._token
+        authenticated = token is not None and bearer_matches(request.headers.get("Authorization"), token)
+        return public_health(body, authenticated=authenticated, token_configured=token is not None)
 
     async def _get_health(self, request: web.Request) -> web.Response:
         """Liveness: answers while the process serves, with each component's state."""
-        body = self._health.health() if self._health else {"status": "ok"}
-        return web.json_response(body, dumps=_dumps)
+        return web.json_response(self._public_health(request), dumps=_dumps)
 
     async def _get_ready(self, request: web.Request) -> web.Response:
         """Readiness: 200 when spans can be taken and scored now, else 503 with what is wrong."""
         if self._health is None:
             return web.json_response({"status": "ok"})
         ready = self._health.ready()
-        return web.json_response(self._health.health(), status=200 if ready else 503, dumps=_dumps)
+        return web.json_response(self._public_health(request), status=200 if ready else 503, dumps=_dumps)
 
     async def _get_metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self._metrics.render(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})

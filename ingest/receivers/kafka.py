@@ -7,8 +7,9 @@ by the topic it came from, through the same decoding registry as the OTLP receiv
 committed only after the batch's spans and log records are stored, so a crash replays rather than
 loses; replays are safe because score ids are deterministic.
 
-A record that cannot be decoded, or whose items were partly rejected, is parked in a dead-letter
-topic with the reason in its headers, and the stream goes on. When storing a batch fails, the error
+A record that cannot be decoded, that is over the receivers' limits (``receiver.max_request_bytes``,
+``max_request_items``), or whose items were partly rejected, is parked in a dead-letter topic with the
+reason in its headers, and the stream goes on. When storing a batch fails, the error
 type decides (``schemas.errors.is_retriable``): a retriable failure rewinds the batch and retries it
 with backoff; a permanent one parks the batch's records in the dead-letter topic and commits.
 
@@ -25,6 +26,7 @@ import random
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
@@ -36,12 +38,15 @@ from ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_OK,
     OUTCOME_PARTIAL,
+    OUTCOME_TOO_LARGE,
     count_decoded,
     count_received,
 )
-from schemas.config import KafkaConfig
+from ingest.receivers.kafka_security import kafka_client_options
+from schemas.config import KafkaConfig, ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded, is_retriable
+from schemas.secrets import scrub
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
@@ -58,10 +63,18 @@ STOP_GRACE_SECONDS = 3.0
 
 
 class KafkaReceiver:
-    def __init__(self, config: KafkaConfig, next: SpanConsumer, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        config: KafkaConfig,
+        next: SpanConsumer,
+        metrics: Metrics,
+        limits: ReceiverConfig | None = None,
+    ) -> None:
         if not config.enabled:
             raise ValueError("KafkaReceiver needs kafka.bootstrap and kafka.topic or kafka.logs_topic")
         self._config = config
+        # The receivers' request limits hold for a record too: it is one export request.
+        self._limits = limits or ReceiverConfig()
         # Topic -> the signal its records carry.
         self._signals = {
             topic: signal
@@ -74,6 +87,7 @@ class KafkaReceiver:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
+        self._client_options: dict[str, Any] = {}
         # What /readyz shows: connecting, assigned (holds partitions) or failing (the broker cannot
         # be reached; retried with backoff for as long as the service runs).
         self.state = "connecting"
@@ -82,6 +96,7 @@ class KafkaReceiver:
     async def start(self) -> None:
         if self._thread is not None:
             return
+        self._client_options = kafka_client_options(self._config)  # a bad file fails the start here
         self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._run, name="tracescore-kafka", daemon=True)
         self._thread.start()
@@ -150,6 +165,7 @@ class KafkaReceiver:
             heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
             client_id="tracescore",
             bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
+            **self._client_options,
         )
         try:
             producer = KafkaProducer(
@@ -157,6 +173,7 @@ class KafkaReceiver:
                 acks="all",
                 client_id="tracescore",
                 bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
+                **self._client_options,
             )
         except BaseException:
             consumer.close(autocommit=False)
@@ -165,7 +182,7 @@ class KafkaReceiver:
 
     def _failing(self, exc: BaseException, retry_in: float) -> None:
         first = self.state != "failing"
-        self.state, self.last_error = "failing", f"{type(exc).__name__}: {exc}"
+        self.state, self.last_error = "failing", scrub(f"{type(exc).__name__}: {exc}")
         # Logged when it starts failing and at most once a backoff step after that.
         log.log(
             logging.ERROR if first else logging.WARNING,
@@ -207,10 +224,26 @@ class KafkaReceiver:
         merged = SpanBatch()
         parked: list[FutureRecordMetadata] = []
         carried: list[ConsumerRecord] = []  # records whose spans or log records go to the store
+        limits = self._limits
         for record in records:
             signal = self._signals.get(record.topic, SIGNAL_TRACES)
+            value = record.value or b""
+            if len(value) > limits.max_request_bytes:
+                self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
+                reason = (
+                    f"record of {len(value)} bytes is over the limit of {limits.max_request_bytes} bytes "
+                    "(receiver.max_request_bytes)"
+                )
+                parked.append(self._park(producer, record, reason, rejected=None))
+                continue
             try:
-                batch = decode(signal, self._config.encoding, record.value or b"")
+                batch = decode(
+                    signal,
+                    self._config.encoding,
+                    value,
+                    limits.max_request_items,
+                    limits.max_attributes_per_item,
+                )
             except DecodeError as exc:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_INVALID).inc()
                 parked.append(self._park(producer, record, str(exc), rejected=None))
@@ -238,7 +271,7 @@ class KafkaReceiver:
                 if is_retriable(exc):
                     raise  # rewound and retried: the store may take them later
                 # The store refuses them for good: park the records so the stream moves on.
-                reason = f"not stored: {exc}"
+                reason = scrub(f"not stored: {exc}")
                 self._flush_parked(
                     producer, [self._park(producer, r, reason, rejected=None) for r in carried]
                 )

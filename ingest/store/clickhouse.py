@@ -1,9 +1,10 @@
 """The ClickHouse client of every tracescore table, in embedded chDB or on a ClickHouse server.
 
 One client serves both through clickhouse-connect: a plain path or ``chdb:///abs/path`` opens chDB
-in-process; ``http(s)://user:password@host:port`` reaches a server. Every client call runs on one
-dedicated worker thread, so the event loop never blocks and chDB sees one caller at a time. The DDL
-lives in ``schemas/sql/*.sql`` and is applied, idempotently, on start.
+in-process; ``http(s)://user:password@host:port`` reaches a server, whose user, password and TLS
+settings may also be given apart from the DSN (``ServerOptions``, keeping secrets out of it). Every
+client call runs on one dedicated worker thread, so the event loop never blocks and chDB sees one
+caller at a time. The DDL lives in ``schemas/sql/*.sql`` and is applied, idempotently, on start.
 """
 
 from __future__ import annotations
@@ -14,16 +15,21 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import clickhouse_connect
+import urllib3
 from clickhouse_connect.driver.binding import quote_identifier
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
+from ingest.credentials import existing_file, secret_value
+from schemas.config import ServiceConfig
 from schemas.errors import StoreError
+from schemas.secrets import register_secret, scrub
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +85,8 @@ def store_error(what: str, exc: ClickHouseError) -> StoreError:
     retriable = isinstance(exc, OperationalError) or (
         code is not None and int(code.group(1)) in RETRIABLE_CODES
     )
-    return StoreError(f"{what} failed: {exc}", retriable=retriable)
+    # scrub: a driver or a proxy in front of the server may quote the credentials back.
+    return StoreError(scrub(f"{what} failed: {exc}"), retriable=retriable)
 
 
 def resolve_dsn(dsn: str) -> str:
@@ -121,6 +128,38 @@ def load_ddl(database: str) -> list[str]:
     return statements
 
 
+@dataclass(frozen=True)
+class ServerOptions:
+    """What a ClickHouse server store needs beside its DSN (config keys ``store_user``,
+    ``store_password``, ``store_tls_ca``, ``store_tls_cert``, ``store_tls_key``, ``store_verify``)."""
+
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    verify: bool = True
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """clickhouse-connect ``get_client`` arguments; given ones win over the DSN's."""
+        kwargs: dict[str, Any] = {}
+        if self.user:
+            kwargs["username"] = self.user
+        if self.password is not None:
+            kwargs["password"] = self.password
+        if self.tls_ca:
+            kwargs["ca_cert"] = self.tls_ca
+        if self.tls_cert:
+            kwargs["client_cert"] = self.tls_cert
+        if self.tls_key:
+            kwargs["client_cert_key"] = self.tls_key
+        if not self.verify:
+            kwargs["verify"] = False
+            # The operator chose it; urllib3 would otherwise warn on every request.
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        return kwargs
+
+
 class Store:
     """One ClickHouse database holding the tracescore tables: lifecycle, inserts and queries.
 
@@ -128,8 +167,10 @@ class Store:
     (``ingest.store.score_sink``), both over one ``Store``.
     """
 
-    def __init__(self, dsn: str, database: str = "default") -> None:
+    def __init__(self, dsn: str, database: str = "default", server: ServerOptions | None = None) -> None:
         self._dsn = resolve_dsn(dsn)
+        register_secret(urlsplit(self._dsn).password)  # a password in the DSN is as secret as any
+        self._server = server or ServerOptions()
         self._database = database
         self._quoted_db = quote_identifier(database)
         self._client: Client | None = None
@@ -140,6 +181,20 @@ class Store:
         self._column_types: dict[str, dict[str, str]] = {}
         self.last_error: str | None = None  # of the last statement, None once one succeeds again
         self.last_error_retriable = False
+
+    @classmethod
+    def from_config(cls, config: ServiceConfig) -> Store:
+        """The store of the service config: its DSN and the server options beside it (the password
+        read from its file, and registered as a secret; TLS files checked to exist)."""
+        options = ServerOptions(
+            user=config.store_user,
+            password=secret_value(config.store_password, config.store_password_file, "store_password"),
+            tls_ca=existing_file(config.store_tls_ca, "store_tls_ca"),
+            tls_cert=existing_file(config.store_tls_cert, "store_tls_cert"),
+            tls_key=existing_file(config.store_tls_key, "store_tls_key"),
+            verify=config.store_verify,
+        )
+        return cls(config.store, server=options)
 
     @property
     def description(self) -> str:
@@ -170,6 +225,8 @@ class Store:
             self._executor.shutdown(wait=False)
             self._executor = None
             raise
+        if not self.embedded and not self._server.verify:
+            logger.warning("store_verify is false: the certificate of %s is not checked", self.description)
         logger.info("store open: %s, database %s", self.description, self._database)
 
     async def shutdown(self) -> None:
@@ -286,15 +343,21 @@ class Store:
     def _open_client(self) -> Client:
         if not self.embedded:
             try:
-                return clickhouse_connect.get_client(dsn=self._dsn)
+                # clickhouse-connect reads TLS from the port (443, 8443), not from the DSN's scheme:
+                # without interface=, https://host:9440 would send the password in clear text.
+                return clickhouse_connect.get_client(
+                    dsn=self._dsn,
+                    interface=urlsplit(self._dsn).scheme.lower(),
+                    **self._server.client_kwargs(),
+                )
             except OperationalError as exc:
                 raise StoreError(
-                    f"cannot reach ClickHouse at {self.description}: {exc}", retriable=True
+                    scrub(f"cannot reach ClickHouse at {self.description}: {exc}"), retriable=True
                 ) from exc
             except ClickHouseError as exc:
-                raise StoreError(f"cannot open ClickHouse at {self.description}: {exc}") from exc
+                raise StoreError(scrub(f"cannot open ClickHouse at {self.description}: {exc}")) from exc
             except (TypeError, ValueError) as exc:  # clickhouse-connect's answer to unknown DSN options
-                raise StoreError(f"invalid ClickHouse DSN for {self.description}: {exc}") from exc
+                raise StoreError(scrub(f"invalid ClickHouse DSN for {self.description}: {exc}")) from exc
         path = self._dsn[len("chdb://") :]
         try:
             os.makedirs(path, exist_ok=True)

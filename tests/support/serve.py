@@ -20,14 +20,16 @@ PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 ENV = {**os.environ, "PYTHONPATH": PROJECT_ROOT}
 
 
-def tracescore(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def tracescore(
+    *args: str, cwd: Path | None = None, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ingest.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
-        env={**ENV, "COLUMNS": "200"},
+        env={**(env or ENV), "COLUMNS": "200"},
     )
 
 

@@ -1,0 +1,45 @@
+"""Secrets the service is given (the bearer token, the store's password, Kafka's SASL password): from
+their config value or environment variable, or from a file (a mounted Kubernetes or Docker secret).
+
+Every secret read here is registered with ``schemas.secrets``, so from then on it is replaced by
+``[REDACTED]`` in every error text and log line, whoever wrote it (a driver quoting a URL, a proxy
+echoing a header).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from schemas.secrets import register_secret
+
+
+def secret_value(value: SecretStr | None, file: str | None, key: str) -> str | None:
+    """The secret of config key ``key`` (``<key>_file`` names its file), or None when neither is set.
+
+    A file's trailing newline is dropped (secrets are often written with one). Raises ValueError
+    naming the key when the file cannot be read or is empty.
+    """
+    if file:
+        try:
+            secret = Path(file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ValueError(f"{key}_file {file}: cannot read it ({exc.strerror or exc})") from None
+        if not secret:
+            raise ValueError(f"{key}_file {file} is empty")
+    elif value is not None:
+        secret = value.get_secret_value()
+    else:
+        return None
+    register_secret(secret)
+    return secret
+
+
+def existing_file(path: str | None, key: str) -> str | None:
+    """``path`` if it names a readable file; raises ValueError naming ``key`` otherwise."""
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise ValueError(f"{key} {path}: no such file")
+    return path
