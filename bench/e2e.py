@@ -34,7 +34,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from ingest.decode.otlp_json import parse_trace_request
-from schemas.config import DEFAULT_IDLE_SECONDS, DEFAULT_SCORERS
+from schemas.config import DEFAULT_IDLE_SECONDS
+from schemas.scoring_config import DEFAULT_SCORERS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json"

@@ -20,24 +20,20 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Literal, TypeVar
 
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
 from schemas.config import ScoringConfig
 from schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
 from schemas.errors import is_retriable
-from schemas.rules import CircuitBreakerConfig
-from schemas.secrets import scrub
 from schemas.units import TraceView
-from schemas.version import __version__
-from scoring.budget import GLOBAL, Budget, BudgetBook, BudgetExceeded, Unit, Window
+from scoring.budget import BudgetExceeded
 from scoring.failure_log import FailureLog
+from scoring.guards import Guards
 from scoring.judge import JudgeError, JudgeUsage, metered
-from scoring.judge.breaker import STATE_VALUES, Breakers, State
-from scoring.judge.guard import JudgeGuard, guarded
-from scoring.judge.redact import Redactor
+from scoring.judge.guard import guarded
 from scoring.metrics import ScoringMetrics
+from scoring.outcomes import count_usage, decision, score_record, with_round
 from scoring.registry import ScorerFactory
 from scoring.retries import PendingRetries
 from scoring.rounds import RoundState, RoundTracker
@@ -52,8 +48,6 @@ QUEUE_SLOTS_PER_WORKER = 4  # queued jobs per worker before consume_runs waits
 MAX_BUFFERED_ROWS = 10_000  # score and decision rows waiting to be written; new work waits beyond it
 MAX_PENDING_RETRIES = 10_000  # runs waiting for their judge; new work waits beyond it
 MAX_RETRY_DELAY_SECONDS = 5.0
-MAX_DETAIL_CHARS = 2_000
-SPEND_SYNC_SECONDS = 5.0  # how often budgets write this replica's spend and read the others'
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +89,7 @@ class ScoringExecutor:
     ) -> None:
         self._config = config
         self._rule_groups = build_rules(config.rules, registry, config.judge)  # a bad rule fails here
-        self._budgets = _budgets(config, self._rule_groups)
-        self._breakers = Breakers(config.circuit_breaker, _breaker_settings(self._rule_groups))
-        redact = config.redact
-        self._redactor = (
-            Redactor(redact.emails, redact.api_keys, tuple(redact.patterns)) if redact.active else None
-        )
-        self._spend = spend
-        self._replica_id = replica_id
-        self._last_spend_sync = 0.0
-        _register_guard_metrics(metrics, self._budgets, self._breakers)
+        self._guards = Guards(config, self._rule_groups, metrics, spend=spend, replica_id=replica_id)
         self._sink = sink
         self._metrics = metrics
         self._source: ScoreSource = source
@@ -146,7 +131,7 @@ class ScoringExecutor:
             if self._state == "running":
                 return
             raise RuntimeError("a ScoringExecutor cannot be restarted after shutdown")
-        await self._sync_spend(at_start=True)
+        await self._guards.sync(now=True)
         self._tasks = [
             asyncio.create_task(self._work(), name=f"scoring-worker-{i}")
             for i in range(self._config.concurrency)
@@ -236,7 +221,7 @@ class ScoringExecutor:
                 self._rounds.queued(state)
             await self._queue.put(_Job(unit, routed.rule, state))
         else:
-            detail = _with_round(routed.detail, round)
+            detail = with_round(routed.detail, round)
             self._add(None, self._decision(unit, routed.rule, routed.decision, detail))
 
     async def drain(self) -> None:
@@ -264,8 +249,7 @@ class ScoringExecutor:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-            self._last_spend_sync = 0.0
-            await self._sync_spend(at_start=True)
+            await self._guards.sync(now=True)
             try:
                 await self._flush()
             except Exception:
@@ -297,13 +281,10 @@ class ScoringExecutor:
 
     async def _execute(self, job: _Job) -> tuple[ScoreRecord | None, Decision]:
         timeout = self._config.timeout_seconds
-        budgets = self._budgets.for_rule(job.rule.scorer_id)
-        if budgets and job.rule.scorer.judge_models:
-            # A judge scorer whose budget is spent is not started (a later call would be refused).
-            refusal = next((why for b in budgets if (why := b.refusal()) is not None), None)
-            if refusal is not None:
-                return None, self._decision(job.run, job.rule, "budget_exceeded", refusal)
-        guard = JudgeGuard(budgets, self._breakers, self._redactor, self._config.estimated_output_tokens)
+        if (refusal := self._guards.refusal(job.rule)) is not None:
+            # A judge scorer whose budget is spent is not started (its first call would be refused).
+            return None, self._decision(job.run, job.rule, "budget_exceeded", refusal)
+        guard = self._guards.for_rule(job.rule)
         started = time.perf_counter()
         with metered() as usage, guarded(guard):
             try:
@@ -334,51 +315,17 @@ class ScoringExecutor:
                 return None, self._decision(job.run, job.rule, "failed", detail)
         self._count_usage(job.rule, usage, "scored")
         round = job.round.round if job.round is not None else None
-        return record, self._decision(job.run, job.rule, "scored", _with_round("", round))
+        return record, self._decision(job.run, job.rule, "scored", with_round("", round))
 
     def _count_usage(self, rule: Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
-        if not usage.calls:
-            return
-        tokens = self._metrics.judge_tokens
-        tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="input").inc(usage.input_tokens)
-        tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="output").inc(usage.output_tokens)
-        self._metrics.judge_cost.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.cost_usd)
-        self._metrics.judge_calls.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.calls)
+        count_usage(self._metrics, rule, usage, outcome)
 
     def _record(self, job: _Job, result: ScorerResult, latency_ms: float) -> ScoreRecord:
-        """The score row of a result: its ``Score`` validated against the scorer's scale first."""
-        run, rule = job.run, job.rule
-        try:
-            score = result.to_score(rule.scorer_id)
-        except ValueError as exc:  # out of range or not finite: a failed run, never a stored score
-            raise ScorerError(rule.scorer_id, "generate_score", f"invalid score: {exc}") from exc
-        return ScoreRecord.from_score(
-            score,
-            trace_id=run.trace_id,
-            span_id=run.span_id,
-            judge_model=result.judge_model or "",
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            cost_usd=result.cost_usd,
-            latency_ms=latency_ms,
-            sample_rate=rule.sample_rate,
-            scorer_version=rule.scorer.version or __version__,
-            source=self._source,
-            agent_name=run.agent_name or "",
-            service_name=run.service_name or "",
-        )
+        return score_record(job.run, job.rule, result, latency_ms, self._source)
 
     def _decision(self, run: AgentRun, rule: Rule, kind: DecisionKind, detail: str = "") -> Decision:
         self._metrics.decisions.labels(scorer=rule.scorer_id, decision=kind).inc()
-        return Decision(
-            trace_id=run.trace_id,
-            span_id=run.span_id,
-            scorer_id=rule.scorer_id,
-            decision=kind,
-            detail=scrub(detail)[:MAX_DETAIL_CHARS],
-            sample_rate=rule.sample_rate,
-            source=self._source,
-        )
+        return decision(run, rule, kind, detail, self._source)
 
     def _add(self, record: ScoreRecord | None, decision: Decision) -> None:
         if record is not None:
@@ -441,23 +388,11 @@ class ScoringExecutor:
         self._metrics.rows_dropped.labels("decision").inc(decisions)
         logger.error("dropped %d score rows and %d decisions: %s", records, decisions, why)
 
-    async def _sync_spend(self, at_start: bool = False) -> None:
-        """Budgets: write this replica's judge spend and read the others' (see ``scoring.budget``)."""
-        if self._spend is None or not self._budgets:
-            return
-        if not at_start and time.monotonic() - self._last_spend_sync < SPEND_SYNC_SECONDS:
-            return
-        self._last_spend_sync = time.monotonic()
-        try:
-            await self._budgets.sync(self._spend, self._replica_id)
-        except Exception as exc:
-            logger.warning("judge budgets: the spend of other replicas could not be read or written: %s", exc)
-
     async def _flush_periodically(self) -> None:
         delay = self._flush_interval
         while True:
             await asyncio.sleep(delay)
-            await self._sync_spend()
+            await self._guards.sync()
             try:
                 await self._flush()
             except Exception:
@@ -465,18 +400,6 @@ class ScoringExecutor:
                 logger.exception("writing scores failed; retrying in %.1f s", delay)
             else:
                 delay = self._flush_interval
-
-
-def _with_round(detail: str, round: TraceRound | None) -> str:
-    """A run of a trace released at max_wait (its root span never ended) says so in its decision."""
-    if round is None or round.reason != "max_wait":
-        return detail
-    note = "released at max_wait: the trace's root span had not ended"
-    return f"{detail}; {note}" if detail else note
-
-
-def _remaining(budget: Budget, window: Window, unit: Unit) -> float:
-    return budget.remaining(window, unit) or 0.0
 
 
 def _cause(exc: BaseException, kind: type[E]) -> E | None:
@@ -489,45 +412,3 @@ def _cause(exc: BaseException, kind: type[E]) -> E | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
-
-
-def _budgets(config: ScoringConfig, groups: Sequence[RuleGroup]) -> BudgetBook:
-    limits = {rule.scorer_id: rule.budget for group in groups for rule in group if rule.budget is not None}
-    if config.budget is not None:
-        limits[GLOBAL] = config.budget
-    return BudgetBook(limits)
-
-
-def _breaker_settings(groups: Sequence[RuleGroup]) -> dict[str, CircuitBreakerConfig]:
-    """The circuit breaker settings rules give their judge models (two rules may not disagree)."""
-    settings: dict[str, CircuitBreakerConfig] = {}
-    for group in groups:
-        for rule in group:
-            if rule.circuit_breaker is None:
-                continue
-            for model in rule.scorer.judge_models:
-                known = settings.setdefault(model, rule.circuit_breaker)
-                if known != rule.circuit_breaker:
-                    raise ValueError(
-                        f"rule {rule.scorer_id!r}: judge model {model!r} has another circuit_breaker "
-                        "in an earlier rule; give it once (or the same in both)"
-                    )
-    return settings
-
-
-def _register_guard_metrics(metrics: ScoringMetrics, budgets: BudgetBook, breakers: Breakers) -> None:
-    windows: tuple[Window, ...] = ("hour", "day")
-    units: tuple[Unit, ...] = ("calls", "usd")
-    for budget in budgets.budgets.values():
-        for window in windows:
-            for unit in units:
-                if budget.remaining(window, unit) is None:
-                    continue
-                gauge = metrics.budget_remaining.labels(budget=budget.name, window=window, unit=unit)
-                gauge.set_function(partial(_remaining, budget, window, unit))
-
-    def changed(model: str, state: State) -> None:
-        metrics.circuit_state.labels(model=model).set(STATE_VALUES[state])
-        metrics.circuit_transitions.labels(model=model, state=state).inc()
-
-    breakers.on_change = changed

@@ -1,0 +1,71 @@
+"""What a scorer run leaves: its score row (validated against the scorer's scale), its decision row,
+and the judge spend it is counted with in the metrics."""
+
+from __future__ import annotations
+
+from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
+from schemas.secrets import scrub
+from schemas.version import __version__
+from scoring.judge import JudgeUsage
+from scoring.metrics import ScoringMetrics
+from scoring.route import Rule
+from scoring.scorer import ScorerError, ScorerResult
+
+MAX_DETAIL_CHARS = 2_000
+
+
+def score_record(
+    run: AgentRun, rule: Rule, result: ScorerResult, latency_ms: float, source: ScoreSource
+) -> ScoreRecord:
+    """The score row of a result: its ``Score`` validated against the scorer's scale first."""
+    try:
+        score = result.to_score(rule.scorer_id)
+    except ValueError as exc:  # out of range or not finite: a failed run, never a stored score
+        raise ScorerError(rule.scorer_id, "generate_score", f"invalid score: {exc}") from exc
+    return ScoreRecord.from_score(
+        score,
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        judge_model=result.judge_model or "",
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        cost_usd=result.cost_usd,
+        latency_ms=latency_ms,
+        sample_rate=rule.sample_rate,
+        scorer_version=rule.scorer.version or __version__,
+        source=source,
+        agent_name=run.agent_name or "",
+        service_name=run.service_name or "",
+    )
+
+
+def decision(run: AgentRun, rule: Rule, kind: DecisionKind, detail: str, source: ScoreSource) -> Decision:
+    """The decision row of a (unit, rule); its detail scrubbed of secrets and cut to a bound."""
+    return Decision(
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        scorer_id=rule.scorer_id,
+        decision=kind,
+        detail=scrub(detail)[:MAX_DETAIL_CHARS],
+        sample_rate=rule.sample_rate,
+        source=source,
+    )
+
+
+def count_usage(metrics: ScoringMetrics, rule: Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
+    """The judge spend of a scorer run in the metrics (failed runs too: no score row carries it)."""
+    if not usage.calls:
+        return
+    tokens = metrics.judge_tokens
+    tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="input").inc(usage.input_tokens)
+    tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="output").inc(usage.output_tokens)
+    metrics.judge_cost.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.cost_usd)
+    metrics.judge_calls.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.calls)
+
+
+def with_round(detail: str, round: TraceRound | None) -> str:
+    """A run of a trace released at max_wait (its root span never ended) says so in its decision."""
+    if round is None or round.reason != "max_wait":
+        return detail
+    note = "released at max_wait: the trace's root span had not ended"
+    return f"{detail}; {note}" if detail else note
