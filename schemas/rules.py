@@ -134,12 +134,6 @@ class RunFilter(SpanMatch):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, dict) else value
 
-    @property
-    def needs_spans(self) -> bool:
-        """True when a test reads spans, not only the built unit."""
-        run_level = {"agent_name", "service_name", "status"}
-        return bool(self.model_fields_set - run_level)
-
 
 class SpanTarget(_Model):
     """``target: {span: {...}}``: every span passing these tests is scored, the score landing on it."""

@@ -49,6 +49,7 @@ class Guards:
             Redactor(redact.emails, redact.api_keys, tuple(redact.patterns)) if redact.active else None
         )
         self._estimated_output_tokens = config.estimated_output_tokens
+        self._answer_ratios: dict[str, float] = {}  # learnt from the calls answered, by model
         self._spend = spend
         self._replica_id = replica_id
         self._last_sync = 0.0
@@ -56,7 +57,11 @@ class Guards:
 
     def for_rule(self, rule: Rule) -> JudgeGuard:
         return JudgeGuard(
-            self.budgets.for_rule(rule.scorer_id), self.breakers, self.redactor, self._estimated_output_tokens
+            self.budgets.for_rule(rule.scorer_id),
+            self.breakers,
+            self.redactor,
+            self._estimated_output_tokens,
+            self._answer_ratios,
         )
 
     def refusal(self, rule: Rule) -> str | None:

@@ -221,6 +221,7 @@ class Judge:
     ) -> str:
         """One completion's text, retrying retriable failures with backoff; adds usage to ``tally``."""
         litellm = litellm_module()
+        guard = current_guard()
         extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
         response = await self._call(
             self.model,
@@ -237,9 +238,7 @@ class Judge:
                 num_retries=0,
                 **extra,
             ),
-            estimate=lambda: estimate_cost(
-                litellm, self.model, messages=messages, output_tokens=_output_tokens()
-            ),
+            estimate=lambda: guard.estimate(litellm, self.model, messages) if guard is not None else 0.0,
         )
         content = response.choices[0].message.content
         return content if isinstance(content, str) else ""
@@ -284,7 +283,9 @@ class Judge:
                         ) from exc
                     await asyncio.sleep(self._backoff(retry, error.retry_after_s))
                     continue
-                call.answered(tally.add(model, response, litellm_module()))
+                before = (tally.input_tokens, tally.output_tokens)
+                cost = tally.add(model, response, litellm_module())
+                call.answered(cost, tally.input_tokens - before[0], tally.output_tokens - before[1])
                 span.set_attribute("gen_ai.usage.input_tokens", tally.input_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", tally.output_tokens)
                 return response
@@ -297,11 +298,6 @@ class Judge:
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, self.backoff_max_s))
         return delay
-
-
-def _output_tokens() -> int:
-    guard = current_guard()
-    return guard.estimated_output_tokens if guard is not None else 0
 
 
 def _validate(schema: type[M], raw: str) -> M:

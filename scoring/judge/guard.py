@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +30,7 @@ from scoring.judge.redact import Redactor
 logger = logging.getLogger(__name__)
 
 JUDGE_SPAN_ATTRIBUTE = "tracescore.judge"
+ANSWER_RATIO_WEIGHT = 0.2  # of the newest call in a model's answer ratio
 _tracer = trace.get_tracer("tracescore.judge")
 
 
@@ -40,15 +41,34 @@ class JudgeGuard:
     redact: Redactor | None = None
     # Answer tokens assumed when a call's cost is estimated before it is made.
     estimated_output_tokens: int = 200
-    # Answer tokens per prompt token, by model, from what the judge answered before (the scores
-    # table); a model without history gets ``estimated_output_tokens``.
-    answer_ratios: Mapping[str, float] = field(default_factory=dict)
+    # Answer tokens per prompt token, by model, from what the judge answered before (learnt from
+    # this process's calls, or read from the scores table); a model without any gets
+    # ``estimated_output_tokens``.
+    answer_ratios: MutableMapping[str, float] = field(default_factory=dict)
     # Meter each call without sending it (``scoring.judge.dry``): backfill --dry-run.
     dry_run: bool = False
 
     def answer_tokens(self, model: str, prompt_tokens: int) -> int:
         ratio = self.answer_ratios.get(model)
         return round(ratio * prompt_tokens) if ratio is not None else self.estimated_output_tokens
+
+    def learn(self, model: str, prompt_tokens: int, answer_tokens: int) -> None:
+        """Fold an answered call into the model's answer ratio (a moving average)."""
+        if prompt_tokens <= 0:
+            return
+        ratio = answer_tokens / prompt_tokens
+        known = self.answer_ratios.get(model)
+        self.answer_ratios[model] = ratio if known is None else known + ANSWER_RATIO_WEIGHT * (ratio - known)
+
+    def estimate(self, litellm: Any, model: str, messages: Sequence[dict[str, Any]]) -> float:
+        """What a completion with these messages would cost: its prompt's tokens, the answer's as
+        this model has answered so far."""
+        try:
+            prompt_tokens = int(litellm.token_counter(model=model, messages=list(messages)))
+        except Exception:
+            return 0.0
+        answer = self.answer_tokens(model, prompt_tokens)
+        return estimate_cost(litellm, model, prompt_tokens=prompt_tokens, output_tokens=answer)
 
 
 _GUARD: ContextVar[JudgeGuard | None] = ContextVar("tracescore_judge_guard", default=None)
@@ -137,11 +157,13 @@ class GuardedCall:
             self._reservations.clear()
             raise
 
-    def answered(self, cost_usd: float) -> None:
+    def answered(self, cost_usd: float, prompt_tokens: int, answer_tokens: int) -> None:
         for reservation in self._reservations:
             reservation.budget.settle(reservation, cost_usd)
-        if self._guard is not None and self._guard.breakers is not None:
-            self._guard.breakers(self._model).succeeded()
+        if self._guard is not None:
+            self._guard.learn(self._model, prompt_tokens, answer_tokens)
+            if self._guard.breakers is not None:
+                self._guard.breakers(self._model).succeeded()
 
     def failed(self, retriable: bool) -> None:
         for reservation in self._reservations:  # a failed request is counted, but costs nothing

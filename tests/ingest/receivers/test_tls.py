@@ -15,9 +15,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from pydantic import ValidationError
 
 from ingest.service import Service
+from schemas.config import ConfigError
 from tests.support.otlp import EXPORT_METHOD, emit_agent_trace, proto_request, proto_span
 from tests.support.serve import tracescore
 from tests.support.service import running_service, service_config
@@ -149,11 +149,11 @@ async def test_mutual_tls_wants_a_client_certificate_from_the_ca(tmp_path: Path,
 
 
 def test_cert_and_key_come_together() -> None:
-    with pytest.raises(ValidationError, match=r"receiver.tls_cert is set but receiver.tls_key is not"):
+    with pytest.raises(ConfigError, match=r"receiver.tls_cert is set but receiver.tls_key is not"):
         service_config(Path("/nonexistent"), **{"receiver.tls_cert": "server.pem"})
-    with pytest.raises(ValidationError, match=r"receiver.tls_key is set but receiver.tls_cert is not"):
+    with pytest.raises(ConfigError, match=r"receiver.tls_key is set but receiver.tls_cert is not"):
         service_config(Path("/nonexistent"), **{"receiver.tls_key": "server.key"})
-    with pytest.raises(ValidationError, match=r"receiver.tls_client_ca needs receiver.tls_cert"):
+    with pytest.raises(ConfigError, match=r"receiver.tls_client_ca needs receiver.tls_cert"):
         service_config(Path("/nonexistent"), **{"receiver.tls_client_ca": "ca.pem"})
 
 

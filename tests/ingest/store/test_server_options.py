@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from pydantic import ValidationError
 
 from ingest.store.clickhouse import Store, StoreError
-from schemas.config import load_config
+from schemas.config import ConfigError, load_config
 from tests.support.serve import ENV, tracescore
 from tests.support.tls import Pki, make_pki
 
@@ -167,7 +166,7 @@ async def test_a_client_certificate_is_presented_for_mutual_tls(pki: Pki) -> Non
     ],
 )
 def test_server_options_are_checked_with_the_key_named(overrides: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValidationError, match=message):
+    with pytest.raises(ConfigError, match=message):
         load_config(overrides=overrides, environ={})
 
 
