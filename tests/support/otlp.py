@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +17,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -35,6 +40,22 @@ EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 TRACE_A = bytes.fromhex("5dbdf98695bd5785f3d3e61006ad2dba")
 SPAN_1 = bytes.fromhex("594f8d102c7c4a19")
 SPAN_2 = bytes.fromhex("41577dfd278c2ded")
+
+
+class Recording(SpanExporter):
+    """A real exporter whose results are kept."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self._exporter = exporter
+        self.results: list[SpanExportResult] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self._exporter.export(spans)
+        self.results.append(result)
+        return result
+
+    def shutdown(self) -> None:
+        self._exporter.shutdown()
 
 
 class Recorder:

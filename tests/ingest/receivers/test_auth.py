@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -11,12 +11,11 @@ import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ingest.receivers.auth import bearer_matches
 from ingest.service import Service
-from tests.support.otlp import EXPORT_METHOD, emit_agent_trace, proto_request, proto_span
+from tests.support.otlp import EXPORT_METHOD, Recording, emit_agent_trace, proto_request, proto_span
 from tests.support.service import running_service, service_config
 
 TOKEN = "s3cret-token-for-tests"
@@ -110,19 +109,3 @@ def test_tokens_are_compared_whole() -> None:
 def test_the_token_comes_from_one_place() -> None:
     with pytest.raises(ValueError, match="not both"):
         service_config(Path("/nonexistent"), **{"receiver.auth_token": "a", "receiver.auth_token_file": "f"})
-
-
-class Recording(SpanExporter):
-    """A real exporter whose results are kept."""
-
-    def __init__(self, exporter: OTLPSpanExporter) -> None:
-        self._exporter = exporter
-        self.results: list[SpanExportResult] = []
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self._exporter.export(spans)
-        self.results.append(result)
-        return result
-
-    def shutdown(self) -> None:
-        self._exporter.shutdown()

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ingest.service import Service
 from schemas.config import ConfigError
-from tests.support.otlp import EXPORT_METHOD, emit_agent_trace, proto_request, proto_span
+from tests.support.otlp import EXPORT_METHOD, Recording, emit_agent_trace, proto_request, proto_span
 from tests.support.serve import tracescore
 from tests.support.service import running_service, service_config
 from tests.support.tls import Pki, make_pki
@@ -36,20 +35,6 @@ async def service(tmp_path: Path, pki: Pki) -> AsyncIterator[Service]:
     tls = {"receiver.tls_cert": str(pki.cert), "receiver.tls_key": str(pki.key)}
     async with running_service(service_config(tmp_path, **tls)) as svc:
         yield svc
-
-
-class Recording(SpanExporter):
-    def __init__(self, exporter: OTLPSpanExporter) -> None:
-        self._exporter = exporter
-        self.results: list[SpanExportResult] = []
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self._exporter.export(spans)
-        self.results.append(result)
-        return result
-
-    def shutdown(self) -> None:
-        self._exporter.shutdown()
 
 
 def _body() -> bytes:
