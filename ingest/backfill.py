@@ -57,26 +57,13 @@ class BackfillReport:
     cost_usd: float = 0.0  # estimated (dry run) or spent
     decisions: dict[str, int] = field(default_factory=dict)
 
-    def dry_json(self) -> dict[str, Any]:
-        return {
-            "runs": self.runs,
-            "scorer_runs": self.scorer_runs,
-            "judge_calls": self.judge_calls,
-            "estimated_cost_usd": round(self.cost_usd, 6),
-            "traces": self.traces,
-            "traces_not_in_ledger": self.not_in_ledger,
-        }
-
-    def json(self) -> dict[str, Any]:
-        return {
-            "runs": self.runs,
-            "scorer_runs": self.scorer_runs,
-            "judge_calls": self.judge_calls,
-            "cost_usd": round(self.cost_usd, 6),
-            "traces": self.traces,
-            "traces_not_in_ledger": self.not_in_ledger,
-            "decisions": dict(sorted(self.decisions.items())),
-        }
+    def as_json(self, dry_run: bool) -> dict[str, Any]:
+        cost = round(self.cost_usd, 6)
+        counts = {"runs": self.runs, "scorer_runs": self.scorer_runs, "judge_calls": self.judge_calls}
+        where = {"traces": self.traces, "traces_not_in_ledger": self.not_in_ledger}
+        if dry_run:
+            return {**counts, "estimated_cost_usd": cost, **where}
+        return {**counts, "cost_usd": cost, **where, "decisions": dict(sorted(self.decisions.items()))}
 
 
 def select_rules(rules: Sequence[ScorerRule], names: Sequence[str], scorer_ids: Sequence[str]) -> list[int]:

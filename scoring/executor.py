@@ -182,10 +182,13 @@ class ScoringExecutor:
                     prior = await self._sink.prior_outcomes(round.trace_id, round.through_unix_nano)
             if round is not None and round.unchanged:
                 runs = []
+            own: dict[str, bool] = {}  # the loop guard's answer per unit span
             for group in self._rule_groups:
                 for unit in units_for(group[0].target, group, runs, trace):
-                    if is_own_judge_call(unit, trace):
-                        self._metrics.loop_guarded.inc()
+                    if unit.span_id not in own:
+                        own[unit.span_id] = is_own_judge_call(unit, trace)
+                        self._metrics.loop_guarded.inc(own[unit.span_id])
+                    if own[unit.span_id]:
                         continue  # tracescore's own judge call: never scored (the loop guard)
                     await self._room.wait()
                     await self._route(unit, group, round, state, prior, trace)

@@ -95,7 +95,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         backfill = Backfill(config, rules=args.rule, rate=args.rate, progress=progress)
         report = asyncio.run(backfill.run(since, until, dry_run=args.dry_run))
     if args.json:
-        print(json.dumps(report.dry_json() if args.dry_run else report.json()))
+        print(json.dumps(report.as_json(args.dry_run)))
     else:
         _print(report, args.dry_run, since, until)
     return 0
