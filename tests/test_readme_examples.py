@@ -1,4 +1,5 @@
-"""The README's Python examples run as written (against the local judge server, not a provider).
+"""The README's examples hold: its Python runs as written (against the local judge server, not a
+provider) and its rule reference loads as a valid config.
 
 Each ```python block of the README's "Python" section is executed inside a coroutine, with ``run``
 and ``my_agent`` supplied and the judge pointed at the local OpenAI-compatible server.
@@ -11,7 +12,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from schemas import AgentRun, Message, RunInput
+from schemas.config import ServiceConfig
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -93,3 +97,19 @@ def test_every_registered_scorer_is_in_the_catalogue() -> None:
         if not any(f"`{name}`" in row or f"`{name}," in row or f"`{entry.spec.id}`" in row for row in rows)
     ]
     assert missing == []
+
+
+def test_the_rule_reference_examples_are_valid_config() -> None:
+    """Every YAML example of the "Rules" section loads as a config, so the reference cannot drift."""
+    section = README.read_text().split("\n## Rules\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 2
+    for block in blocks:
+        config = ServiceConfig.model_validate(yaml.safe_load(block))
+        assert config.scoring.rules or config.scoring.redact.active
+    reference = ServiceConfig.model_validate(yaml.safe_load(blocks[0])).scoring
+    first = reference.rules[0]
+    documented = {"scorer", "name", "options", "sample_rate", "target", "filter", "budget", "circuit_breaker"}
+    assert documented <= first.model_fields_set and reference.rules[-1].use is not None
+    assert set(type(first.filter).model_fields) <= first.filter.model_fields_set  # every filter field shown
+    assert first.budget is not None and first.budget.model_fields_set == set(type(first.budget).model_fields)
