@@ -196,8 +196,7 @@ class Backfill:
         report = BackfillReport()
         executor = ScoringExecutor(self._scoring, _NoSink(), ScoringMetrics())
         ratios = await self._answer_ratios()
-        redact = self._scoring.redact
-        redactor = Redactor(redact.emails, redact.api_keys, tuple(redact.patterns)) if redact.active else None
+        redactor = Redactor.configured(self._scoring.redact)
         async for _, runs, view, prior in self._traces(trace_ids, report, executor.wants_llm_calls):
             scored_units: set[str] = set()
             for group in executor.rule_groups:

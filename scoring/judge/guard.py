@@ -110,20 +110,16 @@ def estimate_cost(
     litellm: Any,
     model: str,
     *,
-    messages: Sequence[dict[str, Any]] = (),
     texts: Sequence[str] = (),
     prompt_tokens: int | None = None,
     output_tokens: int = 0,
 ) -> float:
-    """The US dollars a call would cost: its prompt's tokens (``prompt_tokens``, or counted with
-    litellm's tokenizer for the model) and ``output_tokens`` answer tokens, at litellm's prices.
-    0 for a model without a published price."""
+    """The US dollars a call would cost: its prompt's tokens (``prompt_tokens``, or those of
+    ``texts`` counted with litellm's tokenizer for the model) and ``output_tokens`` answer tokens, at
+    litellm's prices. 0 for a model without a published price."""
     try:
         if prompt_tokens is None:
-            if messages:
-                prompt_tokens = litellm.token_counter(model=model, messages=list(messages))
-            else:
-                prompt_tokens = sum(litellm.token_counter(model=model, text=text) for text in texts)
+            prompt_tokens = sum(litellm.token_counter(model=model, text=text) for text in texts)
         prompt_cost, answer_cost = litellm.cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=output_tokens
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from schemas.scoring_config import RedactConfig
 from schemas.secrets import REDACTED, scrub
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
@@ -19,6 +20,13 @@ class Redactor:
     emails: bool = False
     api_keys: bool = True
     patterns: tuple[str, ...] = ()
+
+    @classmethod
+    def configured(cls, config: RedactConfig) -> Redactor | None:
+        """The redactor ``scoring.redact`` asks for (None: it redacts nothing)."""
+        if not config.active:
+            return None
+        return cls(config.emails, config.api_keys, tuple(config.patterns))
 
     def __call__(self, text: str) -> str:
         if self.api_keys:
