@@ -68,6 +68,9 @@ class ScoreRecord(BaseModel):
     source: ScoreSource = "live"
     agent_name: str = ""
     service_name: str = ""
+    # When the scored span started: the same on every replay of the span, so reads ordered by
+    # (scorer, time) can deduplicate on it (``scores_by_scorer``). None: ``created_at`` stands in.
+    span_start: datetime | None = None
     created_at: datetime = Field(default_factory=_now)
 
     @property
@@ -120,4 +123,7 @@ class Decision(BaseModel):
     detail: str = ""
     sample_rate: float = 1.0
     source: ScoreSource = "live"
+    agent_name: str = ""
+    service_name: str = ""
+    span_start: datetime | None = None  # as ScoreRecord.span_start
     created_at: datetime = Field(default_factory=_now)

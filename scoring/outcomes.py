@@ -36,6 +36,7 @@ def score_record(
         source=source,
         agent_name=run.agent_name or "",
         service_name=run.service_name or "",
+        span_start=run.start_time,
     )
 
 
@@ -49,6 +50,9 @@ def decision(run: AgentRun, rule: Rule, kind: DecisionKind, detail: str, source:
         detail=scrub(detail)[:MAX_DETAIL_CHARS],
         sample_rate=rule.sample_rate,
         source=source,
+        agent_name=run.agent_name or "",
+        service_name=run.service_name or "",
+        span_start=run.start_time,
     )
 
 

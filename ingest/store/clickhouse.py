@@ -51,6 +51,8 @@ DDL_FILES = (
     "scores.sql",
     "score_decisions.sql",
     "span_scores_view.sql",
+    "score_series.sql",
+    "score_drift.sql",
 )
 
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)

@@ -36,11 +36,12 @@ OTEL_LOGS_COLUMNS = (
 SCORES_COLUMNS = (
     "ScoreId", "Timestamp", "TraceId", "SpanId", "ScorerId", "ScorerVersion", "Score", "Label", "Reason",
     "StepResults", "JudgeModel", "InputTokens", "OutputTokens", "CostUsd", "LatencyMs", "SampleRate",
-    "Source", "AgentName", "ServiceName", "Version",
+    "Source", "AgentName", "ServiceName", "SpanStart", "Version",
 )  # fmt: skip
 
 DECISIONS_COLUMNS = (
-    "Timestamp", "TraceId", "SpanId", "ScorerId", "Decision", "Detail", "SampleRate", "Source", "Version",
+    "Timestamp", "TraceId", "SpanId", "ScorerId", "Decision", "Detail", "SampleRate", "Source", "AgentName",
+    "ServiceName", "SpanStart", "Version",
 )  # fmt: skip
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -204,6 +205,7 @@ def score_row(record: ScoreRecord) -> list[Any]:
         record.source,
         record.agent_name,
         record.service_name,
+        unix_nanos(record.span_start) if record.span_start is not None else created,
         created,
     ]
 
@@ -219,6 +221,9 @@ def decision_row(decision: Decision) -> list[Any]:
         decision.detail,
         decision.sample_rate,
         decision.source,
+        decision.agent_name,
+        decision.service_name,
+        unix_nanos(decision.span_start) if decision.span_start is not None else created,
         created,
     ]
 

@@ -10,8 +10,18 @@ CREATE TABLE IF NOT EXISTS {database}.score_decisions (
     Detail String CODEC(ZSTD(1)),
     SampleRate Float64 CODEC(ZSTD(1)),
     Source LowCardinality(String) CODEC(ZSTD(1)),
+    AgentName LowCardinality(String) CODEC(ZSTD(1)),
+    ServiceName LowCardinality(String) CODEC(ZSTD(1)),
+    SpanStart DateTime64(9, 'UTC') DEFAULT Timestamp CODEC(Delta(8), ZSTD(1)),
     Version UInt64 CODEC(ZSTD(1)),
     INDEX idx_timestamp Timestamp TYPE minmax GRANULARITY 1
 ) ENGINE = ReplacingMergeTree(Version)
 ORDER BY (TraceId, SpanId, ScorerId)
 SETTINGS index_granularity = 8192;
+
+-- Stores made before the run's names and SpanStart were kept get them.
+ALTER TABLE {database}.score_decisions
+    ADD COLUMN IF NOT EXISTS AgentName LowCardinality(String) CODEC(ZSTD(1)) AFTER Source,
+    ADD COLUMN IF NOT EXISTS ServiceName LowCardinality(String) CODEC(ZSTD(1)) AFTER AgentName,
+    ADD COLUMN IF NOT EXISTS SpanStart DateTime64(9, 'UTC') DEFAULT Timestamp CODEC(Delta(8), ZSTD(1))
+        AFTER ServiceName;
