@@ -187,6 +187,10 @@ class ScorerRule(_Model):
     budget: BudgetLimits | None = None
     circuit_breaker: CircuitBreakerConfig | None = None
     name: str | None = None  # the scorer id written to the store; default: the scorer's own id
+    # A score at or above ``threshold`` passes (at or below it with ``pass_when: below``): counted in
+    # the tracescore_score_outcomes metric and the pass rate of dashboards and drift detection.
+    threshold: float | None = None
+    pass_when: Literal["above", "below"] = "above"
 
     @model_validator(mode="after")
     def _one_scorer(self) -> ScorerRule:

@@ -33,7 +33,7 @@ from scoring.guards import Guards
 from scoring.judge import JudgeError, JudgeUsage, metered
 from scoring.judge.guard import guarded
 from scoring.metrics import ScoringMetrics
-from scoring.outcomes import count_usage, decision, score_record, with_round
+from scoring.outcomes import count_score, count_usage, decision, score_record, with_round
 from scoring.registry import ScorerFactory
 from scoring.retries import PendingRetries
 from scoring.rounds import RoundState, RoundTracker
@@ -324,7 +324,9 @@ class ScoringExecutor:
         count_usage(self._metrics, rule, usage, outcome)
 
     def _record(self, job: _Job, result: ScorerResult, latency_ms: float) -> ScoreRecord:
-        return score_record(job.run, job.rule, result, latency_ms, self._source)
+        record = score_record(job.run, job.rule, result, latency_ms, self._source)
+        count_score(self._metrics, job.rule, record)
+        return record
 
     def _decision(self, run: AgentRun, rule: Rule, kind: DecisionKind, detail: str = "") -> Decision:
         self._metrics.decisions.labels(scorer=rule.scorer_id, decision=kind).inc()

@@ -6,7 +6,10 @@ the ingest metrics), or on one of their own (tests, embedding applications).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Scores are mostly on a 0-1 scale; a few scorers count higher.
+SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 2.0, 5.0, 10.0, float("inf"))
 
 
 class ScoringMetrics:
@@ -20,6 +23,19 @@ class ScoringMetrics:
             registry=r,
         )
         self.scores_written = Counter("tracescore_scores_written", "Score rows written", registry=r)
+        self.score = Histogram(
+            "tracescore_score",
+            "Score values by scorer, service and agent",
+            ["scorer", "service", "agent"],
+            buckets=SCORE_BUCKETS,
+            registry=r,
+        )
+        self.score_outcomes = Counter(
+            "tracescore_score_outcomes",
+            "Scores that pass or fail their rule's threshold, by scorer, service, agent and outcome",
+            ["scorer", "service", "agent", "outcome"],
+            registry=r,
+        )
         # Judge spend, of failed scorer runs too (their score rows do not exist to carry it).
         self.judge_tokens = Counter(
             "tracescore_judge_tokens",

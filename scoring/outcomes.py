@@ -73,3 +73,11 @@ def with_round(detail: str, round: TraceRound | None) -> str:
         return detail
     note = "released at max_wait: the trace's root span had not ended"
     return f"{detail}; {note}" if detail else note
+
+
+def count_score(metrics: ScoringMetrics, rule: Rule, record: ScoreRecord) -> None:
+    """A produced score in the score histogram, and in the pass/fail counts if its rule has a threshold."""
+    labels = {"scorer": record.scorer_id, "service": record.service_name, "agent": record.agent_name}
+    metrics.score.labels(**labels).observe(record.score)
+    if (passed := rule.passes(record.score)) is not None:
+        metrics.score_outcomes.labels(**labels, outcome="pass" if passed else "fail").inc()

@@ -41,6 +41,14 @@ class Rule:
     target: Target = "run"
     budget: BudgetLimits | None = None
     circuit_breaker: CircuitBreakerConfig | None = None
+    threshold: float | None = None
+    pass_when: str = "above"
+
+    def passes(self, score: float) -> bool | None:
+        """Whether ``score`` passes the rule's threshold; None without one."""
+        if self.threshold is None:
+            return None
+        return score >= self.threshold if self.pass_when == "above" else score <= self.threshold
 
     def matches(self, run: AgentRun, trace: TraceView | None = None) -> bool:
         return unit_matches(self.filter, run, trace)[0]
@@ -118,6 +126,8 @@ def build_rules(
                 rule.target,
                 rule.budget,
                 rule.circuit_breaker,
+                rule.threshold,
+                rule.pass_when,
             )
         )
     groups: dict[str, list[Rule]] = {}

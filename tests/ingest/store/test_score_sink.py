@@ -6,6 +6,8 @@ the OpenTelemetry Collector clickhouseexporter's row mapping and pdata's ``AsStr
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from ingest.store.clickhouse import Store
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import insert_spans
@@ -127,3 +129,34 @@ async def test_view_shows_scores_as_genai_evaluation_span_attributes(store: Stor
     assert len(scored) == 11 + 6
     assert (rows[1]["SpanKind"], rows[1]["Duration"], rows[1]["EventNames"]) == (
         "Client", 2_500_000_001, ["gen_ai.choice", "exception"])  # fmt: skip
+
+
+async def test_the_by_scorer_companions_order_by_time_and_count_a_replayed_pair_once(store: Store) -> None:
+    sink = ClickHouseScoreSink(store)
+    started = datetime(2025, 1, 2, 3, 0, tzinfo=UTC)
+    first = Decision(
+        trace_id=TRACE, span_id=ROOT_SPAN, scorer_id="answer-relevancy", decision="failed",
+        agent_name="weather_agent", service_name="weather-svc", span_start=started, created_at=CREATED,
+    )  # fmt: skip
+    await sink.write_scores([relevancy(span_start=started)], [first])
+    # The replay scores the same span later, with another verdict and a later created_at.
+    replayed = first.model_copy(update={"decision": "scored", "created_at": LATER})
+    await sink.write_scores([relevancy(span_start=started, score=0.25, created_at=LATER)], [replayed])
+    # Another span of the trace, scored without a known start: its created_at stands in.
+    await sink.write_scores([relevancy(span_id=CHILD_SPAN, score=1.0)], [])
+
+    database = store.quoted_database
+    scores = await store.query(
+        f"SELECT SpanId, Score, SpanStart, ServiceName, AgentName FROM {database}.scores_by_scorer FINAL "
+        "WHERE ScorerId = 'answer-relevancy' ORDER BY SpanStart",
+        {},
+    )
+    assert [(r["SpanId"], r["Score"], r["SpanStart"]) for r in scores] == [
+        (ROOT_SPAN, 0.25, started.replace(tzinfo=None)),
+        (CHILD_SPAN, 1.0, CREATED.replace(tzinfo=None)),
+    ]
+    assert {(r["ServiceName"], r["AgentName"]) for r in scores} == {("weather-svc", "weather_agent")}
+    decisions = await store.query(
+        f"SELECT Decision, ServiceName, AgentName FROM {database}.decisions_by_scorer FINAL", {}
+    )
+    assert decisions == [{"Decision": "scored", "ServiceName": "weather-svc", "AgentName": "weather_agent"}]
