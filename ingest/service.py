@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from ingest.assemble import TraceAssembler
+from ingest.drift.monitor import DriftMonitor
 from ingest.memory import MemoryGuard
 from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 # The commit backlog's share of memory_limit: about 3 kB per decoded span, an eighth of the limit.
 PENDING_ITEM_SHARE = 8 * 3_000
 MIN_PENDING_ITEMS = 10_000
+# The ring key whose owner among the live replicas runs the periodic drift pass.
+DRIFT_KEY = "drift"
 
 
 class Service:
@@ -103,6 +106,13 @@ class Service:
         backlog.labels("commit").set_function(lambda: self.span_sink.uncommitted_items)
         backlog.labels("scoring_queue").set_function(lambda: self.executor.queued)
         backlog.labels("rows_buffered").set_function(lambda: self.executor.rows_buffered)
+        self.drift = DriftMonitor(
+            self.store,
+            config.drift,
+            self.executor.thresholds,
+            registry=self.metrics.registry,
+            leads=lambda: self.membership.owns(DRIFT_KEY),
+        )
         self._started_at: float | None = None
         self._stopped = False
 
@@ -118,6 +128,7 @@ class Service:
             await self.http.start()
             if self.kafka is not None:
                 await self.kafka.start()
+            self.drift.start()
         except BaseException:
             await self.shutdown()
             raise
@@ -142,6 +153,7 @@ class Service:
         if self._stopped:
             return
         self._stopped = True
+        await self.drift.shutdown()
         if self.kafka is not None:
             await self.kafka.shutdown()
         await self.grpc.shutdown()

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from schemas.drift_config import DriftConfig
 from schemas.rules import RunFilter, ScorerRule
 from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
 
@@ -244,6 +245,7 @@ class ServiceConfig(_Config):
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
+    drift: DriftConfig = Field(default_factory=DriftConfig)
     # The process's resident memory bound ("2GiB", "800MB" or bytes). The assembler's held items
     # and the commit backlog take their bounds from it; over 85 % of it, intake is refused (429,
     # RESOURCE_EXHAUSTED, Kafka paused) until memory is back under 75 % (see ingest.memory).

@@ -37,7 +37,7 @@ from scoring.outcomes import count_score, count_usage, decision, score_record, w
 from scoring.registry import ScorerFactory
 from scoring.retries import PendingRetries
 from scoring.rounds import RoundState, RoundTracker
-from scoring.route import Rule, RuleGroup, build_rules, is_own_judge_call, route, units_for
+from scoring.route import Rule, RuleGroup, build_rules, is_own_judge_call, route, thresholds, units_for
 from scoring.scorer import ScorerError, ScorerResult
 
 logger = logging.getLogger(__name__)
@@ -226,6 +226,11 @@ class ScoringExecutor:
         else:
             detail = with_round(routed.detail, round)
             self._add(None, self._decision(unit, routed.rule, routed.decision, detail))
+
+    @property
+    def thresholds(self) -> dict[str, tuple[float, str]]:
+        """Each stored scorer id's pass threshold and direction (rules with a ``threshold``)."""
+        return thresholds(self._rule_groups)
 
     async def drain(self) -> None:
         """Wait until every run submitted so far is scored and its rows are written."""

@@ -136,6 +136,16 @@ def build_rules(
     return tuple(tuple(group) for group in groups.values())
 
 
+def thresholds(groups: Sequence[RuleGroup]) -> dict[str, tuple[float, str]]:
+    """Each stored scorer id's pass threshold and direction, from the first of its rules with one."""
+    found: dict[str, tuple[float, str]] = {}
+    for group in groups:
+        for rule in group:
+            if rule.threshold is not None:
+                found.setdefault(rule.scorer_id, (rule.threshold, rule.pass_when))
+    return found
+
+
 def missing_detail(missing: Sequence[str], content_missing: bool) -> str:
     """Why a run was skipped: the text it lacks, and whether its content was not captured."""
     texts = [need for need in missing if need != "ground_truth"]

@@ -1,0 +1,185 @@
+"""What a drift pass reads from the store and writes back.
+
+Scores are read from ``scores_by_scorer`` and decisions from ``decisions_by_scorer`` (ordered by
+scorer and span start, read through FINAL so a replayed score counts once), aggregated in the store:
+per series and side, the count of each distinct score (rounded to 1e-3), the per-bucket means for the
+streaming detector, and the decision counts. Findings become ``score_drift`` rows; notifications
+become ``drift_notifications`` rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ingest.store.clickhouse import Store
+from scoring.drift.detect import Finding, SeriesData, SeriesKey, State, Windows
+from scoring.drift.stats import Counts
+
+DRIFT_COLUMNS = (
+    "CheckedAt", "ScorerId", "ServiceName", "AgentName", "BaselineStart", "BaselineEnd", "WindowStart",
+    "WindowEnd", "BaselineN", "WindowN", "BaselineMean", "WindowMean", "BaselineSd", "WindowSd",
+    "MeanShiftSd", "KsStatistic", "KsPValue", "MannWhitneyPValue", "Psi", "PsiPValue", "BaselinePassRate",
+    "WindowPassRate", "PassRatePValue", "BaselineFailureRate", "WindowFailureRate", "FailureRatePValue",
+    "Cusum", "CusumAlarm", "PValue", "Effect", "Drifted", "Severity", "State", "Reasons",
+)  # fmt: skip
+NOTIFICATION_COLUMNS = ("SentAt", "Webhook", "Kind", "Series", "Attempts", "Delivered", "Error", "Payload")
+
+# Which side of the comparison a span start falls in: 1 the window, 0 the baseline, -1 neither.
+_SIDE = """multiIf(
+    SpanStart >= {{w0:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}}, 1,
+    SpanStart >= {{b0:DateTime64(9)}} AND SpanStart < {{b1:DateTime64(9)}}, 0, -1)"""
+_RANGE = """(SpanStart >= {{w0:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}})
+    OR (SpanStart >= {{b0:DateTime64(9)}} AND SpanStart < {{b1:DateTime64(9)}})"""
+
+_VALUES = f"""
+SELECT ScorerId, ServiceName, AgentName, {_SIDE} AS Side, round(Score, 3) AS Value, count() AS N
+FROM {{database}}.scores_by_scorer FINAL
+WHERE {_RANGE}
+GROUP BY ScorerId, ServiceName, AgentName, Side, Value
+"""
+
+# Buckets over the whole span from the earlier start to the window's end, aligned to the bucket size.
+_BUCKETS = """
+SELECT ScorerId, ServiceName, AgentName, toStartOfInterval(SpanStart, toIntervalSecond({{bucket:UInt32}}))
+       AS Bucket, avg(Score) AS Mean, count() AS N
+FROM {database}.scores_by_scorer FINAL
+WHERE SpanStart >= {{first:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}}
+GROUP BY ScorerId, ServiceName, AgentName, Bucket
+ORDER BY ScorerId, ServiceName, AgentName, Bucket
+"""
+
+_DECISIONS = f"""
+SELECT ScorerId, ServiceName, AgentName, {_SIDE} AS Side,
+       countIf(Decision = 'failed') AS Failed, countIf(Decision IN ('scored', 'failed')) AS Decided
+FROM {{database}}.decisions_by_scorer FINAL
+WHERE {_RANGE}
+GROUP BY ScorerId, ServiceName, AgentName, Side
+"""
+
+_LAST_STATES = """
+SELECT ScorerId, ServiceName, AgentName, argMax(State, CheckedAt) AS State
+FROM {database}.score_drift
+GROUP BY ScorerId, ServiceName, AgentName
+"""
+
+_LAST_ALERTS = """
+SELECT Webhook, arrayJoin(Series) AS Name, max(SentAt) AS Last
+FROM {database}.drift_notifications
+WHERE Kind = 'alert' AND Delivered = 1 AND SentAt >= {{since:DateTime64(3)}}
+GROUP BY Webhook, Name
+"""
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One post to one webhook, as recorded."""
+
+    sent_at: datetime
+    webhook: str
+    kind: str
+    series: list[str]
+    attempts: int
+    delivered: bool
+    error: str
+    payload: str
+
+
+class DriftStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def read(
+        self, windows: Windows, bucket_seconds: int, thresholds: Mapping[str, tuple[float, str]]
+    ) -> dict[SeriesKey, SeriesData]:
+        """Every series with a score or decision in the baseline or the window."""
+        database = self._store.quoted_database
+        sides = {"w0": windows.window_start, "w1": windows.window_end}
+        sides |= {"b0": windows.baseline_start, "b1": windows.baseline_end}
+        values: dict[SeriesKey, tuple[dict[float, int], dict[float, int]]] = defaultdict(lambda: ({}, {}))
+        for row in await self._store.query(_VALUES.format(database=database), sides):
+            if row["Side"] >= 0:
+                values[_key(row)][row["Side"]][float(row["Value"])] = int(row["N"])
+        series = {key: SeriesData(Counts.of(b), Counts.of(w)) for key, (b, w) in values.items()}
+
+        first = min(windows.baseline_start, windows.window_start)
+        buckets = {"first": first, "w1": windows.window_end, "bucket": bucket_seconds}
+        baseline_end = windows.baseline_end.replace(tzinfo=None)
+        for row in await self._store.query(_BUCKETS.format(database=database), buckets):
+            data = series.get(_key(row))
+            if data is None:
+                continue
+            data.bucket_means.append(float(row["Mean"]))
+            data.bucket_sizes.append(int(row["N"]))
+            if _naive(row["Bucket"]) < baseline_end:
+                data.baseline_buckets += 1
+
+        for row in await self._store.query(_DECISIONS.format(database=database), sides):
+            if row["Side"] < 0:
+                continue
+            data = series.setdefault(_key(row), SeriesData(Counts.of({}), Counts.of({})))
+            counts = (int(row["Failed"]), int(row["Decided"]))
+            if row["Side"] == 1:
+                data.window_decisions = counts
+            else:
+                data.baseline_decisions = counts
+        for (scorer, _, _), data in series.items():
+            data.threshold = thresholds.get(scorer)
+        return series
+
+    async def write(self, findings: Sequence[Finding], checked_at: datetime) -> None:
+        if findings:
+            await self._store.insert("score_drift", [_row(f, checked_at) for f in findings], DRIFT_COLUMNS)
+
+    async def last_states(self) -> dict[SeriesKey, State]:
+        rows = await self._store.query(_LAST_STATES.format(database=self._store.quoted_database))
+        return {_key(row): row["State"] for row in rows}
+
+    async def last_alerts(self, since: datetime) -> dict[str, dict[str, datetime]]:
+        """Per webhook, when each series' last alert was delivered to it, if after ``since``."""
+        sql = _LAST_ALERTS.format(database=self._store.quoted_database)
+        found: dict[str, dict[str, datetime]] = defaultdict(dict)
+        for row in await self._store.query(sql, {"since": since}):
+            found[row["Webhook"]][row["Name"]] = _naive(row["Last"]).replace(tzinfo=UTC)
+        return found
+
+    async def record(self, notifications: Sequence[Notification]) -> None:
+        if notifications:
+            rows = [
+                [n.sent_at, n.webhook, n.kind, n.series, n.attempts, int(n.delivered), n.error, n.payload]
+                for n in notifications
+            ]
+            await self._store.insert("drift_notifications", rows, NOTIFICATION_COLUMNS)
+
+    async def notifications(self) -> list[dict[str, Any]]:
+        sql = f"SELECT * FROM {self._store.quoted_database}.drift_notifications ORDER BY SentAt"
+        return await self._store.query(sql)
+
+
+def _key(row: Mapping[str, Any]) -> SeriesKey:
+    return (row["ScorerId"], row["ServiceName"], row["AgentName"])
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _finite(value: float) -> float:
+    return value if math.isfinite(value) else math.nan
+
+
+def _row(f: Finding, checked_at: datetime) -> list[Any]:
+    w = f.windows
+    return [
+        checked_at, f.scorer_id, f.service_name, f.agent_name, w.baseline_start, w.baseline_end,
+        w.window_start, w.window_end, f.baseline_n, f.window_n, f.baseline_mean, f.window_mean,
+        f.baseline_sd, f.window_sd, _finite(f.mean_shift_sd), f.ks_statistic, f.ks_p_value,
+        f.mann_whitney_p_value, f.psi, f.psi_p_value, f.baseline_pass_rate, f.window_pass_rate,
+        f.pass_rate_p_value, f.baseline_failure_rate, f.window_failure_rate, f.failure_rate_p_value,
+        f.cusum, int(f.cusum_alarm), f.p_value, _finite(f.effect), int(f.drifted), f.severity, f.state,
+        list(f.reasons),
+    ]  # fmt: skip

@@ -1,0 +1,278 @@
+"""One drift pass over many series: each series' tests, one false-discovery correction over all of
+them, and a finding per series.
+
+A series is the scores of one (scorer, service, agent). Its recent window is compared with its
+baseline by
+
+- Mann-Whitney U (a shift in location) and Kolmogorov-Smirnov (any change in distribution),
+- the population stability index over the baseline's quantile bins, with a p-value that accounts
+  for sample size,
+- the change in pass rate (binary scorers, or any scorer with a threshold) and in failure rate
+  (failed decisions among scored and failed),
+- and a CUSUM over per-bucket means for drift too slow for any one window to show.
+
+A test counts only if its Benjamini-Hochberg adjusted p-value, taken over every test of every series
+of the pass, is below ``alpha`` and its effect is large enough to matter (``min_effect``, ``min_ks``,
+``min_psi``, ``min_rate_change``). Testing hundreds of series at once would otherwise raise false
+alarms every pass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from schemas.drift_config import DriftConfig
+from scoring.drift.stats import (
+    Counts,
+    benjamini_hochberg,
+    cusum,
+    kolmogorov_smirnov,
+    mann_whitney,
+    psi,
+    two_proportions,
+)
+
+State = Literal["drifted", "ok", "insufficient"]
+Severity = Literal["critical", "warning", "none"]
+SeriesKey = tuple[str, str, str]  # (scorer id, service name, agent name)
+
+
+@dataclass(frozen=True)
+class Windows:
+    baseline_start: datetime
+    baseline_end: datetime
+    window_start: datetime
+    window_end: datetime
+
+
+@dataclass
+class SeriesData:
+    """What the store holds of one series for a pass."""
+
+    baseline: Counts
+    window: Counts
+    bucket_means: list[float] = field(default_factory=list)  # baseline and window buckets, in time order
+    bucket_sizes: list[int] = field(default_factory=list)
+    baseline_buckets: int = 0  # how many of the buckets lie in the baseline
+    threshold: tuple[float, str] | None = None  # a rule's (threshold, pass_when)
+    baseline_decisions: tuple[int, int] = (0, 0)  # (failed, scored or failed)
+    window_decisions: tuple[int, int] = (0, 0)
+
+
+@dataclass
+class Finding:
+    """The outcome for one series: a row of ``score_drift``."""
+
+    scorer_id: str
+    service_name: str
+    agent_name: str
+    windows: Windows
+    baseline_n: int
+    window_n: int
+    baseline_mean: float = math.nan
+    window_mean: float = math.nan
+    baseline_sd: float = math.nan
+    window_sd: float = math.nan
+    mean_shift_sd: float = math.nan
+    ks_statistic: float = math.nan
+    ks_p_value: float = math.nan
+    mann_whitney_p_value: float = math.nan
+    psi: float = math.nan
+    psi_p_value: float = math.nan
+    baseline_pass_rate: float = math.nan
+    window_pass_rate: float = math.nan
+    pass_rate_p_value: float = math.nan
+    baseline_failure_rate: float = math.nan
+    window_failure_rate: float = math.nan
+    failure_rate_p_value: float = math.nan
+    cusum: float = 0.0
+    cusum_alarm: bool = False
+    p_value: float = 1.0  # the smallest adjusted p-value of the series' tests
+    effect: float = math.nan  # the mean shift in baseline standard deviations
+    drifted: bool = False
+    severity: Severity = "none"
+    state: State = "insufficient"
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> SeriesKey:
+        return (self.scorer_id, self.service_name, self.agent_name)
+
+    @property
+    def name(self) -> str:
+        return "/".join(self.key)
+
+    def as_json(self) -> dict[str, Any]:
+        """The finding as the ``--json`` output and webhooks show it (NaN: null)."""
+
+        def clean(value: Any) -> Any:
+            return None if isinstance(value, float) and not math.isfinite(value) else value
+
+        w = self.windows
+        return {
+            "scorer_id": self.scorer_id,
+            "service_name": self.service_name,
+            "agent_name": self.agent_name,
+            "drifted": self.drifted,
+            "state": self.state,
+            "severity": self.severity,
+            "p_value": clean(self.p_value),
+            "effect": clean(self.effect),
+            "baseline_n": self.baseline_n,
+            "window_n": self.window_n,
+            "baseline_mean": clean(self.baseline_mean),
+            "window_mean": clean(self.window_mean),
+            "baseline_sd": clean(self.baseline_sd),
+            "window_sd": clean(self.window_sd),
+            "ks_statistic": clean(self.ks_statistic),
+            "ks_p_value": clean(self.ks_p_value),
+            "mann_whitney_p_value": clean(self.mann_whitney_p_value),
+            "psi": clean(self.psi),
+            "psi_p_value": clean(self.psi_p_value),
+            "baseline_pass_rate": clean(self.baseline_pass_rate),
+            "window_pass_rate": clean(self.window_pass_rate),
+            "pass_rate_p_value": clean(self.pass_rate_p_value),
+            "baseline_failure_rate": clean(self.baseline_failure_rate),
+            "window_failure_rate": clean(self.window_failure_rate),
+            "failure_rate_p_value": clean(self.failure_rate_p_value),
+            "cusum": clean(self.cusum),
+            "cusum_alarm": self.cusum_alarm,
+            "reasons": list(self.reasons),
+            "baseline_start": w.baseline_start.isoformat(),
+            "baseline_end": w.baseline_end.isoformat(),
+            "window_start": w.window_start.isoformat(),
+            "window_end": w.window_end.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class _Test:
+    finding: Finding
+    name: str
+    p_value: float
+    large_enough: bool
+
+
+def detect(series: dict[SeriesKey, SeriesData], windows: Windows, config: DriftConfig) -> list[Finding]:
+    """Findings for every series, in key order."""
+    findings: list[Finding] = []
+    tests: list[_Test] = []
+    for key in sorted(series):
+        finding, found = _evaluate(key, series[key], windows, config)
+        findings.append(finding)
+        tests.extend(found)
+    adjusted = benjamini_hochberg([t.p_value for t in tests])
+    for test, q in zip(tests, adjusted, strict=True):
+        finding = test.finding
+        finding.p_value = min(finding.p_value, q)
+        if q < config.alpha and test.large_enough:
+            finding.reasons.append(test.name)
+    for finding in findings:
+        _conclude(finding)
+    return findings
+
+
+def _evaluate(
+    key: SeriesKey, data: SeriesData, windows: Windows, config: DriftConfig
+) -> tuple[Finding, list[_Test]]:
+    base, recent = data.baseline, data.window
+    finding = Finding(*key, windows=windows, baseline_n=base.n, window_n=recent.n)
+    tests: list[_Test] = []
+
+    def add(name: str, p_value: float, large_enough: bool) -> None:
+        if math.isfinite(p_value):
+            tests.append(_Test(finding, name, p_value, large_enough))
+
+    failed_b, decided_b = data.baseline_decisions
+    failed_w, decided_w = data.window_decisions
+    if decided_b:
+        finding.baseline_failure_rate = failed_b / decided_b
+    if decided_w:
+        finding.window_failure_rate = failed_w / decided_w
+    if decided_b >= config.min_baseline_n and decided_w >= config.min_window_n:
+        finding.failure_rate_p_value = two_proportions(failed_b, decided_b, failed_w, decided_w)
+        change = abs(finding.window_failure_rate - finding.baseline_failure_rate)
+        add("failure_rate", finding.failure_rate_p_value, change >= config.min_rate_change)
+
+    if base.n:
+        finding.baseline_mean, finding.baseline_sd = base.mean, base.sd
+    if recent.n:
+        finding.window_mean, finding.window_sd = recent.mean, recent.sd
+    enough = base.n >= config.min_baseline_n and recent.n >= config.min_window_n
+    if not enough:
+        if tests:
+            finding.state = "ok"  # decisions alone could be tested
+        return finding, tests
+    finding.state = "ok"
+    sd = finding.baseline_sd
+    shift = finding.window_mean - finding.baseline_mean
+    finding.mean_shift_sd = shift / sd if sd > 0 else (0.0 if shift == 0 else math.copysign(math.inf, shift))
+    finding.effect = finding.mean_shift_sd
+
+    passed = _pass_mask(data.threshold, base, recent)
+    if passed is not None:
+        in_base, in_recent = passed
+        finding.baseline_pass_rate = base.share(in_base)
+        finding.window_pass_rate = recent.share(in_recent)
+        finding.pass_rate_p_value = two_proportions(
+            finding.baseline_pass_rate * base.n, base.n, finding.window_pass_rate * recent.n, recent.n
+        )
+        change = abs(finding.window_pass_rate - finding.baseline_pass_rate)
+        add("pass_rate", finding.pass_rate_p_value, change >= config.min_rate_change)
+    if not (base.binary and recent.binary):  # for 0/1 scores the pass-rate test says it all
+        finding.mann_whitney_p_value = mann_whitney(base, recent)
+        add("mann_whitney", finding.mann_whitney_p_value, abs(finding.mean_shift_sd) >= config.min_effect)
+        finding.ks_statistic, finding.ks_p_value = kolmogorov_smirnov(base, recent)
+        add("kolmogorov_smirnov", finding.ks_p_value, finding.ks_statistic >= config.min_ks)
+        finding.psi, finding.psi_p_value, _ = psi(base, recent, config.psi_bins)
+        add("psi", finding.psi_p_value, finding.psi >= config.min_psi)
+
+    if config.cusum.enabled and data.bucket_means:
+        result = cusum(
+            np.array(data.bucket_means, dtype=np.float64),
+            np.array(data.bucket_sizes, dtype=np.float64),
+            finding.baseline_mean,
+            sd,
+            config.cusum.k,
+            config.cusum.h,
+            data.baseline_buckets,
+        )
+        finding.cusum, finding.cusum_alarm = result.value * result.direction, result.alarm
+    return finding, tests
+
+
+def _pass_mask(threshold: tuple[float, str] | None, base: Counts, recent: Counts) -> tuple[Any, Any] | None:
+    """Which values pass, for each side: at the rule's threshold, or 1 of a binary scorer."""
+    if threshold is not None:
+        limit, when = threshold
+        if when == "below":
+            return base.values <= limit, recent.values <= limit
+        return base.values >= limit, recent.values >= limit
+    if base.binary and recent.binary:
+        return base.values == 1.0, recent.values == 1.0
+    return None
+
+
+def _conclude(finding: Finding) -> None:
+    if finding.cusum_alarm:
+        finding.reasons.append("cusum")
+    finding.drifted = bool(finding.reasons)
+    if finding.drifted:
+        finding.state = "drifted"
+        big = (
+            abs(finding.effect) >= 1.0
+            or (math.isfinite(finding.psi) and finding.psi >= 0.25)
+            or _rate_change(finding.baseline_pass_rate, finding.window_pass_rate) >= 0.2
+            or _rate_change(finding.baseline_failure_rate, finding.window_failure_rate) >= 0.2
+        )
+        finding.severity = "critical" if big else "warning"
+
+
+def _rate_change(before: float, after: float) -> float:
+    change = abs(after - before)
+    return change if math.isfinite(change) else 0.0
