@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
-from schemas.config import ConfigError, load_config
+from schemas.config import ConfigError, ServiceConfig, load_config
 from schemas.export_config import OtlpExportConfig
 
 
@@ -92,3 +94,19 @@ def test_a_wrong_export_config_is_refused_with_the_reason(tmp_path: Path, otlp: 
     file.write_text(f"export:\n  otlp: {otlp}\n")
     with pytest.raises(ConfigError, match=message):
         load_config(file, environ={})
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_documented_export_examples_load() -> None:
+    """The README's example and the example file's (commented out) block are valid as written."""
+    section = (ROOT / "README.md").read_text().split("### Scores as OpenTelemetry events", 1)[1]
+    (readme,) = re.findall(r"```yaml\n(.*?)```", section.split("\n## ", 1)[0], re.DOTALL)
+    example = (ROOT / "deploy" / "tracescore.example.yaml").read_text()
+    block = example[example.index("# export:") :].split("\n\n", 1)[0]
+    uncommented = "\n".join(line.removeprefix("# ") for line in block.splitlines())
+    for text in (readme, uncommented):
+        otlp = ServiceConfig.model_validate(yaml.safe_load(text)).export.otlp
+        assert otlp.enabled and otlp.endpoint == "http://otel-collector:4317" and otlp.plaintext
+        assert otlp.model_fields_set == set(OtlpExportConfig.model_fields) - {"insecure"}  # all shown
