@@ -21,6 +21,7 @@ from typing import Any
 
 from ingest.assemble import TraceAssembler
 from ingest.drift.monitor import DriftMonitor
+from ingest.export import EvaluationEventExporter, exporting
 from ingest.memory import MemoryGuard
 from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
@@ -56,9 +57,12 @@ class Service:
         self.ledger = Ledger(self.store)
         self.replicas = ReplicaTable(self.store)
         self.membership = Membership(self.replicas, config.replica, metrics=self.metrics)
+        self.events = EvaluationEventExporter.configured(
+            config.export.otlp, self.metrics.registry, self.membership.replica_id
+        )
         self.executor = ScoringExecutor(
             config.scoring,
-            sink=self.scores,
+            sink=exporting(self.scores, self.events),  # score rows written also go out as OTLP events
             metrics=self.metrics.scoring,
             spend=self.scores,
             replica_id=self.membership.replica_id,
@@ -162,6 +166,8 @@ class Service:
         await self._hand_off_held()
         await self.assembler.shutdown()
         await self.executor.shutdown()
+        if self.events is not None:  # after the executor's last rows, so they are sent too
+            await self.events.shutdown()
         await self.recovery.shutdown()
         await self.membership.leave()
         await close_clients()

@@ -25,11 +25,21 @@ from pydantic import (
 )
 
 from schemas.drift_config import DriftConfig
+from schemas.export_config import ExportConfig, OtlpExportConfig
 from schemas.rules import RunFilter, ScorerRule
 from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
 
 # Re-exported: every part of the config is importable from here.
-__all__ = ["JudgeConfig", "RedactConfig", "RunFilter", "ScorerRule", "ScoringConfig"]
+__all__ = [
+    "DriftConfig",
+    "ExportConfig",
+    "JudgeConfig",
+    "OtlpExportConfig",
+    "RedactConfig",
+    "RunFilter",
+    "ScorerRule",
+    "ScoringConfig",
+]
 
 DEFAULT_STORE = "./tracescore-data"
 DEFAULT_HOST = "127.0.0.1"
@@ -244,6 +254,7 @@ class ServiceConfig(_Config):
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
     drift: DriftConfig = Field(default_factory=DriftConfig)
     # The process's resident memory bound ("2GiB", "800MB" or bytes). The assembler's held items
@@ -334,6 +345,9 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_JUDGE_API_KEY_FILE": "scoring.judge.api_key_file",
     "TRACESCORE_REPLICA_ID": "replica.id",
     "TRACESCORE_MEMORY_LIMIT": "memory_limit",
+    "TRACESCORE_EXPORT_OTLP_ENDPOINT": "export.otlp.endpoint",
+    "TRACESCORE_EXPORT_OTLP_PROTOCOL": "export.otlp.protocol",
+    "TRACESCORE_EXPORT_OTLP_HEADERS": "export.otlp.headers",
 }
 
 
