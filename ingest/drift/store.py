@@ -2,7 +2,7 @@
 
 Scores are read from ``scores_by_scorer`` and decisions from ``decisions_by_scorer`` (ordered by
 scorer and span start, read through FINAL so a replayed score counts once), aggregated in the store:
-per series and side, the count of each distinct score (rounded to 1e-3), the per-bucket means for the
+per series and side, the count of each distinct score (rounded to 1e-3) and the per-bucket means for the
 streaming detector, and the decision counts. Findings become ``score_drift`` rows; notifications
 become ``drift_notifications`` rows.
 """
@@ -36,21 +36,28 @@ _SIDE = """multiIf(
 _RANGE = """(SpanStart >= {{w0:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}})
     OR (SpanStart >= {{b0:DateTime64(9)}} AND SpanStart < {{b1:DateTime64(9)}})"""
 
-_VALUES = f"""
-SELECT ScorerId, ServiceName, AgentName, {_SIDE} AS Side, round(Score, 3) AS Value, count() AS N
-FROM {{database}}.scores_by_scorer FINAL
-WHERE {_RANGE}
-GROUP BY ScorerId, ServiceName, AgentName, Side, Value
-"""
-
-# Buckets over the whole span from the earlier start to the window's end, aligned to the bucket size.
-_BUCKETS = """
-SELECT ScorerId, ServiceName, AgentName, toStartOfInterval(SpanStart, toIntervalSecond({{bucket:UInt32}}))
-       AS Bucket, avg(Score) AS Mean, count() AS N
-FROM {database}.scores_by_scorer FINAL
-WHERE SpanStart >= {{first:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}}
-GROUP BY ScorerId, ServiceName, AgentName, Bucket
-ORDER BY ScorerId, ServiceName, AgentName, Bucket
+# One scan for both: the count of each distinct score per side (rounded to 1e-3), and the count and sum
+# of scores per bucket over the whole span from the earlier start to the window's end.
+_SCORES = f"""
+SELECT ScorerId, ServiceName, AgentName,
+       groupArrayIf((Side, Value, N), ByValue) AS Values,
+       groupArrayIf((Bucket, N, Total), NOT ByValue) AS Buckets
+FROM (
+    SELECT ScorerId, ServiceName, AgentName, Side, Value, Bucket, count() AS N, sum(Score) AS Total,
+           grouping(Side, Value) = 0 AS ByValue
+    FROM (
+        SELECT ScorerId, ServiceName, AgentName, Score, round(Score, 3) AS Value, {_SIDE} AS Side,
+               toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{bucket:UInt32}}}})))
+                   AS Bucket
+        FROM {{database}}.scores_by_scorer FINAL
+        WHERE SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
+    )
+    GROUP BY GROUPING SETS (
+        (ScorerId, ServiceName, AgentName, Side, Value),
+        (ScorerId, ServiceName, AgentName, Bucket)
+    )
+)
+GROUP BY ScorerId, ServiceName, AgentName
 """
 
 _DECISIONS = f"""
@@ -100,28 +107,29 @@ class DriftStore:
         database = self._store.quoted_database
         sides = {"w0": windows.window_start, "w1": windows.window_end}
         sides |= {"b0": windows.baseline_start, "b1": windows.baseline_end}
-        values: dict[SeriesKey, tuple[dict[float, int], dict[float, int]]] = defaultdict(lambda: ({}, {}))
-        for row in await self._store.query(_VALUES.format(database=database), sides):
-            if row["Side"] >= 0:
-                values[_key(row)][row["Side"]][float(row["Value"])] = int(row["N"])
-        series = {key: SeriesData(Counts.of(b), Counts.of(w)) for key, (b, w) in values.items()}
-
+        empty = Counts.of({})
         first = min(windows.baseline_start, windows.window_start)
-        buckets = {"first": first, "w1": windows.window_end, "bucket": bucket_seconds}
-        baseline_end = windows.baseline_end.replace(tzinfo=None)
-        for row in await self._store.query(_BUCKETS.format(database=database), buckets):
-            data = series.get(_key(row))
-            if data is None:
-                continue
-            data.bucket_means.append(float(row["Mean"]))
-            data.bucket_sizes.append(int(row["N"]))
-            if _naive(row["Bucket"]) < baseline_end:
-                data.baseline_buckets += 1
+        params = sides | {"first": first, "bucket": bucket_seconds}
+        baseline_end = windows.baseline_end.timestamp()
+        series: dict[SeriesKey, SeriesData] = {}
+        for row in await self._store.query(_SCORES.format(database=database), params):
+            sides_seen: tuple[dict[float, int], dict[float, int]] = ({}, {})
+            for side, value, n in row["Values"]:
+                if side >= 0:
+                    sides_seen[side][float(value)] = int(n)
+            buckets = sorted(row["Buckets"])
+            series[_key(row)] = SeriesData(
+                Counts.of(sides_seen[0]),
+                Counts.of(sides_seen[1]),
+                bucket_means=[total / n for _, n, total in buckets],
+                bucket_sizes=[int(n) for _, n, _ in buckets],
+                baseline_buckets=sum(1 for bucket, _, _ in buckets if bucket < baseline_end),
+            )
 
         for row in await self._store.query(_DECISIONS.format(database=database), sides):
             if row["Side"] < 0:
                 continue
-            data = series.setdefault(_key(row), SeriesData(Counts.of({}), Counts.of({})))
+            data = series.setdefault(_key(row), SeriesData(empty, empty))
             counts = (int(row["Failed"]), int(row["Decided"]))
             if row["Side"] == 1:
                 data.window_decisions = counts
