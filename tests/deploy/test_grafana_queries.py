@@ -20,6 +20,7 @@ from tests.support.grafana_files import (
     dashboard_queries,
     is_clickhouse,
     load_dashboards,
+    load_yaml,
     repeat_scopes,
     resolve_variables,
     walk_panels,
@@ -202,6 +203,53 @@ async def test_the_trace_view_shows_every_span_of_the_picked_trace_with_its_scor
     assert sorted((r["SpanId"], r["Scorer"]) for r in listed) == sorted(
         (s["SpanId"], s["ScorerId"]) for s in scores
     )
+
+
+def plugin_trace_query(database: str, table: str, trace_id: str) -> str:
+    """What the plugin runs when a trace id's "View trace" link opens the trace: generateTraceIdQuery of
+    src/data/sqlGenerator.ts for a data source in OpenTelemetry mode (its OTel column map, nested
+    events and links, no <table>_trace_id_ts table beside the view), as it prints it."""
+
+    def attributes(column: str) -> str:
+        return f"arrayMap(key -> map('key', key, 'value',{column}[key]), mapKeys({column}))"
+
+    nested = "arrayMap(key -> map('key', key, 'value', attributes[key]), mapKeys(attributes))"
+    return " ".join(
+        [
+            'SELECT "TraceId" as traceID, "SpanId" as spanID, "ParentSpanId" as parentSpanID,',
+            '"ServiceName" as serviceName, "SpanName" as operationName,',
+            'multiply(toUnixTimestamp64Nano("Timestamp"), 0.000001) as startTime,',
+            'multiply("Duration", 0.000001) as duration,',
+            attributes('"SpanAttributes"') + " as tags,",
+            attributes('"ResourceAttributes"') + " as serviceTags,",
+            "if(\"StatusCode\" IN ('Error', 'STATUS_CODE_ERROR'), 2, 0) as statusCode,",
+            "arrayMap((name, timestamp, attributes) ->",
+            "tuple(name, toString(toUnixTimestamp64Milli(timestamp)),",
+            f"{nested})::Tuple(name String, timestamp String, fields Array(Map(String, String))),",
+            '"Events".Name, "Events".Timestamp, "Events".Attributes) AS logs,',
+            f"arrayMap((traceID, spanID, attributes) -> tuple(traceID, spanID, {nested})"
+            "::Tuple(traceID String, spanID String, tags Array(Map(String, String))),",
+            '"Links".TraceId, "Links".SpanId, "Links".Attributes) AS references,',
+            '"SpanKind" as kind, "StatusMessage" as statusMessage, "TraceState" as traceState',
+            f'FROM "{database}"."{table}" WHERE traceID = \'{trace_id}\'',
+        ]
+    )
+
+
+async def test_explore_opens_a_trace_of_the_data_source_with_its_scores(demo: Store) -> None:
+    (source,) = [
+        s
+        for s in load_yaml("datasources/tracescore.yaml")["datasources"]
+        if s["uid"] == "tracescore-clickhouse"
+    ]
+    trace_id = await scored_trace(demo)
+    spans = await demo.query(
+        plugin_trace_query(demo.database, source["jsonData"]["traces"]["defaultTable"], trace_id)
+    )
+    assert len(spans) == await _one(demo, f"SELECT count() FROM otel_traces WHERE TraceId = '{trace_id}'")
+    keys = {t["key"] for s in spans for t in s["tags"]}
+    scorers = await demo.query(f"SELECT DISTINCT ScorerId FROM scores FINAL WHERE TraceId = '{trace_id}'")
+    assert {f"gen_ai.evaluation.{r['ScorerId']}.score" for r in scorers} <= keys
 
 
 # --- alert rules ----------------------------------------------------------------------------------------
