@@ -131,6 +131,9 @@ def test_dashboard_carries_what_grafana_needs(name: str) -> None:
     for variable in variables.values():
         if variable["type"] == "query":
             _check_datasource(variable["datasource"], f"{name} variable {variable['name']}")
+        if variable["type"] == "query" and variable["datasource"]["type"] == CLICKHOUSE_TYPE:
+            # The plugin's variable editor: custom SQL, of which the resolver reads rawSql.
+            assert variable["query"]["queryType"] == "sql" and variable["query"]["rawSql"].strip()
     for annotation in dashboard["annotations"]["list"]:
         if annotation["datasource"]["uid"] != GRAFANA_BUILTIN_UID:
             _check_datasource(annotation["datasource"], f"{name} annotation {annotation['name']}")
