@@ -142,6 +142,18 @@ def main() -> None:
         e2e.add_row(name, f"{baseline:,.1f}", f"{ours:,.1f}", f"{ours / baseline:.3f}")
     console.print(e2e)
 
+    from bench.watch import LIMIT_SECONDS, ROWS, bench_watch, grafana_queries
+
+    watch = Table(
+        title=f"watching at scale: {ROWS:,} scores and decisions in chDB (baseline = a FINAL count of a week)"
+    )
+    for column in ("query", "baseline s", "ours s", "ratio", f"under {LIMIT_SECONDS:g} s"):
+        watch.add_column(column, justify="right" if column != "query" else "left")
+    for name, baseline, ours in bench_watch(grafana_queries):
+        within = "yes" if ours < LIMIT_SECONDS else "[red]NO[/red]"
+        watch.add_row(name, f"{baseline:.3f}", f"{ours:.3f}", f"{ours / baseline:.1f}", within)
+    console.print(watch)
+
 
 if __name__ == "__main__":
     main()

@@ -2,8 +2,8 @@
 
 The demo runs as users run it, in its own process, with LLM-judge scorers: their judge is the local
 OpenAI-compatible server of the tests, which answers every run but fails one run's toxicity check on
-purpose, so the store also holds a failed decision. Drift findings and notifications are added
-beside the demo's scores.
+purpose, so the store also holds a failed decision. Real drift passes then add findings and
+notifications (see ``_add_drift``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import pytest
 
+from ingest.drift.monitor import DriftMonitor
 from ingest.store.clickhouse import Store
+from schemas.drift_config import DriftConfig
+from tests.support.drift import Streams, serving_hooks
 from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, provider_usage
 from tests.support.serve import ENV
 
@@ -67,91 +71,48 @@ async def _run_demo(store_dir: Path) -> None:
         await server.close()
 
 
-NOTIFICATION_COLUMNS = ("SentAt", "Webhook", "Kind", "Series", "Attempts", "Delivered", "Error", "Payload")
-
-
-def drift_rows(series: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
-    """Three passes over the demo's series, an hour apart: all ok, then in the newest pass the first
-    series drifted (its window mean 0.3 below its baseline) and the second with too few scores."""
-    rows = []
-    for passes_ago in (2, 1, 0):
-        checked = now - timedelta(hours=passes_ago, minutes=5)
-        for index, s in enumerate(series):
-            drifted = passes_ago == 0 and index == 0
-            insufficient = passes_ago == 0 and index == 1
-            p_value = 0.0004 if drifted else 0.62
-            rows.append(
-                {
-                    "CheckedAt": checked,
-                    "ScorerId": s["ScorerId"],
-                    "ServiceName": s["ServiceName"],
-                    "AgentName": s["AgentName"],
-                    "BaselineStart": checked - timedelta(days=7),
-                    "BaselineEnd": checked - timedelta(hours=1),
-                    "WindowStart": checked - timedelta(hours=1),
-                    "WindowEnd": checked,
-                    "BaselineN": 400,
-                    "WindowN": 3 if insufficient else 60,
-                    "BaselineMean": float(s["mean"]),
-                    "WindowMean": max(float(s["mean"]) - (0.3 if drifted else 0.01), 0.0),
-                    "BaselineSd": 0.12,
-                    "WindowSd": 0.13,
-                    "MeanShiftSd": 2.4 if drifted else 0.08,
-                    "KsStatistic": 0.31 if drifted else 0.05,
-                    "KsPValue": p_value,
-                    "MannWhitneyPValue": 0.001 if drifted else 0.7,
-                    "Psi": 0.27 if drifted else 0.02,
-                    "PsiPValue": 0.003 if drifted else 0.8,
-                    "BaselinePassRate": 0.9,
-                    "WindowPassRate": 0.6 if drifted else 0.89,
-                    "PassRatePValue": 0.002 if drifted else 0.75,
-                    "BaselineFailureRate": 0.01,
-                    "WindowFailureRate": 0.01,
-                    "FailureRatePValue": 1.0,
-                    "Cusum": 5.2 if drifted else 0.4,
-                    "CusumAlarm": int(drifted),
-                    "PValue": p_value,
-                    "Effect": -0.3 if drifted else -0.01,
-                    "Drifted": int(drifted),
-                    "Severity": "warning" if drifted else "",
-                    "State": "drifted" if drifted else "insufficient" if insufficient else "ok",
-                    "Reasons": ["mean shifted 2.4 sd", "KS p=0.0004"] if drifted else [],
-                }
-            )
-    return rows
-
-
 async def _add_drift(store_dir: Path) -> None:
+    """Real drift passes over the demo's series, an hour apart. The first series gets synthetic history
+    (50 scores an hour around 0.8 for a week, then 200 around 0.5 in the last hour): ok in the first two
+    passes, drifted in the newest. The demo's other series have too few scores to test. Alerts go to
+    two local webhooks, one of which never takes them."""
     store = Store(str(store_dir))
     await store.start()
     try:
-        series = await store.query(
-            "SELECT ScorerId, ServiceName, AgentName, avg(Score) AS mean FROM scores_by_scorer FINAL "
+        (first, *_) = await store.query(
+            "SELECT ScorerId, ServiceName, AgentName FROM scores_by_scorer FINAL "
             "GROUP BY ScorerId, ServiceName, AgentName ORDER BY ScorerId, ServiceName, AgentName"
         )
+        scorer, service, agent = first["ScorerId"], first["ServiceName"], first["AgentName"]
+        # The demo stamps its runs 5 s apart from its start: the newest pass waits until they are past,
+        # as a pass in the service would see them.
+        (latest,) = await store.query("SELECT max(SpanStart) AS Latest FROM scores_by_scorer")
+        ahead = (latest["Latest"].replace(tzinfo=UTC) - datetime.now(UTC)).total_seconds() + 1
+        await asyncio.sleep(max(0.0, ahead))
         now = datetime.now(UTC)
-        # drift pass: rows a drift pass would write, until the drift engine runs here for real.
-        passes = drift_rows(series, now)
-        await store.insert("score_drift", [list(row.values()) for row in passes], list(passes[0]))
-        first = f"{series[0]['ScorerId']}/{series[0]['ServiceName']}/{series[0]['AgentName']}"
-        notified = now - timedelta(minutes=4)
-        await store.insert(
-            "drift_notifications",
-            [
-                [notified, "ops-webhook", "drifted", [first], 1, 1, "", json.dumps({"series": [first]})],
-                [
-                    notified,
-                    "team-webhook",
-                    "drifted",
-                    [first],
-                    3,
-                    0,
-                    "HTTP 503",
-                    json.dumps({"series": [first]}),
-                ],
-            ],
-            NOTIFICATION_COLUMNS,
-        )
+        streams = Streams(seed=31, now=now)
+        for hours_ago in range(2, 7 * 24 + 4):
+            start = now - timedelta(hours=hours_ago)
+            values = np.clip(streams.rng.normal(0.8, 0.1, 50), 0, 1)
+            streams.add(scorer, values, streams.times(50, start, start + timedelta(hours=1)), service, agent)
+        window = np.clip(streams.rng.normal(0.5, 0.1, 200), 0, 1)
+        streams.add(scorer, window, streams.times(200, now - timedelta(hours=1), now), service, agent)
+        await streams.write(store)
+        async with serving_hooks() as hooks:
+            hooks.fail["/team"] = 1_000
+            config = DriftConfig.model_validate(
+                {
+                    "webhooks": [
+                        {"url": f"{hooks.url}/ops", "name": "ops-webhook"},
+                        {"url": f"{hooks.url}/team", "name": "team-webhook", "format": "slack"},
+                    ],
+                    "retries": 1,
+                    "retry_backoff": "0.01s",
+                }
+            )
+            monitor = DriftMonitor(store, config)
+            for passes_ago in (2, 1, 0):
+                await monitor.run_pass(now - timedelta(hours=passes_ago))
     finally:
         await store.shutdown()
 

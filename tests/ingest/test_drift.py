@@ -15,64 +15,12 @@ import pytest
 from ingest.cli import main
 from ingest.drift.monitor import DriftMonitor
 from ingest.store.clickhouse import Store
-from ingest.store.rows import DECISIONS_COLUMNS, SCORES_COLUMNS
 from schemas.drift_config import DriftConfig
+from tests.support.drift import NOW, Streams
 from tests.support.service import running_service, service_config
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # on the hour: the window is one bucket
 WINDOW_START = NOW - timedelta(hours=1)
 BASELINE_START = WINDOW_START - timedelta(days=7)
-
-
-class Streams:
-    """Synthetic score streams, written as score rows (and decision rows) of distinct spans."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.scores: list[list[Any]] = []
-        self.decisions: list[list[Any]] = []
-
-    def times(self, n: int, start: datetime, end: datetime) -> list[int]:
-        offsets = np.sort(self.rng.uniform(0, (end - start).total_seconds(), n))
-        base = int(start.timestamp()) * 1_000_000_000
-        return [base + int(x * 1e9) for x in offsets]
-
-    def add(
-        self, scorer: str, values: Any, starts: list[int], service: str = "svc", agent: str = "agent"
-    ) -> None:
-        created = int(NOW.timestamp()) * 1_000_000_000
-        for value, start in zip(values, starts, strict=True):
-            n = len(self.scores) + len(self.decisions)
-            trace, span = f"{n:032x}", f"{n:016x}"
-            self.scores.append([
-                f"id{n}", created, trace, span, scorer, "1", float(value), "", "", "{}", "", 0, 0, 0.0,
-                0.0, 1.0, "live", agent, service, start, created,
-            ])  # fmt: skip
-
-    def add_decisions(self, scorer: str, failed: Any, starts: list[int], service: str = "svc") -> None:
-        created = int(NOW.timestamp()) * 1_000_000_000
-        for is_failed, start in zip(failed, starts, strict=True):
-            n = len(self.scores) + len(self.decisions)
-            kind = "failed" if is_failed else "scored"
-            self.decisions.append([
-                created, f"{n:032x}", f"{n:016x}", scorer, kind, "", 1.0, "live", "agent", service, start,
-                created,
-            ])  # fmt: skip
-
-    def normal(
-        self, scorer: str, n_baseline: int, n_window: int, mean: float, window_mean: float, sd: float = 0.1
-    ) -> None:
-        baseline = np.clip(self.rng.normal(mean, sd, n_baseline), 0, 1)
-        window = np.clip(self.rng.normal(window_mean, sd, n_window), 0, 1)
-        self.add(scorer, baseline, self.times(n_baseline, BASELINE_START, WINDOW_START))
-        self.add(scorer, window, self.times(n_window, WINDOW_START, NOW))
-
-    async def write(self, store: Store) -> None:
-        assert len(SCORES_COLUMNS) == len(self.scores[0]) if self.scores else True
-        for start in range(0, len(self.scores), 100_000):
-            await store.insert("scores", self.scores[start : start + 100_000], SCORES_COLUMNS)
-        if self.decisions:
-            await store.insert("score_decisions", self.decisions, DECISIONS_COLUMNS)
 
 
 async def drift_pass(store: Store, config: DriftConfig | None = None, **kwargs: Any) -> Any:

@@ -9,52 +9,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from ingest.drift.monitor import DriftMonitor
 from ingest.store.clickhouse import Store
 from schemas.drift_config import DriftConfig
-from tests.ingest.test_drift import NOW, Streams
-
-
-class Hooks:
-    """A local webhook server: every request's path and JSON body; ``fail[path]`` answers that many
-    requests to ``path`` with 503 first."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[str, dict[str, Any]]] = []
-        self.fail: dict[str, int] = {}
-        self.reject: set[str] = set()
-        self.url = ""
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.received.append((request.path, await request.json()))
-        if request.path in self.reject:
-            return web.Response(status=400, text="bad body")
-        if self.fail.get(request.path, 0) > 0:
-            self.fail[request.path] -= 1
-            return web.Response(status=503, text="busy")
-        return web.Response(text="ok")
-
-    def bodies(self, path: str) -> list[dict[str, Any]]:
-        return [body for p, body in self.received if p == path]
+from tests.support.drift import NOW, Hooks, Streams, serving_hooks
 
 
 @pytest.fixture
 async def hooks() -> AsyncIterator[Hooks]:
-    server = Hooks()
-    app = web.Application()
-    app.router.add_post("/{name}", server.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    server.url = f"http://127.0.0.1:{port}"
-    try:
+    async with serving_hooks() as server:
         yield server
-    finally:
-        await runner.cleanup()
 
 
 def config(hooks: Hooks, **changes: Any) -> DriftConfig:
