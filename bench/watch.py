@@ -5,8 +5,8 @@ Rows are generated inside the store (INSERT ... SELECT FROM numbers()), written 
 ``score_decisions`` so the materialized views fill the by-scorer companions as in production: 20
 scorers x 5 services x 5 agents over eight days, 80 score rows per trace; otel_traces gets the spans
 of one score row in ten. Panels are timed over the last 7 days with every variable at All, alert rules
-over their own range (best of 3 each). The baseline is the floor of any exactly-once read: a count of the scores of the last week through FINAL,
-measured in the same run.
+over their own range (best of 3 each). The baseline is the floor of any exactly-once read: a count
+of the scores of the last week through FINAL, measured in the same run.
 """
 
 from __future__ import annotations
@@ -30,16 +30,8 @@ DAYS = 8
 LIMIT_SECONDS = 2.0
 REPEATS = 3
 
-_SCORES = """
-INSERT INTO {db}.scores (ScoreId, Timestamp, TraceId, SpanId, ScorerId, ScorerVersion, Score, Label, Reason,
-    StepResults, JudgeModel, InputTokens, OutputTokens, CostUsd, LatencyMs, SampleRate, Source, AgentName,
-    ServiceName, SpanStart, Version)
-SELECT toString(n), start + toIntervalSecond(2), trace, span, scorer, '1',
-       least(1.0, greatest(0.0, randNormal(0.8, 0.1))), '', 'generated', '{}',
-       if(n % 2 = 0, 'openai/gpt-4o-mini', ''), rand() % 2000, rand(1) % 300, (rand() % 2000) * 1.5e-7,
-       100 + rand(2) % 3000, 1.0, 'live', agent, service, start,
-       toUnixTimestamp64Nano(start) + 2000000000
-FROM (
+# Row number n of the generated rows: its trace (80 rows each), span, series and span start.
+_ROWS = """(
     SELECT number AS n,
            concat(lower(hex(cityHash64(intDiv(number, 80)))), lower(hex(cityHash64(intDiv(number, 80), 1))))
                AS trace,
@@ -50,49 +42,39 @@ FROM (
            {start:DateTime64(9)} + toIntervalMillisecond(intDiv(number * {span_ms:UInt64}, {rows:UInt64}))
                AS start
     FROM numbers({first:UInt64}, {count:UInt64})
-)
+)"""
+
+_SCORES = f"""
+INSERT INTO {{db}}.scores (ScoreId, Timestamp, TraceId, SpanId, ScorerId, ScorerVersion, Score, Label, Reason,
+    StepResults, JudgeModel, InputTokens, OutputTokens, CostUsd, LatencyMs, SampleRate, Source, AgentName,
+    ServiceName, SpanStart, Version)
+SELECT toString(n), start + toIntervalSecond(2), trace, span, scorer, '1',
+       least(1.0, greatest(0.0, randNormal(0.8, 0.1))), '', 'generated', '{{}}',
+       if(n % 2 = 0, 'openai/gpt-4o-mini', ''), rand() % 2000, rand(1) % 300, (rand() % 2000) * 1.5e-7,
+       100 + rand(2) % 3000, 1.0, 'live', agent, service, start,
+       toUnixTimestamp64Nano(start) + 2000000000
+FROM {_ROWS}
 """
 
-_DECISIONS = """
-INSERT INTO {db}.score_decisions (Timestamp, TraceId, SpanId, ScorerId, Decision, Detail, SampleRate, Source,
-    AgentName, ServiceName, SpanStart, Version)
+_DECISIONS = f"""
+INSERT INTO {{db}}.score_decisions (Timestamp, TraceId, SpanId, ScorerId, Decision, Detail, SampleRate,
+    Source, AgentName, ServiceName, SpanStart, Version)
 SELECT start + toIntervalSecond(2), trace, span, scorer,
        multiIf(r < 90, 'scored', r < 95, 'sampled_out', r < 98, 'filtered', 'failed'),
        if(r >= 98, 'judge timed out', ''), 1.0, 'live', agent, service, start,
        toUnixTimestamp64Nano(start) + 2000000000
-FROM (
-    SELECT concat(lower(hex(cityHash64(intDiv(number, 80)))), lower(hex(cityHash64(intDiv(number, 80), 1))))
-               AS trace,
-           lower(hex(cityHash64(number))) AS span,
-           concat('scorer-', toString(number % 20)) AS scorer,
-           concat('svc-', toString(intDiv(number, 20) % 5)) AS service,
-           concat('agent-', toString(intDiv(number, 100) % 5)) AS agent,
-           {start:DateTime64(9)} + toIntervalMillisecond(intDiv(number * {span_ms:UInt64}, {rows:UInt64}))
-               AS start,
-           rand(3) % 100 AS r
-    FROM numbers({first:UInt64}, {count:UInt64})
-)
+FROM (SELECT *, rand(3) % 100 AS r FROM {_ROWS})
 """
 
-
 # The spans of one score row in ten (the otel_traces_trace_id_ts view fills as the exporter's does).
-_SPANS = """
-INSERT INTO {db}.otel_traces (Timestamp, TraceId, SpanId, ParentSpanId, SpanName, SpanKind, ServiceName,
+_SPANS = f"""
+INSERT INTO {{db}}.otel_traces (Timestamp, TraceId, SpanId, ParentSpanId, SpanName, SpanKind, ServiceName,
     ResourceAttributes, SpanAttributes, Duration, StatusCode)
 SELECT start, trace, span, '', 'invoke_agent support', 'Internal', service,
        map('service.name', service), map('gen_ai.agent.name', agent, 'gen_ai.operation.name', 'invoke_agent'),
        (100 + rand() % 5000) * 1000000, if(rand(1) % 50 = 0, 'Error', 'Ok')
-FROM (
-    SELECT concat(lower(hex(cityHash64(intDiv(number, 80)))), lower(hex(cityHash64(intDiv(number, 80), 1))))
-               AS trace,
-           lower(hex(cityHash64(number))) AS span,
-           concat('svc-', toString(intDiv(number, 20) % 5)) AS service,
-           concat('agent-', toString(intDiv(number, 100) % 5)) AS agent,
-           {start:DateTime64(9)} + toIntervalMillisecond(intDiv(number * {span_ms:UInt64}, {rows:UInt64}))
-               AS start
-    FROM numbers({first:UInt64}, {count:UInt64})
-    WHERE number % 10 = 0
-)
+FROM {_ROWS}
+WHERE n % 10 = 0
 """
 
 
