@@ -1,0 +1,92 @@
+"""``tracescore schema``: the single-node DDL (with TTLs) runs on chDB; the cluster DDL has a replicated
+local table and a Distributed table for every table, and views that read the right ones."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ingest.cli import main
+from ingest.store.clickhouse import Store
+from ingest.store.schema import SHARDING, TTL_COLUMNS
+
+TABLES = re.compile(r"^CREATE TABLE IF NOT EXISTS `tracescore`\.(\w+) \(", re.MULTILINE)
+
+
+def printed(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    assert main(["schema", *args]) == 0
+    return [s.strip() for s in capsys.readouterr().out.split(";\n") if s.strip()]
+
+
+async def test_the_single_node_ddl_runs_on_chdb_with_its_ttls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    statements = printed(capsys, "--database", "other", "--ttl-days", "7")
+    store = Store(str(tmp_path / "chdb"))
+    await store.start()
+    try:
+        for statement in statements:
+            await store.query(statement)
+        rows = await store.query(
+            "SELECT name, engine_full FROM system.tables WHERE database = 'other' AND engine != 'View'"
+        )
+        found = {r["name"]: r["engine_full"] for r in rows}
+        ours = await store.query(
+            "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name"
+        )
+        assert set(found) == {r["name"] for r in ours} - {"otel_traces_scored"}
+        for table, column in TTL_COLUMNS.items():
+            assert f"TTL {column} + toIntervalDay(7)" in found[table], table
+        assert "TTL toDateTime(CheckedAt) + toIntervalDay(90)" in found["score_drift"]  # kept its own
+    finally:
+        await store.shutdown()
+
+
+def test_the_cluster_ddl_has_local_replicated_and_distributed_tables(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    single = "\n".join(printed(capsys))
+    tables = TABLES.findall(single)
+    assert len(tables) == 15 and set(tables) == set(SHARDING)
+    cluster = printed(capsys, "--cluster", "c1", "--ttl-days", "30")
+    assert cluster[0] == "CREATE DATABASE IF NOT EXISTS `tracescore` ON CLUSTER `c1`"
+    text = "\n".join(cluster)
+    for table in tables:
+        (local,) = [
+            s for s in cluster if s.startswith(f"CREATE TABLE IF NOT EXISTS `tracescore`.{table}_local ")
+        ]
+        assert f"{table}_local ON CLUSTER `c1` (" in local
+        assert re.search(r"\) ENGINE = Replicated\w*MergeTree\(", local), table
+        (distributed,) = [
+            s for s in cluster if s.startswith(f"CREATE TABLE IF NOT EXISTS `tracescore`.{table} ON")
+        ]
+        assert distributed.endswith(
+            f"ENGINE = Distributed('c1', 'tracescore', '{table}_local', {SHARDING[table]})"
+        )
+        assert f"AS `tracescore`.{table}_local" in distributed
+    assert "ReplicatedReplacingMergeTree(Version)" in text  # the version column is kept
+    assert "TTL toDateTime(Timestamp) + INTERVAL 30 DAY" in text
+    # Materialized views run on each node, local table to local table.
+    views = [s for s in cluster if s.startswith("CREATE MATERIALIZED VIEW")]
+    assert len(views) == 3
+    for view in views:
+        assert "ON CLUSTER `c1`" in view
+        assert re.search(r"\bTO `tracescore`\.\w+_local\b", view)
+        assert re.search(r"\bFROM `tracescore`\.\w+_local\b", view)
+    # The scored-spans view reads the Distributed tables; column upgrades reach both kinds of table.
+    (scored,) = [s for s in cluster if s.startswith("CREATE VIEW")]
+    assert "ON CLUSTER `c1`" in scored and "FROM `tracescore`.otel_traces AS t" in scored
+    alters = [s.split(" ADD")[0] for s in cluster if s.startswith("ALTER TABLE")]
+    assert alters == [
+        "ALTER TABLE `tracescore`.scores_local ON CLUSTER `c1`",
+        "ALTER TABLE `tracescore`.scores ON CLUSTER `c1`",
+        "ALTER TABLE `tracescore`.score_decisions_local ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `tracescore`.score_decisions ON CLUSTER `c1`\n   ",
+    ]
+
+
+def test_bad_options_are_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "--ttl-days", "0"]) == 2
+    assert "--ttl-days must be a positive number" in capsys.readouterr().err
