@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +29,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 
 from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from ingest.store.clickhouse import Store
-from tests.support.rotel import Rotel, running_rotel
+from tests.support.rotel import BATCH_TIMEOUT_S, Rotel, running_rotel
 from tests.support.serve import decision_outcome, start_serve, stop, wait_healthy
 
 SCORERS = ("content-similarity-scorer", "textual-difference-scorer")  # the default rules
@@ -68,7 +73,7 @@ def _pipeline(tmp_path: Path, kafka_bootstrap: str) -> Iterator[Pipeline]:
     store = tmp_path / "store"
     # The service starts (its store and its group join) while the collector is started and sent to;
     # its consumer reads the topics from their beginning.
-    proc, http_port = start_serve(store, "--config", str(config), "--idle", "1")
+    proc, http_port = start_serve(store, "--config", str(config), "--idle", "2")
     try:
         with running_rotel(tmp_path / "rotel", kafka_bootstrap, traces_topic=SPANS, logs_topic=LOGS) as rotel:
             yield Pipeline(rotel, wait_healthy(proc, http_port), store, kafka_bootstrap)
@@ -104,6 +109,22 @@ def _wait_decided(pipeline: Pipeline, trace_ids: list[str], limit_s: float = 40.
                 + pipeline.rotel.output()[-3000:]
             )
         time.sleep(0.2)
+
+
+class _Paced(SpanExporter):
+    """Waits after each export longer than the collector batches: each span becomes its own Kafka
+    record, on either partition, so the service gets every trace in pieces from both."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self._inner = inner
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self._inner.export(spans)
+        time.sleep(2.5 * BATCH_TIMEOUT_S)
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
 
 
 def _emit(exporter: SpanExporter, service: str, scenarios: list[Scenario], batch: bool) -> list[str]:
@@ -144,12 +165,12 @@ def test_sdk_spans_through_rotel_and_kafka_are_each_scored_once(tmp_path: Path, 
     over_grpc = list(SCENARIOS) * ROUNDS_GRPC
     over_http = list(SCENARIOS) * ROUNDS_HTTP
     with _pipeline(tmp_path, kafka_bootstrap) as pipeline:
-        # gRPC: the SDK's batch processor (one export of every span); HTTP: one export per span ended,
-        # so the collector's batches, and its Kafka records on either partition, split the traces.
-        grpc_ids = _emit(GrpcSpanExporter(endpoint=pipeline.rotel.grpc_endpoint, insecure=True), "via-grpc",
-                         over_grpc, batch=True)  # fmt: skip
+        # gRPC: the SDK's batch processor, one export of every span (one Kafka record of many traces);
+        # HTTP: one export per span ended, paced, so each trace reaches Kafka in pieces.
+        grpc_exporter = GrpcSpanExporter(endpoint=pipeline.rotel.grpc_endpoint, insecure=True)
+        grpc_ids = _emit(grpc_exporter, "via-grpc", over_grpc, batch=True)
         http_exporter = HttpSpanExporter(endpoint=f"{pipeline.rotel.http_endpoint}/v1/traces")
-        http_ids = _emit(http_exporter, "via-http", over_http, batch=False)
+        http_ids = _emit(_Paced(http_exporter), "via-http", over_http, batch=False)
         _wait_decided(pipeline, grpc_ids + http_ids)
         assert _metric(pipeline.base, "tracescore_dead_letters_total") == 0
         assert _metric(pipeline.base, "tracescore_spans_received_total") >= sum(
@@ -160,17 +181,19 @@ def test_sdk_spans_through_rotel_and_kafka_are_each_scored_once(tmp_path: Path, 
     scenario_of = dict(zip(grpc_ids + http_ids, over_grpc + over_http, strict=True))
     service_of = {**{t: "via-grpc" for t in grpc_ids}, **{t: "via-http" for t in http_ids}}
 
-    # What rotel wrote: unkeyed records, each one OTLP ExportTraceServiceRequest in protobuf.
-    assert records and {r.key or b"" for r in records} == {b""}
-    written = [ExportTraceServiceRequest.FromString(r.value) for r in records]
-    spans_written = {
-        (span.trace_id.hex(), span.span_id.hex())
-        for request in written
-        for resource in request.resource_spans
-        for scope in resource.scope_spans
-        for span in scope.spans
-    }
-    assert {t for t, _ in spans_written} == set(scenario_of)
+    # What rotel wrote: unkeyed records, each one OTLP ExportTraceServiceRequest in protobuf; the paced
+    # traces in pieces on both partitions.
+    assert {r.key or b"" for r in records} == {b""}
+    assert {r.partition for r in records} == {0, 1}
+    records_of: dict[str, set[int]] = {}
+    for number, record in enumerate(records):
+        request = ExportTraceServiceRequest.FromString(record.value)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                for span in scope.spans:
+                    records_of.setdefault(span.trace_id.hex(), set()).add(number)
+    assert set(records_of) == set(scenario_of)
+    assert all(len(records_of[t]) == _spans_of(scenario_of[t]) for t in http_ids)
 
     per_trace, doubled_decisions, doubled_scores = decision_outcome(pipeline.store)
     assert per_trace == {t: len(SCORERS) for t in scenario_of}

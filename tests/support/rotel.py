@@ -22,7 +22,10 @@ from pathlib import Path
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
-BATCH_TIMEOUT = "100ms"  # rotel batches spans this long before a Kafka record is written (default 200ms)
+# rotel batches what it receives this long (default 200ms) before it writes a Kafka record. Its batch
+# size (--batch-max-size, 8192 spans) must stay above the spans of one export request: it drops a
+# request it would have to split into too many batches ("Too many batch items split, dropping data").
+BATCH_TIMEOUT_S = 0.1
 
 
 def agent_binary() -> Path:
@@ -79,10 +82,11 @@ def start_rotel(
     traces_topic: str = "otlp_spans",
     logs_topic: str = "otlp_logs",
     metrics_topic: str = "otlp_metrics",
+    extra: tuple[str, ...] = (),
 ) -> Rotel:
     """rotel receiving OTLP on free loopback ports and exporting to Kafka at ``kafka_bootstrap`` in the
-    protobuf format; returns once both receivers accept connections. Its pid file and output are kept
-    in ``workdir``."""
+    protobuf format, ``extra`` flags added; returns once both receivers accept connections. Its pid
+    file and output are kept in ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     grpc_port, http_port = _free_port(), _free_port()
     log = workdir / "rotel.log"
@@ -95,7 +99,7 @@ def start_rotel(
         "--log-file", str(log),
         "--otlp-grpc-endpoint", f"127.0.0.1:{grpc_port}",
         "--otlp-http-endpoint", f"127.0.0.1:{http_port}",
-        "--batch-timeout", BATCH_TIMEOUT,
+        "--batch-timeout", f"{round(BATCH_TIMEOUT_S * 1000)}ms",
         "--exporter", "kafka",
         "--kafka-exporter-brokers", kafka_bootstrap,
         "--kafka-exporter-format", "protobuf",
@@ -103,6 +107,7 @@ def start_rotel(
         "--kafka-exporter-logs-topic", logs_topic,
         "--kafka-exporter-metrics-topic", metrics_topic,
         "--kafka-exporter-acks", "all",
+        *extra,
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -117,9 +122,15 @@ def start_rotel(
 
 
 @contextmanager
-def running_rotel(workdir: Path, kafka_bootstrap: str, **topics: str) -> Iterator[Rotel]:
+def running_rotel(
+    workdir: Path,
+    kafka_bootstrap: str,
+    *extra: str,
+    traces_topic: str = "otlp_spans",
+    logs_topic: str = "otlp_logs",
+) -> Iterator[Rotel]:
     """``start_rotel``, and the collector stopped afterwards whatever the test did."""
-    rotel = start_rotel(workdir, kafka_bootstrap, **topics)
+    rotel = start_rotel(workdir, kafka_bootstrap, traces_topic, logs_topic, extra=extra)
     try:
         yield rotel
     finally:
