@@ -85,8 +85,9 @@ def start_rotel(
     extra: tuple[str, ...] = (),
 ) -> Rotel:
     """rotel receiving OTLP on free loopback ports and exporting to Kafka at ``kafka_bootstrap`` in the
-    protobuf format, ``extra`` flags added; returns once both receivers accept connections. Its pid
-    file and output are kept in ``workdir``."""
+    protobuf format, ``extra`` flags added; returns once both receivers accept connections. It runs in
+    the foreground (not ``--daemon``), so it is the test's own child; its output is kept in
+    ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     grpc_port, http_port = _free_port(), _free_port()
     log = workdir / "rotel.log"
@@ -96,7 +97,7 @@ def start_rotel(
         str(agent_binary()),
         "start",
         "--pid-file", str(workdir / "rotel.pid"),
-        "--log-file", str(log),
+        "--log-file", str(workdir / "rotel-daemon.log"),  # only a daemon writes these two
         "--otlp-grpc-endpoint", f"127.0.0.1:{grpc_port}",
         "--otlp-http-endpoint", f"127.0.0.1:{http_port}",
         "--batch-timeout", f"{round(BATCH_TIMEOUT_S * 1000)}ms",
