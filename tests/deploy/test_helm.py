@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -139,6 +140,25 @@ def test_helm_lint_strict_finds_nothing_wrong(values: dict[str, Any] | None) -> 
     assert [m for m in report["messages"] if m["severity"] >= 2] == []  # no warnings or errors
 
 
+@pytest.mark.parametrize("values", [None, CUSTOM, "with_secrets"], ids=["default", "custom", "secrets"])
+@pytest.mark.parametrize("kubernetes", ["1.25.0", kubernetes_validate.latest_version()])
+def test_every_object_is_valid_kubernetes(
+    values: dict[str, Any] | str | None, kubernetes: str, request: pytest.FixtureRequest
+) -> None:
+    """Strictly (no unknown field) against the OpenAPI schema of the oldest Kubernetes the chart
+    supports (Chart.yaml's kubeVersion) and the newest known. The ServiceMonitor is a CRD: its fields
+    are checked by test_the_service_monitor_scrapes_metrics_with_the_token."""
+    rendered = request.getfixturevalue(values) if isinstance(values, str) else render(values)
+    checked = []
+    for obj in rendered.objects:
+        if obj["kind"] != "ServiceMonitor":
+            kubernetes_validate.validate(obj, kubernetes, strict=True)
+            checked.append(obj["kind"])
+    assert {"Deployment", "Service", "ConfigMap", "PodDisruptionBudget"} <= set(checked)
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == ">=1.25.0-0"
+
+
 def test_the_chart_declares_helm_3_metadata() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["apiVersion"] == "v2"
@@ -196,10 +216,19 @@ def test_the_probes_ask_health_and_readiness_on_the_http_port(default: Rendered)
         assert probe["scheme"] == "HTTP"
 
 
-def test_the_probes_speak_https_when_the_receivers_serve_tls() -> None:
-    rendered = render({"config": {"receiver": {"tls_cert": "/tls/tls.crt", "tls_key": "/tls/tls.key"}}})
+def test_probes_and_scrapes_speak_https_when_the_receivers_serve_tls() -> None:
+    tls_config = {"ca": {"secret": {"name": "tracescore-tls", "key": "ca.crt"}}, "serverName": "tracescore"}
+    rendered = render(
+        {
+            "config": {"receiver": {"tls_cert": "/tls/tls.crt", "tls_key": "/tls/tls.key"}},
+            "serviceMonitor": {"enabled": True, "tlsConfig": tls_config},
+        }
+    )
     for name in PROBES:
         assert rendered.container[name]["httpGet"]["scheme"] == "HTTPS"
+    (endpoint,) = rendered.one("ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == tls_config
 
 
 def test_the_probes_need_no_token_on_the_service() -> None:
