@@ -470,7 +470,8 @@ def test_the_notes_say_where_to_send_spans(default: Rendered, custom: Rendered) 
     assert f"http://{RELEASE}.{NAMESPACE}.svc:4317" in default.notes
     assert "No bearer token" in default.notes
     assert "No bearer token" not in custom.notes
-    assert "authorization: Bearer" in custom.notes
+    assert "authorization: Bearer $TOKEN" in custom.notes
+    assert "get secret team-llm-keys -o jsonpath='{.data.otlp-token}'" in custom.notes
     assert "at least 3 partitions" in custom.notes
 
 
