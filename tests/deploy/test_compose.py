@@ -67,6 +67,8 @@ KAFKA_EXPORTER_KEYS = {
     "producer",
 }
 KAFKA_SIGNAL_KEYS = {"topic", "encoding", "topic_from_metadata_key"}
+KAFKA_EXPORTER_MAX_MESSAGE_BYTES = 1_000_000  # producer::max_message_bytes by default
+KAFKA_MESSAGE_MAX_BYTES = 1_048_588  # the broker's message.max.bytes by default
 
 
 # --- reading the files ---------------------------------------------------------------------------
@@ -309,6 +311,15 @@ def test_replicas_read_the_topics_the_collector_writes() -> None:
         assert config.topic == exporter["traces"]["topic"], name
         assert config.logs_topic == exporter["logs"]["topic"], name
         assert exporter["traces"]["encoding"] == exporter["logs"]["encoding"] == config.encoding, name
+
+
+def test_the_broker_and_the_replicas_take_the_largest_record_the_collector_writes() -> None:
+    _, exporter = kafka_exporter(collector_config())
+    largest = int((exporter.get("producer") or {}).get("max_message_bytes", KAFKA_EXPORTER_MAX_MESSAGE_BYTES))
+    broker = int(environment(services()["kafka"]).get("KAFKA_MESSAGE_MAX_BYTES", KAFKA_MESSAGE_MAX_BYTES))
+    assert largest <= broker, "the broker refuses records the collector writes"
+    for name, service in tracescore_services().items():
+        assert largest <= replica_config(service).receiver.max_request_bytes, f"{name} dead-letters them"
 
 
 def test_replicas_store_in_the_clickhouse_service_with_its_credentials() -> None:
