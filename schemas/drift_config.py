@@ -5,26 +5,12 @@ Durations are given as ``30s``, ``15m``, ``1h``, ``7d`` (or a number of seconds)
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, HttpUrl, model_validator
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
-_SECONDS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
-
-
-def parse_duration(value: Any) -> Any:
-    """Seconds from ``90``, ``"90s"``, ``"15m"``, ``"1h"``, ``"7d"`` or ``"2w"``; other values unchanged
-    (pydantic then says what is wrong with them)."""
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match is None:
-            raise ValueError(f"{value!r} is not a duration: give a number and a unit, e.g. 30m, 1h or 7d")
-        return float(match.group(1)) * _SECONDS[match.group(2) or "s"]
-    return value
-
+from schemas.durations import parse_duration
 
 Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
 

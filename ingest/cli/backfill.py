@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
@@ -13,9 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ingest.backfill import Backfill, BackfillReport
 from schemas.config import load_config
-
-_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+from schemas.durations import duration_seconds
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,8 +52,8 @@ def parse_time(text: str, now: datetime) -> datetime:
     value = text.strip()
     if value == "now":
         return now
-    if match := _AGO.match(value):
-        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    if (age := duration_seconds(value, unit_required=True)) is not None:
+        return now - timedelta(seconds=age)
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

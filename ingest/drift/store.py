@@ -163,10 +163,6 @@ class DriftStore:
             ]
             await self._store.insert("drift_notifications", rows, NOTIFICATION_COLUMNS)
 
-    async def notifications(self) -> list[dict[str, Any]]:
-        sql = f"SELECT * FROM {self._store.quoted_database}.drift_notifications ORDER BY SentAt"
-        return await self._store.query(sql)
-
 
 def _key(row: Mapping[str, Any]) -> SeriesKey:
     return (row["ScorerId"], row["ServiceName"], row["AgentName"])
