@@ -78,7 +78,7 @@ def test_score_runs_a_teams_own_scorer_named_module_colon_factory(tmp_path: Path
     assert (result["scorer_id"], result["score"], result["label"]) == ("answer-length", 0.5, "long enough")
     refused = tracescore("score", reference, "--run", str(tmp_path / "run.json"), "--options", '{"words": 6}')
     assert refused.returncode == 2
-    assert "has no option 'words'; its options: target_words, version" in refused.stderr
+    assert "has no option 'words'; did you mean 'target_words'? (its options: target_words, version)" in refused.stderr
 
 
 def test_score_with_an_unknown_scorer_fails_with_the_list_of_scorers(tmp_path: Path) -> None:
