@@ -26,7 +26,7 @@ import inspect
 import pkgutil
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import ValidationError, validate_call
@@ -50,6 +50,8 @@ class ScorerSpec:
     id: str  # the scorer id written to the store (Mastra's or VoltAgent's own id)
     title: str  # the human-readable name
     description: str
+    # Options that build a working scorer when some are required (``tracescore scorers`` shows them).
+    example: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def create_scorer(
         self,
@@ -219,9 +221,8 @@ def build_scorer(
         key = _snake(option)
         if key not in accepted:
             choices = ", ".join(accepted) or "none"
-            raise ValueError(
-                f"scorer {short!r} has no option {option!r}{did_you_mean(key, accepted)} (its options: {choices})"
-            )
+            guess = did_you_mean(key, accepted)
+            raise ValueError(f"scorer {short!r} has no option {option!r}{guess} (its options: {choices})")
         if key in kwargs:
             raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
         kwargs[key] = value
