@@ -129,7 +129,11 @@ def explain(exc: ValidationError, model: type[BaseModel], data: Mapping[str, Any
         if error["type"] == "extra_forbidden" and location:
             known = _fields_at(model, location[:-1])
             message = f"unknown key{did_you_mean(str(location[-1]), known)}"
-        elif error["type"] != "missing" and _shows_input(location, error.get("input")):
+        elif (
+            error["type"] != "missing"
+            and _shows_input(location, error.get("input"))
+            and repr(error.get("input")) not in message
+        ):
             message = f"{message} (got {error['input']!r})"
         key = _key(location, data)
         lines.append(f"{source}: {key}: {message}" if source else f"{key}: {message}")
