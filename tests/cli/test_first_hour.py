@@ -4,6 +4,7 @@ port, and the one startup summary on stderr."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.llm_server import LLMServer, json_reply
 from tests.support.serve import ENV, PROJECT_ROOT, free_port, tracescore, wait_healthy
 
 README = Path(PROJECT_ROOT) / "README.md"
@@ -292,3 +294,43 @@ def test_a_busy_port_names_the_receiver_and_the_flag(tmp_path: Path) -> None:
         "(another tracescore or an OpenTelemetry Collector?); choose another port with --http-port, "
         "TRACESCORE_HTTP_PORT or receiver.http_port"
     )
+
+
+async def tracescore_async(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tracescore`` in a subprocess while this test's event loop serves the local judge."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "ingest.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**ENV, "COLUMNS": "200"},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    return subprocess.CompletedProcess(list(args), proc.returncode or 0, out.decode(), err.decode())
+
+
+async def test_with_an_llm_judge_stdout_is_only_the_json(tmp_path: Path, llm_server: LLMServer) -> None:
+    llm_server.responder = lambda body: json_reply({"verdicts": [{"verdict": "no", "reason": "calm"}]})
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"output": [{"role": "assistant", "content": "Paris is lovely in spring."}]}))
+    judge = {"model": "openai/gpt-4o-mini", "api_base": llm_server.api_base, "api_key": "test-key"}
+    done = await tracescore_async(
+        "score", "toxicity", "--run", str(run), "--options", json.dumps({"judge": judge})
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)  # nothing but the result: no litellm lines
+    assert (result["scorer_id"], result["score"]) == ("toxicity-scorer", 0.0)
+    assert "LiteLLM" not in done.stderr
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps({"input": "Hi", "output": f"Answer {i}."}) + "\n" for i in range(4)))
+    scorer = "toxicity=" + json.dumps({"judge": judge})
+    evaluated = await tracescore_async("eval", "--data", str(data), "--scorer", scorer)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "LiteLLM" not in evaluated.stdout + evaluated.stderr
+    table = [line for line in evaluated.stdout.splitlines() if "toxicity-scorer" in line]
+    assert len(table) == 1
+    assert len(evaluated.stdout.splitlines()) < 12  # the results table, not two lines per judge call
+    assert len(llm_server.chat_requests) == 10  # toxicity asks twice per run (verdicts, reason): 5 runs
