@@ -5,8 +5,13 @@ convention fixtures and on spans built by hand. Each expected line is written ou
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from ingest.transform import build_runs
 from ingest.transform.diagnose import explain_missing_content, explain_no_run
+from schemas import LogRecord, Span
+from tests.ingest.transform.test_runs_fuzz_conventions import log_records, mutated_span
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
 
 CHUNKS = "mastra__model-chunk-spans-from-the-same-1-x-run-streamed-reasoning-t"
@@ -106,3 +111,12 @@ def test_content_hints_name_each_instrumentations_switch() -> None:
         "content capture off? set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true; "
         "or the content is in log records, which were not given (tracescore inspect --logs)"
     )
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(st.lists(mutated_span(), min_size=1, max_size=8), st.lists(log_records, max_size=3))
+def test_the_explanations_never_raise_on_bent_spans(trace: list[Span], logs: list[LogRecord]) -> None:
+    assert explain_no_run(trace, logs)
+    assert explain_missing_content(trace, trace[0].span_id, logs).startswith("content capture off? ")
