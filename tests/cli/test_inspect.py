@@ -210,3 +210,12 @@ def test_the_readmes_python_exporter_writes_a_file_inspect_reads(tmp_path: Path)
     assert (run["trace_id"], run["span_id"], run["model"]) == (span["traceId"], span["spanId"], "gpt-4o")
     assert [(m["role"], m["content"]) for m in run["input"]["input_messages"]] == [("user", "Hi")]
     assert [(m["role"], m["content"]) for m in run["output"]] == [("assistant", "Hello!")]
+
+
+def test_an_empty_export_request_gives_no_runs_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "empty-request.json"
+    path.write_text('{"resourceSpans": []}')
+    assert main(["inspect", str(path)]) == 0
+    assert capsys.readouterr() == ("[]\n", f"{path}: the export request holds no spans\n")
