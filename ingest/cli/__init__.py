@@ -9,7 +9,7 @@ import sys
 
 from pydantic import ValidationError
 
-from ingest.cli import backfill, demo, drift, inspect, schema, score, serve
+from ingest.cli import backfill, demo, drift, inspect, schema, score, scores, serve
 from ingest.cli import eval as eval_command
 from schemas.errors import StoreError
 from schemas.secrets import ScrubFilter
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracescore", description="Score live LLM-agent traces.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (serve, demo, inspect, score, eval_command, backfill, drift, schema):
+    for command in (serve, demo, inspect, score, eval_command, backfill, drift, schema, scores):
         command.add_parser(sub)
     return parser
 
