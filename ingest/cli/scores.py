@@ -238,8 +238,6 @@ class _Api:
         if status == 401:
             hint = "refused the token of TRACESCORE_AUTH_TOKEN" if self.token else "wants a bearer token"
             raise _Failed(f"the service at {self.url} {hint}: set TRACESCORE_AUTH_TOKEN", EXIT_USAGE)
-        if status == 400 and error:
-            raise _Failed(f"the service refused the query: {error}", EXIT_USAGE)
         if error:
             raise _Failed(f"the service at {self.url} answered {status}: {error}")
         raise _Failed(f"{self.url}{path} did not answer as tracescore does (HTTP {status})")
