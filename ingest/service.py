@@ -32,6 +32,7 @@ from ingest.replicas import Membership
 from ingest.store.clickhouse import Store
 from ingest.store.ledger import Ledger
 from ingest.store.replicas import ReplicaTable
+from ingest.store.results import ScoreResults
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
 from ingest.summary import startup_summary
@@ -98,7 +99,7 @@ class Service:
             config.receiver,
             next=sink,
             metrics=self.metrics,
-            scores=self.scores,
+            scores=ScoreResults(self.store),
             health=self,
             admit=self.memory.admit,
         )

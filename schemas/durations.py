@@ -1,8 +1,10 @@
-"""Durations as people write them: ``30s``, ``15m``, ``1h``, ``7d``, ``2w`` (or a number of seconds)."""
+"""Durations as people write them: ``30s``, ``15m``, ``1h``, ``7d``, ``2w`` (or a number of seconds), and
+points in time given as an ISO/RFC 3339 time or as an age (``24h``: a day ago)."""
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
@@ -27,3 +29,20 @@ def parse_duration(value: Any) -> Any:
             raise ValueError(f"{value!r} is not a duration: give a number and a unit, e.g. 30m, 1h or 7d")
         return seconds
     return value
+
+
+def parse_time(text: str, now: datetime) -> datetime:
+    """An ISO 8601 / RFC 3339 time (UTC unless it says otherwise), ``now``, or an age such as ``24h``
+    or ``7d`` before ``now``."""
+    value = text.strip()
+    if value == "now":
+        return now
+    if (age := duration_seconds(value, unit_required=True)) is not None:
+        return now - timedelta(seconds=age)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a time: give an ISO time (2026-11-20T00:00Z) or an age (24h, 7d)"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

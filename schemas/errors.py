@@ -25,6 +25,11 @@ class StoreError(TracescoreError):
     """The store cannot be opened, or a statement failed (unreachable and overloaded are retriable)."""
 
 
+class StoreInUse(StoreError):
+    """The embedded store's data directory is held by another process (chDB allows one per directory):
+    a reader can ask the process that holds it instead."""
+
+
 def is_retriable(exc: BaseException) -> bool:
     """The one decision: a ``TracescoreError`` says so itself; a connection that failed or timed out
     may work later; anything else (a bug, bad data) fails the same way again."""

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ingest.backfill import Backfill, BackfillReport
 from schemas.config import load_config
-from schemas.durations import duration_seconds
+from schemas.durations import parse_time
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,22 +45,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--rate", type=float, help="at most this many scorer runs per second")
     parser.set_defaults(func=cmd_backfill)
-
-
-def parse_time(text: str, now: datetime) -> datetime:
-    """An ISO 8601 time (UTC unless it says otherwise), ``now``, or an age such as ``24h`` or ``7d``."""
-    value = text.strip()
-    if value == "now":
-        return now
-    if (age := duration_seconds(value, unit_required=True)) is not None:
-        return now - timedelta(seconds=age)
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a time: give an ISO time (2026-11-20T00:00Z) or an age (24h, 7d)"
-        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:

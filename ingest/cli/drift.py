@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from rich.console import Console
 from rich.table import Table
 
-from ingest.cli.backfill import parse_time
 from ingest.drift.monitor import DriftMonitor, DriftReport
 from ingest.store.clickhouse import Store
 from schemas.config import ServiceConfig, load_config
+from schemas.durations import parse_time
 from scoring.drift.detect import Finding
 from scoring.route import build_rules, thresholds
 

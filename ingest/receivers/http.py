@@ -3,9 +3,10 @@
 ``POST /v1/traces`` and ``POST /v1/logs`` take protobuf or JSON (by Content-Type), optionally
 gzip/deflate; answers follow the OTLP/HTTP specification: an ExportTraceServiceResponse (or
 ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in the request's encoding.
-``GET /api/scores`` and ``GET /api/decisions`` serve a trace's score and decision rows; ``GET /healthz``
-(liveness) and ``GET /readyz`` (readiness) each component's state (error texts as
-``ingest.receivers.disclosure`` allows the caller); ``GET /metrics`` Prometheus metrics.
+``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered (``schemas.results``),
+and for a trace without rows a 404 saying why; ``GET /healthz`` (liveness) and ``GET /readyz``
+(readiness) each component's state (error texts as ``ingest.receivers.disclosure`` allows the caller);
+``GET /metrics`` Prometheus metrics.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import asyncio
 import json
 import logging
 import math
-import re
 import zlib
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -53,6 +53,7 @@ from ingest.receivers.tls import server_ssl_context
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded, StoreError
+from schemas.results import QueryError, ResultQuery, TraceStatus, parse_query
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +69,17 @@ GZIP_MAGIC = b"\x1f\x8b"  # no protobuf or JSON body can start with these bytes
 # Content-Encoding -> zlib wbits: gzip framing, or the zlib framing HTTP calls "deflate".
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 _IDENTITY_ENCODINGS = {"", "identity"}
-_TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _dumps = partial(json.dumps, default=str)  # score rows and health values may hold datetimes
 
 
 class ScoreReader(Protocol):
-    async def get_scores(self, trace_id: str) -> list[dict[str, Any]]:
-        """Score rows of one trace (trace_id, span_id, scorer_id, score, label, reason, ...)."""
+    """The reads behind ``/api/scores`` and ``/api/decisions`` (``ingest.store.results.ScoreResults``)."""
 
-    async def get_decisions(self, trace_id: str) -> list[dict[str, Any]]:
-        """Decision rows of one trace (trace_id, span_id, scorer_id, decision, detail, ...)."""
+    async def scores(self, query: ResultQuery) -> list[dict[str, Any]] | TraceStatus:
+        """Score rows matching ``query``, newest first; for a trace without any, why."""
+
+    async def decisions(self, query: ResultQuery) -> list[dict[str, Any]] | TraceStatus:
+        """Decision rows matching ``query``, newest first; for a trace without any, why."""
 
 
 class Health(Protocol):
@@ -295,26 +297,38 @@ class HttpReceiver:
         return await asyncio.to_thread(_decompress, bytes(body), content_encoding, limit)
 
     async def _get_scores(self, request: web.Request) -> web.Response:
-        return await self._rows_of_trace(request, self._scores.get_scores)
+        return await self._results(request, self._scores.scores, decisions=False)
 
     async def _get_decisions(self, request: web.Request) -> web.Response:
-        return await self._rows_of_trace(request, self._scores.get_decisions)
+        return await self._results(request, self._scores.decisions, decisions=True)
 
-    async def _rows_of_trace(
-        self, request: web.Request, read: Callable[[str], Awaitable[list[dict[str, Any]]]]
+    async def _results(
+        self,
+        request: web.Request,
+        read: Callable[[ResultQuery], Awaitable[list[dict[str, Any]] | TraceStatus]],
+        *,
+        decisions: bool,
     ) -> web.Response:
-        trace_id = request.query.get("trace_id", "").strip().lower()
-        if not _TRACE_ID.fullmatch(trace_id):
-            return web.json_response({"error": "trace_id must be 32 hex characters"}, status=400)
+        """200 with the matching rows; 404 with a ``TraceStatus`` for a trace that has none; 400
+        naming the parameter that is wrong."""
         try:
-            rows = await read(trace_id)
+            for name in request.query:
+                if len(request.query.getall(name)) > 1:
+                    raise QueryError(name, "give it once")
+            query = parse_query(request.query, decisions=decisions)
+        except QueryError as exc:
+            return web.json_response({"error": str(exc), "parameter": exc.parameter}, status=400)
+        try:
+            found = await read(query)
         except StoreError as exc:
             log.warning("%s failed: %s", request.path, exc)
             if exc.retriable:
                 headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
                 return web.json_response({"error": STORE_UNAVAILABLE}, status=503, headers=headers)
             return web.json_response({"error": API_STORE_FAILED}, status=500)
-        return web.json_response(rows, dumps=_dumps)
+        if isinstance(found, TraceStatus):
+            return web.json_response(found.model_dump(exclude_none=True), status=404)
+        return web.json_response(found, dumps=_dumps)
 
     def _public_health(self, request: web.Request) -> dict[str, Any]:
         """The health body as this caller may see it (see ingest.receivers.disclosure)."""

@@ -28,7 +28,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalErr
 
 from ingest.credentials import existing_file, secret_value
 from schemas.config import ServiceConfig
-from schemas.errors import StoreError
+from schemas.errors import StoreError, StoreInUse
 from schemas.secrets import register_secret, scrub
 
 logger = logging.getLogger(__name__)
@@ -370,7 +370,7 @@ class Store:
         except ClickHouseError as exc:
             if not os.access(path, os.W_OK):
                 raise StoreError(f"the chDB data directory {path} is not writable: {exc}") from exc
-            raise StoreError(
+            raise StoreInUse(
                 f"cannot open the chDB data directory {path}: it is in use. chDB allows one data directory "
                 "per process: another tracescore process holds this directory, or this process already has "
                 f"another one open. Stop the other tracescore or choose another --store. (chDB: {exc})"

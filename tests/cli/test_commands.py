@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
-from tests.support.serve import PROJECT_ROOT, start_serve, stop, tracescore, wait_healthy
+from tests.support.serve import PROJECT_ROOT, api_rows, start_serve, stop, tracescore, wait_healthy
 
 GENAI_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
 
@@ -123,10 +123,7 @@ def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> N
         rows: list[dict[str, object]] = []
         while len(rows) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
-            with urllib.request.urlopen(
-                f"{base}/api/scores?trace_id=5dbdf98695bd5785f3d3e61006ad2dba"
-            ) as resp:
-                rows = json.loads(resp.read())
+            rows = api_rows(f"{base}/api/scores?trace_id=5dbdf98695bd5785f3d3e61006ad2dba")
         assert sorted(r["scorer_id"] for r in rows) == [
             "content-similarity-scorer",
             "textual-difference-scorer",

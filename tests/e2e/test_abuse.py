@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.support.serve import start_serve, stop, wait_healthy
+from tests.support.serve import api_rows, start_serve, stop, wait_healthy
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
@@ -130,8 +130,7 @@ def test_megabytes_of_text_do_not_stall_intake_and_are_not_scored(tmp_path: Path
             while time.monotonic() < deadline:
                 decisions = []
                 for trace_id, _ in traces:
-                    with urllib.request.urlopen(f"{base}/api/decisions?trace_id={trace_id}") as resp:
-                        decisions.extend(json.loads(resp.read()))
+                    decisions.extend(api_rows(f"{base}/api/decisions?trace_id={trace_id}"))
                 if len(decisions) == 2 * len(traces):
                     break
                 time.sleep(0.2)

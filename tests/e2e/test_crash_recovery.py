@@ -9,7 +9,6 @@ scores are being written; what it left is read from the embedded store (chDB) af
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time
@@ -21,7 +20,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.support.otlp import agent_trace_requests
-from tests.support.serve import decision_outcome, start_serve, stop, wait_healthy
+from tests.support.serve import api_rows, decision_outcome, start_serve, stop, wait_healthy
 
 SCORERS = ("content-similarity-scorer", "textual-difference-scorer")  # the default rules
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -144,9 +143,8 @@ def _outcome_while_running(base: str, trace_ids: list[str]) -> list[str]:
     """The traces whose decisions the running service does not show yet (over its HTTP API)."""
     missing = []
     for trace_id in trace_ids:
-        with urllib.request.urlopen(f"{base}/api/scores?trace_id={trace_id}", timeout=10) as resp:
-            if len(json.loads(resp.read())) < len(SCORERS):
-                missing.append(trace_id)
-                if len(missing) > 5:
-                    break
+        if len(api_rows(f"{base}/api/scores?trace_id={trace_id}")) < len(SCORERS):
+            missing.append(trace_id)
+            if len(missing) > 5:
+                break
     return missing

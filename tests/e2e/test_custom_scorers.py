@@ -9,9 +9,7 @@ are read back over the HTTP API and, after the process stopped, from the embedde
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import urllib.request
 from pathlib import Path
 
 import yaml
@@ -23,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from ingest.store.clickhouse import Store
 from ingest.store.score_sink import ClickHouseScoreSink
-from tests.support.serve import free_port, start_serve, stop, tracescore, wait_healthy
+from tests.support.serve import api_rows, free_port, start_serve, stop, tracescore, wait_healthy
 
 LENGTH = "tests.scoring.custom_scorers:create_answer_length_scorer"
 OVERCONFIDENT = "tests.scoring.custom_scorers:create_overconfident_scorer"
@@ -34,12 +32,6 @@ def _config(tmp_path: Path, rules: list[dict[str, object]]) -> Path:
     path = tmp_path / "tracescore.yaml"
     path.write_text(yaml.safe_dump({"scoring": {"rules": rules}, "assembly": {"idle_seconds": 0.2}}))
     return path
-
-
-def _get(url: str) -> list[dict[str, object]]:
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        rows: list[dict[str, object]] = json.loads(resp.read())
-        return rows
 
 
 def test_serve_scores_with_a_scorer_named_module_colon_factory(tmp_path: Path) -> None:
@@ -64,7 +56,7 @@ def test_serve_scores_with_a_scorer_named_module_colon_factory(tmp_path: Path) -
         rows: list[dict[str, object]] = []
         while not rows and time.monotonic() < deadline:
             time.sleep(0.2)
-            rows = _get(f"{base}/api/scores?trace_id={trace_id}")
+            rows = api_rows(f"{base}/api/scores?trace_id={trace_id}")
         assert stop(proc) == 0  # SIGTERM: flushes every decision before the store closes
     finally:
         if proc.poll() is None:

@@ -109,8 +109,8 @@ async def test_fixture_json_posted_over_http_scores_via_api(service: Service) ->
         deadline = time.monotonic() + 30
         while True:
             async with http.get(f"{base}/api/scores", params={"trace_id": trace_id}) as resp:
-                assert resp.status == 200
-                rows = await resp.json()
+                assert resp.status in (200, 404)  # 404: not yet scored
+                rows = await resp.json() if resp.status == 200 else []
             if len(rows) >= 2 or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)

@@ -10,7 +10,6 @@ Every process is the real one; what the service wrote is read from its embedded 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -41,7 +40,7 @@ from opentelemetry.sdk.trace.export import (
 from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from ingest.store.clickhouse import Store
 from tests.support.rotel import BATCH_TIMEOUT_S, Rotel, running_rotel
-from tests.support.serve import decision_outcome, start_serve, stop, wait_healthy
+from tests.support.serve import api_rows, decision_outcome, start_serve, stop, wait_healthy
 
 SCORERS = ("content-similarity-scorer", "textual-difference-scorer")  # the default rules
 SPANS, LOGS = "otlp_spans", "otlp_logs"  # the OpenTelemetry Collector's kafka exporter's topics
@@ -82,11 +81,6 @@ def _pipeline(tmp_path: Path, kafka_bootstrap: str) -> Iterator[Pipeline]:
     assert code == 0
 
 
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        return json.loads(resp.read())
-
-
 def _metric(base: str, name: str) -> float:
     with urllib.request.urlopen(f"{base}/metrics", timeout=5) as resp:
         for line in resp.read().decode().splitlines():
@@ -101,7 +95,7 @@ def _wait_decided(pipeline: Pipeline, trace_ids: list[str], limit_s: float = 40.
     waiting = list(trace_ids)
     while waiting:
         waiting = [
-            t for t in waiting if len(_get(f"{pipeline.base}/api/decisions?trace_id={t}")) < len(SCORERS)
+            t for t in waiting if len(api_rows(f"{pipeline.base}/api/decisions?trace_id={t}")) < len(SCORERS)
         ]
         if waiting and time.monotonic() > deadline:
             raise AssertionError(

@@ -32,6 +32,7 @@ from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
 from schemas.config import ReceiverConfig
+from schemas.results import ResultQuery
 from schemas.spans import SpanBatch
 
 LOOPBACK = "127.0.0.1"
@@ -83,20 +84,15 @@ class Failing:
         raise ConnectionError("store is down")
 
 
-@dataclass
 class StaticScores:
-    """A ScoreReader answering from a dict; records which trace ids were asked for."""
+    """A ScoreReader for receiver tests that read no scores: every listing is empty (the reads
+    themselves are tested against a real store, in tests/ingest/receivers/test_results_api.py)."""
 
-    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    asked: list[str] = field(default_factory=list)
+    async def scores(self, query: ResultQuery) -> list[dict[str, Any]]:
+        return []
 
-    async def get_scores(self, trace_id: str) -> list[dict[str, Any]]:
-        self.asked.append(trace_id)
-        return self.rows.get(trace_id, [])
-
-    async def get_decisions(self, trace_id: str) -> list[dict[str, Any]]:
-        self.asked.append(trace_id)
-        return [{**row, "decision": "scored"} for row in self.rows.get(trace_id, [])]
+    async def decisions(self, query: ResultQuery) -> list[dict[str, Any]]:
+        return []
 
 
 @dataclass

@@ -10,8 +10,10 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from ingest.store.clickhouse import Store
 
@@ -88,6 +90,21 @@ def wait_healthy(proc: subprocess.Popen[str], http_port: int, limit_s: float = 6
             assert proc.poll() is None, "serve exited early"
             assert time.monotonic() < deadline, "serve did not come up"
             time.sleep(0.1)
+
+
+def api_rows(url: str, timeout: float = 10) -> list[dict[str, Any]]:
+    """The rows of ``GET /api/scores`` or ``/api/decisions`` of a trace: none while the service answers
+    404 for it (not received yet, not yet scored: the body says which)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            rows: list[dict[str, Any]] = json.loads(resp.read())
+            return rows
+    except urllib.error.HTTPError as exc:
+        with exc:
+            if exc.code != 404:
+                raise
+            assert "status" in json.loads(exc.read()), url
+        return []
 
 
 def decision_outcome(

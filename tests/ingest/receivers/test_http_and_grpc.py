@@ -221,23 +221,6 @@ async def test_intake_beyond_the_commit_backlog_is_429_with_retry_after(store: S
     assert counter(sink_metrics, "tracescore_requests_refused", reason="store_backlog") == 1
 
 
-async def test_scores_api() -> None:
-    trace_id = "5dbdf98695bd5785f3d3e61006ad2dba"
-    row = {"trace_id": trace_id, "span_id": "594f8d102c7c4a19", "scorer_id": "tone", "score": 0.5}
-    scores = StaticScores(rows={trace_id: [row]})
-    async with running_http(scores=scores) as running:
-        url = f"{running.url}/api/scores"
-        found = await http_request("GET", url, params={"trace_id": trace_id.upper()})
-        unknown = await http_request("GET", url, params={"trace_id": "ab" * 16})
-        bad_params: list[dict[str, str]] = [{}, {"trace_id": "abc"}, {"trace_id": "zz" * 16}]
-        bad = [await http_request("GET", url, params=params) for params in bad_params]
-    assert (found.status, found.json()) == (200, [row])
-    assert (unknown.status, unknown.json()) == (200, [])
-    assert [r.status for r in bad] == [400, 400, 400]
-    assert all("trace_id" in r.json()["error"] for r in bad)
-    assert scores.asked == [trace_id, "ab" * 16]
-
-
 async def test_healthz_is_liveness_and_readyz_is_readiness() -> None:
     degraded = {"status": "degraded", "store": {"status": "failing", "error": "cannot reach ClickHouse"}}
     async with running_http(health=StaticHealth(is_ready=False, body=degraded)) as running:
@@ -248,16 +231,6 @@ async def test_healthz_is_liveness_and_readyz_is_readiness() -> None:
     async with running_http(health=StaticHealth()) as running:
         ready = await http_request("GET", f"{running.url}/readyz")
     assert ready.status == 200
-
-
-async def test_decisions_api() -> None:
-    trace_id = "5dbdf98695bd5785f3d3e61006ad2dba"
-    row = {"trace_id": trace_id, "span_id": "594f8d102c7c4a19", "scorer_id": "tone"}
-    async with running_http(scores=StaticScores(rows={trace_id: [row]})) as running:
-        found = await http_request("GET", f"{running.url}/api/decisions", params={"trace_id": trace_id})
-        bad = await http_request("GET", f"{running.url}/api/decisions", params={"trace_id": "x"})
-    assert (found.status, found.json()) == (200, [{**row, "decision": "scored"}])
-    assert bad.status == 400
 
 
 async def test_metrics_endpoint_shows_counts() -> None:
