@@ -30,6 +30,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--kafka-logs-topic", help="topic of OTLP logs export requests (the collector writes otlp_logs)"
     )
     parser.add_argument("--kafka-group", help="consumer group (default tracescore)")
+    parser.add_argument(
+        "--no-kafka",
+        action="store_true",
+        help="turn the Kafka section off, whatever the config file and TRACESCORE_KAFKA_* say",
+    )
     parser.add_argument("--idle", type=float, help="seconds a trace must be quiet before scoring (default 2)")
     parser.add_argument(
         "--max-wait", type=float, help="seconds after which a trace is scored anyway (default 300)"
@@ -63,6 +68,15 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
         "replica.id": args.replica_id,
         "memory_limit": args.memory_limit,
     }
+    if args.no_kafka:
+        given = [
+            "--" + key.replace(".", "-").replace("_", "-")
+            for key, value in overrides.items()
+            if key.startswith("kafka.") and value is not None
+        ]
+        if given:
+            raise ValueError(f"--no-kafka turns Kafka off; drop the Kafka flags ({', '.join(given)})")
+        overrides["kafka"] = {}  # after the file and the environment: the whole section, reset
     return load_config(args.config, overrides=overrides)
 
 
