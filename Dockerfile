@@ -7,8 +7,9 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/tracescore
 WORKDIR /src
-# What pyproject.toml builds: its readme and the three packages (with their SQL, prompts and data).
-COPY pyproject.toml README.md ./
+# What pyproject.toml builds: its readme, its license file and the three packages (with their SQL,
+# prompts and data).
+COPY pyproject.toml README.md LICENSE ./
 COPY schemas ./schemas
 COPY scoring ./scoring
 COPY ingest ./ingest

@@ -1,11 +1,17 @@
 # Two commands on a fresh machine: `make run` (install + demo) and `make test` (install + whole suite).
+# `make` alone, or `make help`, lists every target: the text after `## ` on its line.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 TEST_INSTALLED := $(VENV)/.installed-test
 
-.PHONY: run test lint bench clean
+.DEFAULT_GOAL := help
+.PHONY: help run test lint bench clean
+
+help: ## list these targets (the default goal)
+	@echo "make TARGET, where TARGET is one of:"
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  %-7s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,19 +25,19 @@ $(TEST_INSTALLED): pyproject.toml $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-run: $(INSTALLED)
+run: $(INSTALLED) ## create .venv, install tracescore and run `tracescore demo` (no API key needed)
 	$(BIN)/tracescore demo
 
-test: $(TEST_INSTALLED)
+test: $(TEST_INSTALLED) ## install the test needs and run the whole suite (real OTel SDK, chDB, Kafka)
 	$(BIN)/python -m pytest
 
-lint: $(TEST_INSTALLED)
+lint: $(TEST_INSTALLED) ## ruff check, ruff format --check and mypy --strict
 	$(BIN)/ruff check schemas ingest scoring tests bench
 	$(BIN)/ruff format --check schemas ingest scoring tests bench
 	$(BIN)/mypy
 
-bench: $(TEST_INSTALLED)
+bench: $(TEST_INSTALLED) ## benchmarks against same-run baselines, printed as three tables (see README)
 	$(BIN)/python -m bench
 
-clean:
+clean: ## delete .venv, ./tracescore-data and pytest's cache
 	rm -rf $(VENV) tracescore-data .pytest_cache

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import gc
 import signal
+from typing import Any
 
 from schemas.config import ENV_KEYS, ServiceConfig, load_config
 
@@ -36,6 +37,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--kafka-logs-topic", help="topic of OTLP logs export requests (the collector writes otlp_logs)"
     )
     parser.add_argument("--kafka-group", help="consumer group (default tracescore)")
+    parser.add_argument(
+        "--no-kafka",
+        action="store_true",
+        help="turn the Kafka section off, whatever the config file and TRACESCORE_KAFKA_* say",
+    )
     parser.add_argument("--idle", type=float, help="seconds a trace must be quiet before scoring (default 2)")
     parser.add_argument(
         "--max-wait", type=float, help="seconds after which a trace is scored anyway (default 300)"
@@ -72,8 +78,18 @@ FLAG_KEYS = {
 
 def service_config(args: argparse.Namespace) -> ServiceConfig:
     """The service config of ``serve``'s flags over the environment and the config file."""
-    overrides = {key: getattr(args, flag[2:].replace("-", "_")) for flag, key in FLAG_KEYS.items()}
+    overrides: dict[str, Any] = {
+        key: getattr(args, flag[2:].replace("-", "_")) for flag, key in FLAG_KEYS.items()
+    }
     flags = {key: flag for flag, key in FLAG_KEYS.items()}
+    if args.no_kafka:
+        given = [
+            flag for flag, key in FLAG_KEYS.items() if key.startswith("kafka.") and overrides[key] is not None
+        ]
+        if given:
+            raise ValueError(f"--no-kafka turns Kafka off; drop the Kafka flags ({', '.join(given)})")
+        overrides["kafka"] = {}  # after the file and the environment: the whole section, reset
+        flags["kafka"] = "--no-kafka"
     return load_config(args.config, overrides=overrides, flags=flags)
 
 
