@@ -66,9 +66,9 @@ class FailureLog:
                 continue
             if repeats.count:
                 who, _, retrying = key
-                what = "time(s) waiting for the judge" if retrying else "failure(s)"
+                what = "run(s) left waiting for the judge" if retrying else "failure(s) of the same kind"
                 self._logger.warning(
-                    "%s: %d more %s like the above in the last %.0f s; the latest on %s: %s",
+                    "%s: %d more %s in the last %.0f s; the latest on %s: %s",
                     who,
                     repeats.count,
                     what,

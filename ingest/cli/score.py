@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from schemas import AgentRun
 from scoring.scorer import Scorer, ScorerResult
 
@@ -19,6 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument("--run", required=True, help="AgentRun JSON file")
     parser.add_argument("--options", help="scorer options as a JSON object")
+    add_judge_arguments(parser)
     parser.set_defaults(func=cmd_score)
 
 
@@ -37,7 +39,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     options = json.loads(args.options) if args.options else {}
     if not isinstance(options, dict):
         raise ValueError("--options must be a JSON object")
-    scorer = build_scorer(args.scorer_id, options)
+    judge = judge_config(args)
+    scorer = build_scorer(args.scorer_id, options, default_judge=judge.judge_settings() if judge else None)
     run = AgentRun.model_validate_json(Path(args.run).read_bytes())
     result = asyncio.run(_score_once(scorer, run))
     json.dump(result.model_dump(mode="json"), sys.stdout, indent=2, ensure_ascii=False)

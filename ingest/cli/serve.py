@@ -8,6 +8,7 @@ import contextlib
 import gc
 import signal
 
+from ingest.cli.judge_flags import add_judge_arguments, judge_overrides
 from schemas.config import ServiceConfig, load_config
 
 
@@ -42,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--memory-limit",
         help="resident memory bound, e.g. 2GiB (default); over 85%% of it, intake is refused for a while",
     )
+    add_judge_arguments(parser)
     parser.set_defaults(func=cmd_serve)
 
 
@@ -62,6 +64,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
         "assembly.max_wait_seconds": args.max_wait,
         "replica.id": args.replica_id,
         "memory_limit": args.memory_limit,
+        **judge_overrides(args),
     }
     return load_config(args.config, overrides=overrides)
 

@@ -31,9 +31,9 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from schemas.secrets import register_secret
+from scoring.judge.credentials import NO_KEY, api_key_for
 from scoring.judge.data import DATA_PREAMBLE
 from scoring.judge.dry import dry_call, minimal_instance
-from scoring.judge.credentials import NO_KEY, api_key_for
 from scoring.judge.errors import JudgeError, classify, explain, is_timeout
 from scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
 from scoring.judge.litellm_setup import litellm_module
@@ -126,7 +126,10 @@ class Judge:
 
             # None: the client reads OPENAI_API_KEY, and refuses without one (a permanent error).
             async with openai.AsyncOpenAI(
-                api_key=api_key or litellm.api_key, base_url=self.api_base, max_retries=0, timeout=self.timeout_s
+                api_key=api_key or litellm.api_key,
+                base_url=self.api_base,
+                max_retries=0,
+                timeout=self.timeout_s,
             ) as client:
                 return await litellm.amoderation(input=text, model=moderation_model, client=client)
 

@@ -104,11 +104,11 @@ def test_failures_are_logged_once_each_and_repeats_summed_up_per_interval(
         "rule bias (scorer bias-scorer) failed on trace t0 span s0: judge 401",
         "rule bias (scorer bias-scorer) failed on trace t5 span s5: timed out after 1 s",
         "rule toxicity (scorer toxicity-scorer) failed on trace t9 span s9: judge 401",
-        "rule bias (scorer bias-scorer): 4 more failure(s) like the above in the last 61 s; "
+        "rule bias (scorer bias-scorer): 4 more failure(s) of the same kind in the last 61 s; "
         "the latest on trace t4 span s4: judge 401",
-        "rule bias (scorer bias-scorer): 1 more failure(s) like the above in the last 60 s; "
+        "rule bias (scorer bias-scorer): 1 more failure(s) of the same kind in the last 60 s; "
         "the latest on trace t6 span s6: judge 401 again",
         "rule bias (scorer bias-scorer) failed on trace t7 span s7: judge 401",
-        "rule bias (scorer bias-scorer): 1 more failure(s) like the above in the last 0 s; "
+        "rule bias (scorer bias-scorer): 1 more failure(s) of the same kind in the last 0 s; "
         "the latest on trace t8 span s8: judge 401",
     ]
