@@ -114,7 +114,7 @@ def _print_scores(console: Console, rows: Rows) -> int:
         table.add_row(scenario.agent, trace_id[:8], scenario.user, *cells)
     console.print(table)
     for reason, note in notes.items():
-        console.print(f"[red]failed [{note}][/red]: {escape(reason)}", overflow="fold")
+        console.print(f"[red]failed [{note}][/red]: {escape(reason)}", soft_wrap=True)  # whole, to copy
     return failed
 
 
