@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from schemas import AgentRun
-from scoring.scorer import Scorer, ScorerResult
+from scoring.scorer import Scorer, ScorerError, ScorerResult
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,7 +42,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     judge = judge_config(args)
     scorer = build_scorer(args.scorer_id, options, default_judge=judge.judge_settings() if judge else None)
     run = AgentRun.model_validate_json(Path(args.run).read_bytes())
-    result = asyncio.run(_score_once(scorer, run))
+    try:
+        result = asyncio.run(_score_once(scorer, run))
+    except ScorerError as exc:  # no score: the reason says what failed (a judge's says what to set)
+        print(f"tracescore score: failed: {exc}", file=sys.stderr)
+        return 1
     json.dump(result.model_dump(mode="json"), sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0

@@ -288,3 +288,21 @@ async def test_eval_takes_the_judge_from_the_tracescore_judge_variables(
     row = next(line for line in stdout.splitlines() if "toxicity-scorer" in line)
     assert [cell.strip() for cell in row.split("│")[1:-1]][1:] == ["0.0000", "0.0000", "0.0000", "1", "0"]
     assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-env-0002"}
+
+
+def test_score_without_any_judge_key_says_which_variable_to_set(tmp_path: Path) -> None:
+    run = {
+        "input": {"input_messages": [{"role": "user", "content": "Is it raining?"}]},
+        "output": [{"role": "assistant", "content": "Yes, it is."}],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    done = tracescore(
+        *("score", "toxicity", "--run", str(tmp_path / "run.json"), "--judge-model", "openai/gpt-4o-mini"),
+        env={**_without_provider_keys(os.environ), "PYTHONPATH": PROJECT_ROOT},
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith(
+        "tracescore score: failed: scorer 'toxicity-scorer', step 'analyze': judge 'openai/gpt-4o-mini' "
+        "failed: no API key — set TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY ("
+    )
+    assert "Traceback" not in done.stderr
