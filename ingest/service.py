@@ -34,6 +34,7 @@ from ingest.store.ledger import Ledger
 from ingest.store.replicas import ReplicaTable
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
+from ingest.summary import startup_summary
 from ingest.transform.run_builder import RunBuilder
 from schemas.config import ServiceConfig
 from scoring.executor import ScoringExecutor
@@ -145,12 +146,14 @@ class Service:
                 receiver.host,
             )
         log.info(
-            "tracescore serving OTLP/gRPC on %s:%d, OTLP/HTTP on %s:%d, store %s",
-            self.config.receiver.host,
-            self.grpc.port,
-            self.config.receiver.host,
-            self.http.port,
-            self.store.description,
+            "%s",
+            startup_summary(
+                self.config,
+                grpc_port=self.grpc.port,
+                http_port=self.http.port,
+                store=self.store.description,
+                replica=self.membership.replica_id,
+            ),
         )
 
     async def shutdown(self) -> None:

@@ -6,13 +6,10 @@ file (YAML or JSON), then the defaults named below. ``load_config`` is the one p
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import (
     BaseModel,
     ByteSize,
@@ -24,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from schemas.config_source import ConfigError, Sources, explain, read_config_file
 from schemas.drift_config import DriftConfig
 from schemas.export_config import ExportConfig, OtlpExportConfig
 from schemas.rules import RunFilter, ScorerRule
@@ -31,6 +29,7 @@ from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
 
 # Re-exported: every part of the config is importable from here.
 __all__ = [
+    "ConfigError",
     "DriftConfig",
     "ExportConfig",
     "JudgeConfig",
@@ -358,57 +357,32 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
     target[leaf] = value
 
 
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    text = Path(path).read_text(encoding="utf-8")
-    data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValueError(f"config file {path} must hold a mapping at the top level")
-    return data
-
-
 def load_config(
     path: str | os.PathLike[str] | None = None,
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    flags: dict[str, str] | None = None,
 ) -> ServiceConfig:
-    """Build the service config from file, environment and flag overrides (dotted keys)."""
+    """Build the service config from file, environment and flag overrides (dotted keys).
+
+    ``flags`` names the command-line flag of each override (``{"receiver.grpc_port": "--grpc-port"}``),
+    so an invalid value is reported as coming from it.
+    """
     env = os.environ if environ is None else environ
+    sources = Sources()
     path = path or env.get("TRACESCORE_CONFIG") or None
-    data: dict[str, Any] = read_config_file(path) if path else {}
+    if path:
+        sources.file = read_config_file(path)
+    data: dict[str, Any] = sources.file.data if sources.file else {}
     for var, dotted in ENV_KEYS.items():
         if env.get(var):
             _set_dotted(data, dotted, env[var])
+            sources.given[dotted] = f"environment variable {var}"
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(data, dotted, value)
+            sources.given[dotted] = f"flag {(flags or {}).get(dotted, dotted)}"
     try:
         return ServiceConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(explain(exc, data, path)) from None
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names each wrong key (and the rule it belongs to)."""
-
-
-def explain(exc: ValidationError, data: dict[str, Any], path: str | os.PathLike[str] | None = None) -> str:
-    """One line per error: the dotted key (a rule named by its index and its name or scorer), why."""
-    lines = []
-    for error in exc.errors():
-        location = list(error["loc"])
-        where = ""
-        if location[:2] == ["scoring", "rules"] and len(location) > 2 and isinstance(location[2], int):
-            index = location[2]
-            rules = data.get("scoring", {}).get("rules") or []
-            rule = rules[index] if index < len(rules) and isinstance(rules[index], dict) else {}
-            label = rule.get("name") or rule.get("scorer") or rule.get("use")
-            where = f"scoring.rules[{index}]" + (f" ({label})" if label else "")
-            location = location[3:]
-        key = ".".join(str(part) for part in location)
-        where = f"{where}: {key}" if where and key else where or key or "config"
-        message = error["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}: {message}")
-    source = f"invalid configuration (file {path})" if path else "invalid configuration"
-    return source + ":\n  " + "\n  ".join(lines)
+        raise ConfigError(explain(exc, ServiceConfig, data, sources)) from None

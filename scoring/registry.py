@@ -26,11 +26,12 @@ import inspect
 import pkgutil
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from pydantic import ValidationError, validate_call
 
+from schemas.suggest import did_you_mean
 from scoring.judge import Judge
 from scoring.scorer import LabelFn, Scorer, create_scorer
 from scoring.steps import DEFAULT_NEEDS, Need
@@ -49,6 +50,8 @@ class ScorerSpec:
     id: str  # the scorer id written to the store (Mastra's or VoltAgent's own id)
     title: str  # the human-readable name
     description: str
+    # Options that build a working scorer when some are required (``tracescore scorers`` shows them).
+    example: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def create_scorer(
         self,
@@ -218,11 +221,11 @@ def _resolve(name_or_id: str, registry: Mapping[str, ScorerFactory] | None) -> t
         for entry in entries.values():
             if name_or_id in (entry.spec.name, entry.spec.id):
                 return entry.spec.name, entry.factory
-        known = ", ".join(
-            f"{e.spec.name} ({e.spec.id})" if e.spec.id != e.spec.name else e.spec.name
-            for e in entries.values()
+        names = [name for e in entries.values() for name in (e.spec.name, e.spec.id)]
+        raise ValueError(
+            f"unknown scorer {name_or_id!r}{did_you_mean(name_or_id, names)} "
+            f"('tracescore scorers' lists all {len(entries)})"
         )
-        raise ValueError(f"unknown scorer {name_or_id!r}; available: {known}")
     return name_or_id, load_factory(name_or_id)
 
 
@@ -249,7 +252,8 @@ def build_scorer(
         key = _snake(option)
         if key not in accepted:
             choices = ", ".join(accepted) or "none"
-            raise ValueError(f"scorer {short!r} has no option {option!r}; its options: {choices}")
+            guess = did_you_mean(key, accepted)
+            raise ValueError(f"scorer {short!r} has no option {option!r}{guess} (its options: {choices})")
         if key in kwargs:
             raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
         kwargs[key] = value
@@ -267,9 +271,23 @@ def build_scorer(
             kwargs["judge"] = as_judge(kwargs["judge"], default_judge)
         scorer = validate_call(factory)(**kwargs)
     except ValidationError as exc:
-        raise ValueError(f"scorer {short!r}: invalid options: {exc}") from exc
+        raise ValueError(f"scorer {short!r}: invalid options: {option_errors(exc)}") from None
     except ValueError as exc:  # the factory's own check, e.g. a required option missing
         raise ValueError(f"scorer {short!r}: {exc}") from exc
     if not isinstance(scorer, Scorer):
         raise ValueError(f"scorer {short!r}: the factory returned {type(scorer).__name__}, not a Scorer")
     return scorer
+
+
+def option_errors(exc: ValidationError) -> str:
+    """A factory's option errors as ``'x': why (got …)``, without pydantic's function name,
+    URLs and input types."""
+    lines = []
+    for error in exc.errors():
+        option = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "missing_argument" or error["type"] == "missing":
+            lines.append(f"{option!r} is required")
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{option!r}: {message} (got {error['input']!r})")
+    return "; ".join(lines)

@@ -72,7 +72,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         )
     if args.rate is not None and args.rate <= 0:
         raise ValueError("--rate must be a positive number of scorer runs per second")
-    config = load_config(args.config, overrides={"store": args.store})
+    config = load_config(args.config, overrides={"store": args.store}, flags={"store": "--store"})
     console = Console(stderr=True)
     with Progress(
         TextColumn("backfill"),

@@ -52,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def cmd_drift(args: argparse.Namespace) -> int:
     overrides = {"store": args.store, "drift.window": args.window, "drift.baseline": args.baseline}
-    config = load_config(args.config, overrides=overrides)
+    flags = {"store": "--store", "drift.window": "--window", "drift.baseline": "--baseline"}
+    config = load_config(args.config, overrides=overrides, flags=flags)
     until = parse_time(args.until, datetime.now(UTC))
     limits = thresholds(build_rules(config.scoring.rules, judge=config.scoring.judge))
     report = asyncio.run(_run(config, limits, until, not args.no_record, args.notify))

@@ -10,9 +10,15 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from schemas.config import JudgeConfig
+
+# Each judge flag and the config key it sets (``serve`` loads them with the rest of its config).
+JUDGE_FLAG_KEYS = {
+    "--judge-model": "scoring.judge.model",
+    "--judge-api-base": "scoring.judge.api_base",
+    "--judge-api-key": "scoring.judge.api_key",
+}
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser, *, model_flag: str = "--judge-model") -> None:
@@ -36,15 +42,6 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, model_flag: str = "-
         "$TRACESCORE_JUDGE_API_KEY_FILE, else the provider's variable such as OPENAI_API_KEY); "
         "a flag shows in the process list, a variable does not",
     )
-
-
-def judge_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags as ``load_config`` overrides (unset flags override nothing)."""
-    return {
-        "scoring.judge.model": args.judge_model,
-        "scoring.judge.api_base": args.judge_api_base,
-        "scoring.judge.api_key": args.judge_api_key,
-    }
 
 
 def judge_config(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> JudgeConfig | None:

@@ -8,12 +8,18 @@ import contextlib
 import gc
 import signal
 
-from ingest.cli.judge_flags import add_judge_arguments, judge_overrides
-from schemas.config import ServiceConfig, load_config
+from ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
+from schemas.config import ENV_KEYS, ServiceConfig, load_config
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("serve", help="run the service (OTLP gRPC/HTTP, optional Kafka)")
+    parser = sub.add_parser(
+        "serve",
+        help="run the service (OTLP gRPC/HTTP, optional Kafka)",
+        description="Run the service: receive spans, score agent runs, write scores to the store.",
+        epilog=environment_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--config", help="YAML or JSON config file")
     parser.add_argument(
         "--store", help="chDB data directory (default ./tracescore-data) or http(s)://clickhouse DSN"
@@ -47,26 +53,45 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.set_defaults(func=cmd_serve)
 
 
+# Each flag of ``serve`` and the dotted config key it sets (over the environment and the file).
+FLAG_KEYS = {
+    "--store": "store",
+    "--host": "receiver.host",
+    "--grpc-port": "receiver.grpc_port",
+    "--http-port": "receiver.http_port",
+    "--tls-cert": "receiver.tls_cert",
+    "--tls-key": "receiver.tls_key",
+    "--kafka-bootstrap": "kafka.bootstrap",
+    "--kafka-topic": "kafka.topic",
+    "--kafka-logs-topic": "kafka.logs_topic",
+    "--kafka-group": "kafka.group",
+    "--idle": "assembly.idle_seconds",
+    "--max-wait": "assembly.max_wait_seconds",
+    "--replica-id": "replica.id",
+    "--memory-limit": "memory_limit",
+    **JUDGE_FLAG_KEYS,
+}
+
+
 def service_config(args: argparse.Namespace) -> ServiceConfig:
     """The service config of ``serve``'s flags over the environment and the config file."""
-    overrides = {
-        "store": args.store,
-        "receiver.host": args.host,
-        "receiver.grpc_port": args.grpc_port,
-        "receiver.http_port": args.http_port,
-        "receiver.tls_cert": args.tls_cert,
-        "receiver.tls_key": args.tls_key,
-        "kafka.bootstrap": args.kafka_bootstrap,
-        "kafka.topic": args.kafka_topic,
-        "kafka.logs_topic": args.kafka_logs_topic,
-        "kafka.group": args.kafka_group,
-        "assembly.idle_seconds": args.idle,
-        "assembly.max_wait_seconds": args.max_wait,
-        "replica.id": args.replica_id,
-        "memory_limit": args.memory_limit,
-        **judge_overrides(args),
-    }
-    return load_config(args.config, overrides=overrides)
+    overrides = {key: getattr(args, flag[2:].replace("-", "_")) for flag, key in FLAG_KEYS.items()}
+    flags = {key: flag for flag, key in FLAG_KEYS.items()}
+    return load_config(args.config, overrides=overrides, flags=flags)
+
+
+def environment_help() -> str:
+    """``serve --help``'s epilog: where settings come from, and every environment variable's config key."""
+    width = max(len(var) for var in ENV_KEYS)
+    lines = [
+        "Settings come from, highest first: flags, TRACESCORE_* environment variables, the config file",
+        "(--config or TRACESCORE_CONFIG; YAML or JSON, keys as in deploy/tracescore.example.yaml and the",
+        "README's Configuration section), then the defaults.",
+        "",
+        "environment variables (config key):",
+        *(f"  {var:<{width}}  {key}" for var, key in ENV_KEYS.items()),
+    ]
+    return "\n".join(lines)
 
 
 async def serve(config: ServiceConfig) -> None:
@@ -81,13 +106,6 @@ async def serve(config: ServiceConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    tls = " (TLS)" if config.receiver.tls else ""
-    print(
-        f"tracescore: OTLP/gRPC {config.receiver.host}:{service.grpc.port}{tls}, "
-        f"OTLP/HTTP {config.receiver.host}:{service.http.port}{tls}, store {service.store.description}, "
-        f"replica {service.membership.replica_id}",
-        flush=True,
-    )
     try:
         await stop.wait()
     finally:

@@ -6,6 +6,7 @@ own protocol, which sees only the connections let through."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import resource
 import ssl
@@ -134,3 +135,23 @@ class GatedSite(web.BaseSite):
             backlog=LISTEN_BACKLOG,
             ssl=self._ssl_context,
         )
+
+
+# The flag and environment variable that choose each receiver's port, for the "port in use" message.
+_PORT_SETTINGS = {
+    "OTLP/gRPC": ("--grpc-port", "TRACESCORE_GRPC_PORT", "receiver.grpc_port"),
+    "OTLP/HTTP": ("--http-port", "TRACESCORE_HTTP_PORT", "receiver.http_port"),
+}
+
+
+def cannot_listen(receiver: str, host: str, port: int, exc: BaseException | None) -> str:
+    """Why a receiver could not bind, naming the receiver and how to choose another port."""
+    flag, variable, key = _PORT_SETTINGS[receiver]
+    text = str(exc or "")
+    busy = isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE
+    busy = busy or "in use" in text.lower() or exc is None or "Failed to bind" in text
+    reason = "the port is in use (another tracescore or an OpenTelemetry Collector?)" if busy else text
+    return (
+        f"{receiver} receiver cannot listen on {host}:{port}: {reason}; "
+        f"choose another port with {flag}, {variable} or {key}"
+    )

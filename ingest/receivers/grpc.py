@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
 from ingest.metrics import Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
+from ingest.receivers.connections import cannot_listen
 from ingest.receivers.disclosure import INTERNAL_ERROR
 from ingest.receivers.export import (
     OUTCOME_UNAUTHENTICATED,
@@ -99,9 +100,9 @@ class GrpcReceiver:
             else:
                 port = server.add_secure_port(address, grpc_server_credentials(tls))
         except RuntimeError as exc:  # grpcio raises RuntimeError when the address cannot be bound
-            raise OSError(f"OTLP/gRPC receiver cannot listen on {address}: {exc}") from exc
+            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, exc)) from exc
         if not port:
-            raise OSError(f"OTLP/gRPC receiver cannot listen on {address}")
+            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, None))
         await server.start()
         self._server, self._port = server, port
 

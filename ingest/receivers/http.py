@@ -35,7 +35,7 @@ from ingest.decode import (
 )
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
-from ingest.receivers.connections import ConnectionGate, GatedSite, default_cap
+from ingest.receivers.connections import ConnectionGate, GatedSite, cannot_listen, default_cap
 from ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
 from ingest.receivers.export import (
     OUTCOME_INVALID,
@@ -158,7 +158,12 @@ class HttpReceiver:
         gate = ConnectionGate(cap, self._metrics.connections_refused.inc)
         try:
             ssl_context = server_ssl_context(self._config)  # HTTPS with receiver.tls_cert / tls_key
-            await GatedSite(runner, self._config.host, self._config.http_port, gate, ssl_context).start()
+            site = GatedSite(runner, self._config.host, self._config.http_port, gate, ssl_context)
+            try:
+                await site.start()
+            except OSError as exc:
+                config = self._config
+                raise OSError(cannot_listen("OTLP/HTTP", config.host, config.http_port, exc)) from exc
         except BaseException:
             await runner.cleanup()
             raise

@@ -227,21 +227,24 @@ def _in_turn_tool_step(message: Message) -> bool:
     )
 
 
-def _new_turn(messages: list[Message]) -> tuple[int, int]:
-    """Bounds of the new user turn in a prompt: the trailing block of user messages.
+def split_turn(messages: list[Message]) -> tuple[list[Message], list[Message], list[Message]]:
+    """(history, new turn, continued answer) of a prompt without system messages.
 
-    A prompt that ends in the turn's own tool exchange (the model's tool calls and their results
-    after the user's message, when a model call continues a turn) has its new turn just before
-    that exchange; the exchange is neither new input nor earlier history. A prompt ending in
-    anything else (an assistant's answer) has no new turn: everything is history.
+    The new turn is the last block of user messages: the input being answered. What follows it is
+    the turn's own progress: the model's tool calls and their results (when a model call continues
+    a turn; neither new input nor earlier history, so left out) and assistant text that the model
+    is asked to continue (a prefill, or an answer cut short), which is returned apart: it is part of
+    the prompt, never the run's output. A prompt without a user message has no new turn: everything
+    is history.
     """
-    end = len(messages)
-    while end > 0 and _in_turn_tool_step(messages[end - 1]):
-        end -= 1
-    start = end
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if last_user is None:
+        return list(messages), [], []
+    start = last_user
     while start > 0 and messages[start - 1].role == "user":
         start -= 1
-    return (start, end) if start < end else (len(messages), len(messages))
+    after = messages[last_user + 1 :]
+    return messages[:start], messages[start : last_user + 1], [m for m in after if not _in_turn_tool_step(m)]
 
 
 def run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
@@ -265,22 +268,26 @@ def run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
     add_system([m for m in agent_input if m.role == "system"])
 
     # The agent span holds only the new turn (util-genai); if a caller put history there too,
-    # keep just its trailing user block so history never leaks into the new input.
-    agent_turn = [m for m in agent_input if m.role != "system"]
-    start, end = _new_turn(agent_turn)
-    agent_turn = agent_turn[start:end] or agent_turn
+    # keep just its last user block so history never leaks into the new input. A turn without a
+    # user message (tool results a client sends back to continue) is taken whole.
+    agent_messages = [m for m in agent_input if m.role != "system"]
+    _, agent_turn, agent_answer = split_turn(agent_messages)
+    if not agent_turn:
+        agent_turn, agent_answer = agent_messages, []
     if agent and agent.remembered_messages is not None:
         # The convention says where the history ends.
         add_system([m for m in agent.remembered_messages if m.role == "system"])
         return RunInput(
             input_messages=agent_turn,
-            remembered_messages=[m for m in agent.remembered_messages if m.role != "system"],
+            remembered_messages=[
+                *(m for m in agent.remembered_messages if m.role != "system"),
+                *agent_answer,
+            ],
             system_messages=system,
         )
-    history = [m for m in prompt if m.role != "system"]
-    start, end = _new_turn(history)
+    history, turn, answer = split_turn([m for m in prompt if m.role != "system"])
     return RunInput(
-        input_messages=agent_turn or history[start:end],
-        remembered_messages=history[:start],
+        input_messages=agent_turn or turn,
+        remembered_messages=[*history, *(answer or agent_answer)],
         system_messages=system,
     )

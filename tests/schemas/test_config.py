@@ -66,7 +66,7 @@ def test_flag_beats_environment_beats_file(tmp_path: Path) -> None:
         ("kafka: {bootstrap: 'h:9092'}\n", "both bootstrap and topic"),
         ("assembly: {idle_seconds: 10, max_wait_seconds: 5}\n", "must not exceed"),
         ("scoring: {rules: [{scorer: x, sample_rate: 1.5}]}\n", "less than or equal to 1"),
-        ("recievers: {}\n", "Extra inputs are not permitted"),
+        ("recievers: {}\n", "bad.yaml:1: recievers: unknown key; did you mean 'receiver'\\?"),
     ],
 )
 def test_invalid_config_is_rejected_with_the_reason(tmp_path: Path, data: str, message: str) -> None:

@@ -516,13 +516,13 @@ async def test_metrics_count_decisions_and_scores() -> None:
 def test_a_bad_rule_fails_at_construction() -> None:
     metrics, sink = ScoringMetrics(), RecordingSink()
     with pytest.raises(
-        ValueError, match=r"scoring\.rules\[1\] \(nope\): unknown scorer 'nope'; available: .*textual"
+        ValueError, match=r"scoring\.rules\[1\] \(nope\): unknown scorer 'nope' \('tracescore scorers' lists all \d+\)"
     ):
         ScoringExecutor(
             config(ScorerRule(scorer="textual-difference"), ScorerRule(scorer="nope")), sink, metrics
         )
     with pytest.raises(
-        ValueError, match="no option 'ignoreCas'; its options: ignore_case, ignore_whitespace"
+        ValueError, match="no option 'ignoreCas'; did you mean 'ignore_case'\\? \\(its options: ignore_case, ignore_whitespace"
     ):
         ScoringExecutor(
             config(ScorerRule(scorer="content-similarity", options={"ignoreCas": 1})), sink, metrics

@@ -198,10 +198,10 @@ def test_a_config_error_names_the_file_the_rule_and_the_field(tmp_path: Path) ->
     with pytest.raises(ConfigError) as caught:
         load_config(file, environ={})
     message = str(caught.value)
-    assert f"(file {file})" in message
+    assert message.startswith("invalid configuration (1 error):\n")
     assert (
-        "scoring.rules[1] (toxicity-gold): filter.attributes.user.tier: regex '[gold' does not compile"
-        in message
+        f"{file}:6: scoring.rules[1] (toxicity-gold): filter.attributes.user.tier: regex '[gold' does not "
+        "compile" in message
     )
 
 

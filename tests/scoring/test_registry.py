@@ -85,10 +85,15 @@ async def test_a_teams_scorer_scores_through_the_same_validated_path() -> None:
         (
             CUSTOM,
             {"target_words": 4, "colour": "red"},
-            "has no option 'colour'; its options: target_words, version",
+            "has no option 'colour' (its options: target_words, version)",
         ),
-        (CUSTOM, {"target_words": "many"}, "invalid options"),
-        (CUSTOM, {}, "invalid options"),  # target_words is required
+        (
+            CUSTOM,
+            {"target_words": "many"},
+            "invalid options: 'target_words': Input should be a valid integer, unable to parse string as an "
+            "integer (got 'many')",
+        ),
+        (CUSTOM, {}, "invalid options: 'target_words' is required"),
         (CUSTOM, {"target_words": 0}, "target_words must be positive"),  # the factory's own check
         ("tests.scoring.custom_scorers:no_such_factory", {}, "has no 'no_such_factory'"),
         ("tests.scoring.no_such_module:create", {}, "cannot import 'tests.scoring.no_such_module'"),

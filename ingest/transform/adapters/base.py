@@ -63,9 +63,10 @@ class AgentInfo:
     """What an agent span says about its run; the messages are often absent.
 
     ``input_messages`` is the new turn (or the whole conversation when the convention does not
-    split it; the transform then keeps only the trailing user turn). ``remembered_messages`` is the
-    history when the convention says where it ends (pydantic-ai's ``new_message_index``); None
-    means unknown, and the history is taken from the first model call's prompt.
+    split it; the transform then keeps only the last user block, see ``runs.split_turn``).
+    ``remembered_messages`` is the history when the convention says where it ends (pydantic-ai's
+    ``new_message_index``); None means unknown, and the history is taken from the first model
+    call's prompt.
     """
 
     name: str | None = None

@@ -18,6 +18,7 @@ by ``ingest.transform.correlate``, their body under ``log.body``):
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ _BODY_KEYS = (
     "index",
 )
 _ROLE_PREFIX = re.compile(r"(system|user|assistant|tool|developer): ?", re.IGNORECASE)
+# Semantic Kernel .NET 1.64-1.65 (ModelDiagnostics.ToGenAIConventionsFormat): the author name unquoted.
+_BARE_NAME = re.compile(r', "name": (?![\s"\[{]|null[,}]|true[,}]|false[,}]|-?\d)([^"{}\[\]\n]+?)\}')
 # Early Semantic Kernel .NET releases: [{"role:" user, "content:" text}, \n{"role:" ...}] (not JSON).
 _SK_ITEM = re.compile(r'\{"role:" (\w+), "content:" (.*?)\}(?=, \n\{"role:" |\]\s*$)', re.DOTALL)
 
@@ -89,9 +92,17 @@ def event_body(event: SpanEvent) -> dict[str, Any]:
     else:
         return {key: attributes[key] for key in _BODY_KEYS if key in attributes}
     body = parse_json_value(raw)
+    if isinstance(body, str):
+        body = parse_json_value(_quote_bare_names(body))
     if isinstance(body, Mapping):
         return dict(body)
     return {} if body is None else {"content": body}
+
+
+def _quote_bare_names(text: str) -> str:
+    """Semantic Kernel .NET 1.64-1.65 appended a message's author name unquoted (``, "name": Bot}``),
+    which is not JSON; quoting it gives the message back. Other text is returned as it is."""
+    return _BARE_NAME.sub(lambda match: f', "name": {json.dumps(match.group(1))}}}', text)
 
 
 def _details_attributes(event: SpanEvent) -> dict[str, Any]:
@@ -135,7 +146,7 @@ def read_events(span: Span) -> EventContent:
     if not inputs and message_events:
         inputs = [
             convert_message({**body, "role": role}, f"{sid}-in-{i}", "user")
-            for i, (role, body) in enumerate(message_events)
+            for i, (role, body) in enumerate(_with_call_ids(message_events))
         ]
     if not inputs and prompt is not None:
         inputs = prompt_messages(prompt, sid)
@@ -147,6 +158,29 @@ def read_events(span: Span) -> EventContent:
         outputs = completion_messages(completion, sid)
     system = convert_system_instructions(details.get(SYSTEM_INSTRUCTIONS), sid)
     return EventContent(inputs, outputs, system, details)
+
+
+def _with_call_ids(message_events: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Message event bodies, each tool message that names no call given the id of the call it answers.
+
+    Semantic Kernel .NET (up to 1.66) writes a tool message as ``{role, name, content, tool_calls}``
+    without ``tool_call_id``; it adds one tool message per call of the assistant message before, in
+    the calls' order, so the n-th such message answers the n-th call.
+    """
+    pending: list[str] = []
+    out: list[tuple[str, dict[str, Any]]] = []
+    for role, body in message_events:
+        if role == "assistant":
+            calls = parse_json_value(body.get("tool_calls"))
+            pending = [
+                call_id
+                for call in (calls if isinstance(calls, list) else [])
+                if isinstance(call, Mapping) and (call_id := as_str(call.get("id")))
+            ]
+        elif role == "tool" and "tool_call_id" not in body and "id" not in body and pending:
+            body = {**body, "tool_call_id": pending.pop(0)}
+        out.append((role, body))
+    return out
 
 
 def choice_message(body: Mapping[str, Any], msg_id: str) -> Message:

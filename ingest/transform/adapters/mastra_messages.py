@@ -226,16 +226,27 @@ def split_new_turn(messages: list[Message]) -> tuple[list[Message], list[Message
     """(earlier turns, new turn) of a conversation whose parts nothing marks (Mastra's agent input).
 
     The new turn is the trailing block of user messages; when the conversation ends on tool results
-    (a continuation after client-side tools), those trailing results are the new input.
+    (a continuation after client-side tools), those trailing results are the new input. Assistant
+    text after the user's block (a prefill, or an answer to continue) stays with the turn: the
+    transform keeps it as part of the prompt, apart from the input.
     """
     turns = [m for m in messages if m.role != "system"]
-    cut = len(turns)
+    end = len(turns)
+    while end > 0 and turns[end - 1].role == "assistant" and not _has_tool_call(turns[end - 1]):
+        end -= 1
+    cut = end
     while cut > 0 and turns[cut - 1].role == "user":
         cut -= 1
-    if cut == len(turns):
-        while cut > 0 and turns[cut - 1].role == "tool":
-            cut -= 1
+    if cut < end:
+        return turns[:cut], turns[cut:]
+    cut = len(turns)
+    while cut > 0 and turns[cut - 1].role == "tool":
+        cut -= 1
     return turns[:cut], turns[cut:]
+
+
+def _has_tool_call(message: Message) -> bool:
+    return any(p.type == "tool_call" for p in message.parts)
 
 
 def system_messages(value: Any, span_id: str) -> list[Message]:

@@ -54,6 +54,7 @@ INCLUDES = ScorerSpec(
     id="check-includes",
     title="Includes Check",
     description="Checks if the output includes a text",
+    example={"expected": "Paris"},
 )
 
 
@@ -78,6 +79,7 @@ EXCLUDES = ScorerSpec(
     id="check-excludes",
     title="Excludes Check",
     description="Checks that the output does not include a text",
+    example={"unwanted": "As an AI"},
 )
 
 
@@ -107,6 +109,7 @@ EQUALS = ScorerSpec(
     id="check-equals",
     title="Equals Check",
     description="Checks if the output equals a text",
+    example={"expected": "Paris"},
 )
 
 
@@ -131,6 +134,7 @@ MATCHES = ScorerSpec(
     id="check-matches",
     title="Matches Check",
     description="Checks if the output matches a regular expression",
+    example={"pattern": "^\\d+$"},
 )
 
 
@@ -166,6 +170,7 @@ SIMILARITY = ScorerSpec(
     id="check-similarity",
     title="Similarity Check",
     description="Checks string similarity of the output to a text",
+    example={"expected": "The capital of France is Paris.", "threshold": 0.7},
 )
 
 

@@ -49,6 +49,7 @@ CALLED_TOOL = ScorerSpec(
     id="check-called-tool",
     title="Called Tool Check",
     description="Checks that a tool was called",
+    example={"tool_name": "get_weather"},
 )
 
 
@@ -84,6 +85,7 @@ DID_NOT_CALL = ScorerSpec(
     id="check-did-not-call",
     title="Did Not Call Check",
     description="Checks that a tool was NOT called",
+    example={"tool_name": "delete_account"},
 )
 
 
@@ -108,6 +110,7 @@ TOOL_ORDER = ScorerSpec(
     id="check-tool-order",
     title="Tool Order Check",
     description="Checks the order of the tool calls",
+    example={"expected_order": ["search", "summarize"]},
 )
 
 
@@ -139,6 +142,7 @@ MAX_TOOL_CALLS = ScorerSpec(
     id="check-max-tool-calls",
     title="Max Tool Calls Check",
     description="Checks that no more than a number of tool calls were made",
+    example={"max": 5},
 )
 
 

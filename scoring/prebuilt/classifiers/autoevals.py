@@ -191,6 +191,7 @@ TRANSLATION = ScorerSpec(
     id="translation",
     title="translation",
     description="Checks the output translation against the expected translation",
+    example={"language": "French"},
 )
 
 

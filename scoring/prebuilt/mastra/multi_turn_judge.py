@@ -97,6 +97,7 @@ MULTI_TURN_JUDGE = ScorerSpec(
     id="multi-turn-judge-scorer",
     title="Multi-turn Judge (LLM)",
     description="Grades every assistant turn of a conversation against a plain-English criterion",
+    example={"criterion": "The assistant stays polite throughout the conversation"},
 )
 
 

@@ -133,6 +133,10 @@ NOISE_SENSITIVITY = ScorerSpec(
     description=(
         "Evaluates how robust an agent is when exposed to irrelevant, distracting, or misleading information"
     ),
+    example={
+        "baseline_response": "Paris is the capital of France.",
+        "noisy_query": "What is the capital of France, the country of cheese?",
+    },
 )
 
 

@@ -42,6 +42,7 @@ TOOL_CALL_ACCURACY_CODE = ScorerSpec(
     id="code-tool-call-accuracy-scorer",
     title="Tool Call Accuracy Scorer",
     description="Evaluates whether the LLM selected the correct tool, or called tools in the correct order",
+    example={"expected_tool": "get_weather"},
 )
 
 

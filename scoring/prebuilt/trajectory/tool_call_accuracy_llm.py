@@ -100,6 +100,7 @@ TOOL_CALL_ACCURACY_LLM = ScorerSpec(
     description=(
         "Evaluates whether an agent selected appropriate tools for the given task using LLM analysis"
     ),
+    example={"available_tools": [{"name": "get_weather", "description": "Current weather of a city"}]},
 )
 
 

@@ -79,6 +79,7 @@ VOLTAGENT_TOOL_CALL_ACCURACY = ScorerSpec(
     id="toolCallAccuracyCode",
     title="Tool Call Accuracy (Code)",
     description="Whether the agent called the expected tool, or the expected tools in order",
+    example={"expected_tool": "get_weather"},
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import re
 from typing import Any
 
 import aiohttp
@@ -377,12 +378,29 @@ async def test_busy_port_is_an_error() -> None:
     async with running_http() as http_running, running_grpc() as grpc_running:
         config = receiver_config().model_copy(update={"http_port": http_running.port})
         http_clash = HttpReceiver(config, next=Recorder(), metrics=Metrics(), scores=StaticScores())
-        with pytest.raises(OSError):
+        in_use = (
+            "receiver cannot listen on 127.0.0.1:{port}: the port is in use (another tracescore or an "
+            "OpenTelemetry Collector?); choose another port with {flag}, {variable} or {key}"
+        )
+        message = in_use.format(
+            port=http_running.port,
+            flag="--http-port",
+            variable="TRACESCORE_HTTP_PORT",
+            key="receiver.http_port",
+        )
+        with pytest.raises(OSError) as http_error:
             await http_clash.start()
+        assert str(http_error.value) == "OTLP/HTTP " + message
         await http_clash.shutdown()
 
         config = receiver_config().model_copy(update={"grpc_port": grpc_running.port})
         grpc_clash = GrpcReceiver(config, next=Recorder(), metrics=Metrics())
-        with pytest.raises(OSError, match="cannot listen"):
+        message = in_use.format(
+            port=grpc_running.port,
+            flag="--grpc-port",
+            variable="TRACESCORE_GRPC_PORT",
+            key="receiver.grpc_port",
+        )
+        with pytest.raises(OSError, match=re.escape("OTLP/gRPC " + message)):
             await grpc_clash.start()
         await grpc_clash.shutdown()

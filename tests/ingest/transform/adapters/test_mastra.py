@@ -120,10 +120,11 @@ def test_otel_exporter_0x_fixture() -> None:
 
     run = only_run(build_runs(spans))
     assert (run.span_id, run.agent_name, run.model) == ("c220b21d3a1505a3", "support-agent", "gpt-4")
-    # gen_ai.prompt = {"messages": [user Hello, assistant Hi there!]}: it ends on the assistant, so
-    # no new user turn is recorded; both are history.
-    assert run.input.input_messages == []
-    assert texts(run.input.remembered_messages) == [("user", "Hello"), ("assistant", "Hi there!")]
+    # gen_ai.prompt = {"messages": [user Hello, assistant Hi there!]}: it ends on the assistant (an
+    # answer the model continues), so the user's Hello is the input and the assistant text is kept
+    # as part of the prompt, in the remembered messages; it is not the output.
+    assert texts(run.input.input_messages) == [("user", "Hello")]
+    assert texts(run.input.remembered_messages) == [("assistant", "Hi there!")]
     [answer] = run.output
     assert texts([answer]) == [("assistant", "How can I help?")]  # gen_ai.completion {content, role}
     # tool.execute has no call id in 0.x: it joins the step before it.
