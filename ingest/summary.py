@@ -57,7 +57,8 @@ def _judge(config: ServiceConfig) -> str:
         return "none configured (LLM rules must name their own: options.judge)"
     where = f" at {judge.api_base}" if judge.api_base else ""
     key = ", key set" if (judge.api_key or judge.api_key_file) else ""
-    return f"{judge.model}{where}{key}"
+    model = judge.model or "no model (LLM rules name their own judge, which takes this key)"
+    return f"{model}{where}{key}"
 
 
 def _rules(config: ServiceConfig) -> str:

@@ -27,12 +27,18 @@ class _Config(BaseModel):
 
 
 class JudgeConfig(_Config):
-    """The judge of the LLM scorer rules that name none: any model litellm serves."""
+    """The judge of the LLM scorer rules that name none: any model litellm serves.
 
-    model: str = Field(min_length=1)  # e.g. "openai/gpt-4o-mini"; the provider's key from its usual env var
+    Its key also goes to the judges rules name themselves without a key, on the same endpoint (the
+    same ``api_base``, or the same provider); with only a key (no ``model``), that is all it does.
+    """
+
+    # e.g. "openai/gpt-4o-mini"; none: every LLM rule names its own judge.
+    model: str | None = Field(default=None, min_length=1)
+    # An OpenAI-compatible endpoint, e.g. a local server; it needs no key (a placeholder is sent).
     api_base: str | None = None
-    # The key (TRACESCORE_JUDGE_API_KEY), or a file holding it (a mounted secret); neither: the
-    # provider's own variable (OPENAI_API_KEY, ...). Never logged, stored or shown in a repr.
+    # The key (TRACESCORE_JUDGE_API_KEY, --judge-api-key), or a file holding it (a mounted secret);
+    # neither: the provider's own variable (OPENAI_API_KEY, ...). Never logged, stored or shown in a repr.
     api_key: SecretStr | None = None
     api_key_file: str | None = None
     timeout_s: float = Field(default=30.0, gt=0)

@@ -257,6 +257,7 @@ class ScoringExecutor:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._failures.flush(final=True)
             await self._guards.sync(now=True)
             try:
                 await self._flush()
@@ -301,29 +302,38 @@ class ScoringExecutor:
                 record = self._record(job, result, (time.perf_counter() - started) * 1000.0)
             except TimeoutError:
                 self._count_usage(job.rule, usage, "failed")
-                return None, self._decision(job.run, job.rule, "failed", f"timed out after {timeout:g} s")
+                detail = f"timed out after {timeout:g} s"
+                self._log_failure(job, "timeout", detail)
+                return None, self._decision(job.run, job.rule, "failed", detail)
             except Exception as exc:  # a failing scorer is a decision row, never a score
                 if (over := _cause(exc, BudgetExceeded)) is not None:
                     self._count_usage(job.rule, usage, "budget_exceeded")
                     return None, self._decision(job.run, job.rule, "budget_exceeded", str(over))
                 detail = str(exc) if isinstance(exc, ScorerError) else f"{type(exc).__name__}: {exc}"
+                judge_error = _cause(exc, JudgeError)
+                kind = judge_error.kind if judge_error is not None else _failure_kind(exc)
+                tried = ""
                 self._count_usage(job.rule, usage, "failed")
                 if is_retriable(exc):
                     first = job.first_failed if job.first_failed is not None else time.monotonic()
                     if self._retries.may_wait(first):
-                        self._failures.failed(job.rule.scorer_id, job.run.run_id, detail, retrying=True)
-                        judge_error = _cause(exc, JudgeError)
+                        self._log_failure(job, kind, _reason(exc), retrying=True)
                         raise _RetryLater(
                             replace(job, attempts=job.attempts + 1, first_failed=first),
                             judge_error.retry_after_s if judge_error is not None else None,
                         ) from exc
                     if job.attempts:
-                        detail += f" (tried {job.attempts + 1} times over {time.monotonic() - first:.0f} s)"
-                self._failures.failed(job.rule.scorer_id, job.run.run_id, detail)
+                        tried = f" (tried {job.attempts + 1} times over {time.monotonic() - first:.0f} s)"
+                        detail += tried
+                self._log_failure(job, kind, _reason(exc) + tried)
                 return None, self._decision(job.run, job.rule, "failed", detail)
         self._count_usage(job.rule, usage, "scored")
         round = job.round.round if job.round is not None else None
         return record, self._decision(job.run, job.rule, "scored", with_round("", round))
+
+    def _log_failure(self, job: _Job, kind: str, reason: str, *, retrying: bool = False) -> None:
+        where = f"trace {job.run.trace_id} span {job.run.span_id}"
+        self._failures.failed(job.rule.described, kind, where, reason, retrying=retrying)
 
     def _count_usage(self, rule: Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
         count_usage(self._metrics, rule, usage, outcome)
@@ -402,6 +412,7 @@ class ScoringExecutor:
         delay = self._flush_interval
         while True:
             await asyncio.sleep(delay)
+            self._failures.flush()
             await self._guards.sync()
             try:
                 await self._flush()
@@ -410,6 +421,23 @@ class ScoringExecutor:
                 logger.exception("writing scores failed; retrying in %.1f s", delay)
             else:
                 delay = self._flush_interval
+
+
+def _reason(exc: BaseException) -> str:
+    """A failure's reason for the log line, which names the scorer already."""
+    if isinstance(exc, ScorerError):
+        return f"step {exc.step!r}: {exc.reason}" if exc.step else exc.reason
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _failure_kind(exc: BaseException) -> str:
+    """What makes two failures of a scorer the same for the log: the step and the root exception type."""
+    root, seen = exc, {id(exc)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen:
+        root = root.__cause__
+        seen.add(id(root))
+    step = exc.step if isinstance(exc, ScorerError) else None
+    return f"{step or 'run'}: {type(root).__name__}"
 
 
 def _cause(exc: BaseException, kind: type[E]) -> E | None:

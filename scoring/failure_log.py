@@ -1,8 +1,12 @@
-"""Scorer and judge failures in the log: one WARNING each, rate-limited per scorer.
+"""Scorer and judge failures in the log: one WARNING line each, repeats summed up.
 
-Every failure is also a decision row with its reason; the log is for whoever watches the service.
-Under a storm (a judge down, a scorer bug hitting every run) each scorer logs at most
-``per_interval`` lines per ``interval_seconds``, then one line saying how many it held back.
+Every failure is also a decision row with its reason; the log is for whoever watches the service
+(the store may be closed to them: embedded chDB admits one process). A failure is logged in full
+once: the rule and scorer, the trace and span, the reason. The same scorer failing the same way again
+-- the same ``kind``: a judge's 401, its timeouts, one exception type of a heuristic scorer -- within
+``interval_seconds`` is counted instead; while such repeats go on, one line per interval says how many
+there were, with the latest reason. After an interval without repeats, the next failure is logged in
+full again. So a judge that refuses every call costs one line a minute per rule, not one per run.
 """
 
 from __future__ import annotations
@@ -14,16 +18,15 @@ from dataclasses import dataclass
 
 from schemas.secrets import scrub
 
-DEFAULT_PER_INTERVAL = 5
 DEFAULT_INTERVAL_SECONDS = 60.0
 
 
 @dataclass
-class _Window:
-    started: float
-    logged: int = 0
-    held_back: int = 0
-    last_reason: str = ""
+class _Repeats:
+    since: float  # when the line it sums up was logged (or the last summary)
+    count: int = 0
+    where: str = ""
+    reason: str = ""
 
 
 class FailureLog:
@@ -31,34 +34,49 @@ class FailureLog:
         self,
         logger: logging.Logger,
         *,
-        per_interval: int = DEFAULT_PER_INTERVAL,
         interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._logger = logger
-        self._per_interval = per_interval
         self._interval = interval_seconds
         self._clock = clock
-        self._windows: dict[str, _Window] = {}
+        self._repeats: dict[tuple[str, str, bool], _Repeats] = {}
 
-    def failed(self, scorer_id: str, run_id: str, reason: str, *, retrying: bool = False) -> None:
-        reason = scrub(reason)
-        now = self._clock()
-        window = self._windows.get(scorer_id)
-        if window is None or now - window.started >= self._interval:
-            if window is not None and window.held_back:
-                self._logger.warning(
-                    "scorer %s failed %d more time(s) in the last %.0f s (last: %s)",
-                    scorer_id,
-                    window.held_back,
-                    now - window.started,
-                    window.last_reason,
-                )
-            window = self._windows[scorer_id] = _Window(now)
-        if window.logged < self._per_interval:
-            window.logged += 1
+    def failed(self, who: str, kind: str, where: str, reason: str, *, retrying: bool = False) -> None:
+        """``who`` (``rule x (scorer y)``) failed on ``where`` (``trace t span s``) with ``reason``;
+        ``kind`` groups repeats; ``retrying``: the run waits for its judge instead of failing."""
+        self.flush()
+        reason = " ".join(scrub(reason).split())  # one line, also for a multi-line validation error
+        key = (who, kind, retrying)
+        repeats = self._repeats.get(key)
+        if repeats is None:
+            self._repeats[key] = _Repeats(self._clock())
             what = "will be retried" if retrying else "failed"
-            self._logger.warning("scorer %s on run %s %s: %s", scorer_id, run_id, what, reason)
-        else:
-            window.held_back += 1
-            window.last_reason = reason
+            self._logger.warning("%s %s on %s: %s", who, what, where, reason)
+            return
+        repeats.count += 1
+        repeats.where = where
+        repeats.reason = reason
+
+    def flush(self, *, final: bool = False) -> None:
+        """Log the summary of the repeats whose interval is over (all of them when ``final``)."""
+        now = self._clock()
+        for key, repeats in list(self._repeats.items()):
+            if not final and now - repeats.since < self._interval:
+                continue
+            if repeats.count:
+                who, _, retrying = key
+                what = "run(s) left waiting for the judge" if retrying else "failure(s) of the same kind"
+                self._logger.warning(
+                    "%s: %d more %s in the last %.0f s; the latest on %s: %s",
+                    who,
+                    repeats.count,
+                    what,
+                    now - repeats.since,
+                    repeats.where,
+                    repeats.reason,
+                )
+            if repeats.count and not final:
+                self._repeats[key] = _Repeats(now)  # still failing: the next summary in an interval
+            else:
+                del self._repeats[key]

@@ -26,7 +26,7 @@ import inspect
 import pkgutil
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from pydantic import ValidationError, validate_call
@@ -144,19 +144,49 @@ def _snake(option: str) -> str:
     return _CAMEL_HUMP.sub("_", option).lower()
 
 
-def as_judge(spec: Judge | str | Mapping[str, Any]) -> Judge:
+def as_judge(
+    spec: Judge | str | Mapping[str, Any], default: Judge | str | Mapping[str, Any] | None = None
+) -> Judge:
     """The ``judge`` option of an LLM scorer: a Judge, a model string, or a dict of Judge fields
-    (``{"model": ..., "api_base": ...}``, camelCase accepted)."""
+    (``{"model": ..., "api_base": ...}``, camelCase accepted).
+
+    A string or dict without a key of its own takes ``default``'s (the configured judge's) when both
+    talk to the same endpoint: the same ``api_base``, or neither has one and the models are of the
+    same provider (or ``default`` names no model)."""
     if isinstance(spec, Judge):
         return spec
     if isinstance(spec, str):
-        return Judge(spec)
+        return _with_default_key(Judge(spec), default)
     if isinstance(spec, Mapping):
         try:
-            return Judge(**{_snake(key): value for key, value in spec.items()})
+            judge = Judge(**{_snake(key): value for key, value in spec.items()})
         except TypeError as exc:  # an unknown or missing Judge field
             raise ValueError(f"invalid judge fields {sorted(spec)}: {exc}") from exc
+        return _with_default_key(judge, default)
     raise ValueError(f"judge must be a Judge, a model string or a dict, not {type(spec).__name__}")
+
+
+def _with_default_key(judge: Judge, default: Judge | str | Mapping[str, Any] | None) -> Judge:
+    if default is None or judge.api_key is not None:
+        return judge
+    settings = _judge_settings(default)
+    key, api_base, model = settings.get("api_key"), settings.get("api_base"), settings.get("model")
+    if not key or judge.api_base != api_base:
+        return judge
+    if api_base is None and model:
+        from scoring.judge.credentials import provider_of
+
+        if provider_of(judge.model) != provider_of(str(model)):
+            return judge  # another provider's key would be refused (and shadow its own variable)
+    return replace(judge, api_key=str(key))
+
+
+def _judge_settings(spec: Judge | str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(spec, Judge):
+        return {"model": spec.model, "api_base": spec.api_base, "api_key": spec.api_key}
+    if isinstance(spec, str):
+        return {"model": spec}
+    return {_snake(key): value for key, value in spec.items()}
 
 
 def load_factory(reference: str) -> ScorerFactory:
@@ -211,7 +241,8 @@ def build_scorer(
 
     ``registry`` replaces the prebuilt scorers (looked up by its keys only), e.g. for an embedding
     application's own table or a test's. ``default_judge`` is the judge of an LLM scorer whose
-    options name none (the service's ``scoring.judge``).
+    options name none (the service's ``scoring.judge``); its key also goes to a judge the options
+    name without one (``as_judge``). A dict without a ``model`` gives only that key.
     """
     short, factory = _resolve(name_or_id, registry)
     parameters = inspect.signature(factory).parameters
@@ -226,17 +257,18 @@ def build_scorer(
         if key in kwargs:
             raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
         kwargs[key] = value
+    has_default = default_judge is not None and bool(_judge_settings(default_judge).get("model"))
     if "judge" in accepted and "judge" not in kwargs:
-        if default_judge is None and parameters["judge"].default is inspect.Parameter.empty:
+        if not has_default and parameters["judge"].default is inspect.Parameter.empty:
             raise ValueError(
                 f"scorer {short!r} asks an LLM judge: give it the option 'judge' (a model such as "
-                "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge"
+                "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge.model"
             )
-        if default_judge is not None:
+        if has_default:
             kwargs["judge"] = default_judge
     try:
         if "judge" in kwargs:
-            kwargs["judge"] = as_judge(kwargs["judge"])
+            kwargs["judge"] = as_judge(kwargs["judge"], default_judge)
         scorer = validate_call(factory)(**kwargs)
     except ValidationError as exc:
         raise ValueError(f"scorer {short!r}: invalid options: {option_errors(exc)}") from None

@@ -43,6 +43,12 @@ class Rule:
     circuit_breaker: CircuitBreakerConfig | None = None
     threshold: float | None = None
     pass_when: str = "above"
+    label: str = ""  # how the config names the rule: its name, else its scorer (for log lines)
+
+    @property
+    def described(self) -> str:
+        """``rule <label> (scorer <id>)``: the rule as the config names it and the scorer it runs."""
+        return f"rule {self.label or self.scorer_id} (scorer {self.scorer.id})"
 
     def passes(self, score: float) -> bool | None:
         """Whether ``score`` passes the rule's threshold; None without one."""
@@ -128,6 +134,7 @@ def build_rules(
                 rule.circuit_breaker,
                 rule.threshold,
                 rule.pass_when,
+                rule.label,
             )
         )
     groups: dict[str, list[Rule]] = {}

@@ -82,6 +82,7 @@ class ScorerError(TracescoreError):
         super().__init__(f"{where}: {message}", retriable=retriable)
         self.scorer_id = scorer_id
         self.step = step
+        self.reason = message
 
 
 class ScorerResult(BaseModel):
@@ -262,9 +263,9 @@ class Scorer:
             try:
                 outcome = await step.execute(StepContext(run=agent_run, results=visible, score=score))
             except Exception as exc:  # re-raised with the scorer and the step named
-                raise ScorerError(
-                    self.id, step.name, f"{type(exc).__name__}: {exc}", retriable=is_retriable(exc)
-                ) from exc
+                # Our own errors say what failed ("judge ... failed: ..."); others need their type.
+                why = str(exc) if isinstance(exc, TracescoreError) else f"{type(exc).__name__}: {exc}"
+                raise ScorerError(self.id, step.name, why, retriable=is_retriable(exc)) from exc
             if step.name == "generate_score":
                 score = _check_score(self.id, outcome.value, self.scale)
             if (

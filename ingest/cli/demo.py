@@ -3,6 +3,8 @@
 Starts the service on free loopback ports, sends realistic multi-step agent traces through the
 OpenTelemetry SDK and its OTLP/gRPC exporter (GenAI semantic conventions, as the OpenTelemetry
 GenAI instrumentations write them), waits until every trace is scored and prints the scores.
+A decision without a score shows why; a failed one (a judge that refused or could not be reached)
+has its reason printed under the table, and the demo then exits 1 with a hint on stderr.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
+import sys
 import time
 from typing import Any
 
@@ -19,9 +21,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
+from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from ingest.service import Service
 from schemas.config import DEFAULT_STORE, ServiceConfig, load_config
 
@@ -76,10 +80,13 @@ async def _wait_for_decisions(service: Service, expected: dict[str, int], limit_
         await asyncio.sleep(0.2)
 
 
-def _print_scores(
-    console: Console, rows: list[tuple[Scenario, str, list[dict[str, Any]], list[dict[str, Any]]]]
-) -> None:
-    """One row per agent run, one column per scorer: the score, or why there is none."""
+Rows = list[tuple[Scenario, str, list[dict[str, Any]], list[dict[str, Any]]]]
+
+
+def _print_scores(console: Console, rows: Rows) -> int:
+    """One row per agent run, one column per scorer: the score, or why there is none; a failed
+    decision is marked ``failed [n]`` and its reason ``[n]`` printed under the table. Returns how
+    many decisions failed."""
     scorer_ids = sorted({d["scorer_id"] for _, _, _, decisions in rows for d in decisions})
     table = Table(title="tracescore demo: scores of live agent runs")
     table.add_column("agent", no_wrap=True)
@@ -89,12 +96,26 @@ def _print_scores(
         words = scorer_id.removeprefix("code-").removesuffix("-scorer").split("-")
         header = " ".join(words[:-1]) + "\n" + words[-1] if len(words) > 1 else words[0]
         table.add_column(header, justify="right", no_wrap=True)
+    notes: dict[str, int] = {}  # a failure's reason -> its note number (runs failing alike share one)
+    failed = 0
     for scenario, trace_id, scores, decisions in rows:
         values = {s["scorer_id"]: f"{s['score']:.3f}" for s in scores}
-        reasons = {d["scorer_id"]: d["decision"] for d in decisions}
-        cells = [values.get(sid) or f"[dim]{reasons.get(sid, '-')}[/dim]" for sid in scorer_ids]
+        cells = []
+        for sid in scorer_ids:
+            decision = next((d for d in decisions if d["scorer_id"] == sid), None)
+            if sid in values or decision is None:
+                cells.append(values.get(sid) or "[dim]-[/dim]")
+            elif decision["decision"] == "failed":
+                failed += 1
+                note = notes.setdefault(decision["detail"] or "no reason recorded", len(notes) + 1)
+                cells.append(f"[red]failed [{note}][/red]")
+            else:
+                cells.append(f"[dim]{decision['decision']}[/dim]")
         table.add_row(scenario.agent, trace_id[:8], scenario.user, *cells)
     console.print(table)
+    for reason, note in notes.items():
+        console.print(f"[red]failed [{note}][/red]: {escape(reason)}", soft_wrap=True)  # whole, to copy
+    return failed
 
 
 def _print_judge_spend(console: Console, scores: list[dict[str, Any]]) -> None:
@@ -134,7 +155,7 @@ async def run_demo(
             (s, t, await service.scores.get_scores(t), await service.scores.get_decisions(t))
             for s, t in zip(SCENARIOS, trace_ids, strict=True)
         ]
-        _print_scores(console, rows)
+        failed = _print_scores(console, rows)
         _print_judge_spend(console, [score for _, _, scores, _ in rows for score in scores])
         console.print(
             f"spans and scores are in {service.store.description} "
@@ -142,6 +163,15 @@ async def run_demo(
         )
     finally:
         await service.shutdown()
+    if failed:
+        hint = (
+            "check the judge: --judge MODEL, --judge-api-base URL, and its key (--judge-api-key, "
+            "TRACESCORE_JUDGE_API_KEY or the provider's variable)"
+            if judge
+            else "see the reasons above"
+        )
+        print(f"tracescore demo: {failed} scorer run(s) failed; {hint}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -149,21 +179,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     demo = sub.add_parser("demo", help="send demo agent traces through the service and print their scores")
     demo.add_argument("--store", default=None, help="chDB data directory (default ./tracescore-data)")
     demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores")
-    demo.add_argument(
-        "--judge",
-        help="a litellm model (e.g. openai/gpt-4o-mini) to add LLM-judge scorers; "
-        "default $TRACESCORE_JUDGE_MODEL, none: heuristic scorers only",
-    )
-    demo.add_argument(
-        "--judge-api-base", help="the judge's OpenAI-compatible endpoint (default $TRACESCORE_JUDGE_API_BASE)"
-    )
+    add_judge_arguments(demo, model_flag="--judge")
     demo.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     if not args.verbose:
         logging.getLogger().setLevel(logging.WARNING)  # the table is the output
-    model = args.judge or os.environ.get("TRACESCORE_JUDGE_MODEL")
-    api_base = args.judge_api_base or os.environ.get("TRACESCORE_JUDGE_API_BASE")
-    judge = {"model": model, "api_base": api_base} if model else None
+    config = judge_config(args)
+    # With a judge model the LLM scorers join in; none: heuristic scorers only.
+    judge = config.judge_settings() if config is not None and config.model else None
     return asyncio.run(run_demo(args.store, limit_s=args.timeout, judge=judge))

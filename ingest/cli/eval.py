@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from schemas import AgentRun
 from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
 from scoring.judge import close_clients
@@ -70,6 +71,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"items scored at once (default {DEFAULT_CONCURRENCY})",
     )
     parser.add_argument("--output", metavar="FILE.jsonl", help="write one JSON result per data line here")
+    add_judge_arguments(parser)
     parser.set_defaults(func=cmd_eval)
 
 
@@ -83,8 +85,11 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-def build_scorers(specs: Sequence[str], options_json: str | None) -> list[Scorer]:
-    """Scorers from ``NAME`` or ``NAME=JSON`` specs plus an ``--options`` object keyed by name."""
+def build_scorers(
+    specs: Sequence[str], options_json: str | None, default_judge: Mapping[str, Any] | None = None
+) -> list[Scorer]:
+    """Scorers from ``NAME`` or ``NAME=JSON`` specs plus an ``--options`` object keyed by name;
+    ``default_judge`` (the judge flags' settings) judges the LLM scorers whose options name none."""
     keyed = _json_object(options_json, "--options") if options_json else {}
     names = [spec.partition("=")[0].strip() for spec in specs]
     if unused := sorted(set(keyed) - set(names)):
@@ -95,7 +100,8 @@ def build_scorers(specs: Sequence[str], options_json: str | None) -> list[Scorer
         options = _json_object(inline, f"options of --scorer {name}") if has_inline else None
         if options is not None and name in keyed:
             raise ValueError(f"scorer {name!r} has options both inline and in --options; give them once")
-        scorers.append(build_scorer(name, options if options is not None else keyed.get(name, {})))
+        chosen = options if options is not None else keyed.get(name, {})
+        scorers.append(build_scorer(name, chosen, default_judge=default_judge))
     return scorers
 
 
@@ -184,7 +190,8 @@ async def _evaluate(items: list[EvalItem], scorers: list[Scorer], concurrency: i
 def cmd_eval(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.concurrency < 1:
         raise ValueError("--concurrency must be at least 1")
-    scorers = build_scorers(args.scorer, args.options)
+    judge = judge_config(args)
+    scorers = build_scorers(args.scorer, args.options, judge.judge_settings() if judge else None)
     path = Path(args.data)
     items, lines = read_items(path)
     result = asyncio.run(_evaluate(items, scorers, args.concurrency))

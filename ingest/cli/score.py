@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from schemas import AgentRun
 from scoring.scorer import Scorer, ScorerError
 
@@ -56,6 +57,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--index", type=int, metavar="N", help="score only run N (from 0) of the list, printed as one object"
     )
     parser.add_argument("--options", help="scorer options as a JSON object")
+    add_judge_arguments(parser)
     parser.set_defaults(func=cmd_score)
 
 
@@ -147,7 +149,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise ValueError(f"--options is not JSON: {exc}") from None
     if not isinstance(options, dict):
         raise ValueError("--options must be a JSON object")
-    scorer = build_scorer(args.scorer_id, options)
+    judge = judge_config(args)
+    scorer = build_scorer(args.scorer_id, options, default_judge=judge.judge_settings() if judge else None)
     source = "stdin" if args.run == STDIN else args.run
     data = sys.stdin.buffer.read() if args.run == STDIN else Path(args.run).read_bytes()
     runs, is_list = read_runs(source, data)

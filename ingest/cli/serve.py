@@ -9,6 +9,7 @@ import gc
 import signal
 from typing import Any
 
+from ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
 from schemas.config import ENV_KEYS, ServiceConfig, load_config
 
 
@@ -54,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--memory-limit",
         help="resident memory bound, e.g. 2GiB (default); over 85%% of it, intake is refused for a while",
     )
+    add_judge_arguments(parser)
     parser.set_defaults(func=cmd_serve)
 
 
@@ -73,6 +75,7 @@ FLAG_KEYS = {
     "--max-wait": "assembly.max_wait_seconds",
     "--replica-id": "replica.id",
     "--memory-limit": "memory_limit",
+    **JUDGE_FLAG_KEYS,
 }
 
 

@@ -4,8 +4,9 @@ Closed: calls go through; ``failures`` retriable failures in a row (429, 5xx, ti
 Open: calls are refused at once for ``cooldown_seconds`` with a retriable ``JudgeError`` (the run
 waits, pending, as in a judge outage, instead of spending its retries on a provider that is down).
 Half-open: after the cooldown one call at a time is let through as a probe; its success closes the
-circuit, its failure opens it again for another cooldown. A permanent error (bad request, auth) shows
-that the provider answers, so it does not count as a failure.
+circuit, its failure opens it again for another cooldown. A permanent error (bad request, 401/403, a
+missing key) shows that the provider answers, or that no request left: it opens nothing, and the run
+fails at once without waiting for the circuit.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class CircuitBreaker:
             f"next probe in {max(wait, 0.0):.1f} s",
             retriable=True,
             retry_after_s=max(wait, 0.0),
+            kind="circuit_open",
         )
 
     def _set(self, state: State) -> None:

@@ -10,7 +10,10 @@ Every call goes through ``litellm.acompletion``. Structured output uses a JSON s
 ``response_format`` when litellm says the model supports one, else JSON mode; an answer that does
 not validate gets one repair round (the error is sent back), then fails with ``JudgeError``.
 Rate limits, 5xx and timeouts are retried with exponential backoff and jitter (honouring
-Retry-After); permanent errors fail at once (``scoring.judge.errors`` classifies them).
+Retry-After); permanent errors (401/403, unknown model, bad request, no key) fail at once with a
+message saying what to set (``scoring.judge.errors`` classifies them). The key each call carries is
+``scoring.judge.credentials``'s: the judge's own, the provider's variable, or for an ``api_base``
+without either a placeholder (local OpenAI-compatible servers want none).
 Embeddings (``embed``) and moderation (``moderate``) go through the same retry policy.
 """
 
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import re
 import time
@@ -29,9 +31,10 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from schemas.secrets import register_secret
+from scoring.judge.credentials import NO_KEY, api_key_for
 from scoring.judge.data import DATA_PREAMBLE
 from scoring.judge.dry import dry_call, minimal_instance
-from scoring.judge.errors import JudgeError, classify, is_timeout
+from scoring.judge.errors import JudgeError, classify, explain, is_timeout
 from scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
 from scoring.judge.litellm_setup import litellm_module
 from scoring.judge.usage import Tally
@@ -87,6 +90,7 @@ class Judge:
         if (guard := current_guard()) is not None and guard.dry_run:
             dry_call(guard, model, texts=texts)
             return [[1.0] + [0.0] * 7 for _ in texts]
+        api_key = api_key_for(model, self.api_key, self.api_base)
         response = await self._call(
             model,
             Tally(),
@@ -94,13 +98,14 @@ class Judge:
                 model=model,
                 input=texts,
                 api_base=self.api_base,
-                api_key=self.api_key,
+                api_key=api_key,
                 timeout=self.timeout_s,
                 max_retries=0,
                 num_retries=0,
             ),
             operation="embeddings",
             estimate=lambda: estimate_cost(litellm, model, texts=texts),
+            sent_key=api_key != NO_KEY,
         )
         return [list(item["embedding"]) for item in response.data]
 
@@ -112,19 +117,25 @@ class Judge:
         if (guard := current_guard()) is not None and guard.dry_run:
             dry_call(guard, moderation_model, texts=[text])
             return {}
+        api_key = api_key_for(moderation_model, self.api_key, self.api_base)
 
         async def request() -> Any:
             # litellm's moderation path takes no retry setting; a client of our own makes the
             # SDK's retries zero so that only the judge's retry policy applies.
             import openai
 
-            client_key = self.api_key or litellm.api_key or os.environ.get("OPENAI_API_KEY") or "unset"
+            # None: the client reads OPENAI_API_KEY, and refuses without one (a permanent error).
             async with openai.AsyncOpenAI(
-                api_key=client_key, base_url=self.api_base, max_retries=0, timeout=self.timeout_s
+                api_key=api_key or litellm.api_key,
+                base_url=self.api_base,
+                max_retries=0,
+                timeout=self.timeout_s,
             ) as client:
                 return await litellm.amoderation(input=text, model=moderation_model, client=client)
 
-        response = await self._call(moderation_model, Tally(), request, operation="moderation")
+        response = await self._call(
+            moderation_model, Tally(), request, operation="moderation", sent_key=api_key != NO_KEY
+        )
         raw = response.results[0].category_scores
         scores = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
         return {name: float(value) for name, value in scores.items() if value is not None}
@@ -182,6 +193,7 @@ class Judge:
                     f"judge {self.model!r} answered invalid JSON twice: {_short(str(second))}",
                     retriable=False,
                     attempts=tally.attempts,
+                    kind="invalid_answer",
                 ) from second
         return self._result(value, prompt, raw, tally, started)
 
@@ -223,6 +235,7 @@ class Judge:
         litellm = litellm_module()
         guard = current_guard()
         extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
+        api_key = api_key_for(self.model, self.api_key, self.api_base)
         response = await self._call(
             self.model,
             tally,
@@ -231,7 +244,7 @@ class Judge:
                 messages=messages,
                 temperature=self.temperature,
                 api_base=self.api_base,
-                api_key=self.api_key,
+                api_key=api_key,
                 timeout=self.timeout_s,
                 # Retries are ours (classified, with backoff); none inside litellm or openai.
                 max_retries=0,
@@ -239,6 +252,7 @@ class Judge:
                 **extra,
             ),
             estimate=lambda: guard.estimate(litellm, self.model, messages) if guard is not None else 0.0,
+            sent_key=api_key != NO_KEY,
         )
         content = response.choices[0].message.content
         return content if isinstance(content, str) else ""
@@ -251,11 +265,13 @@ class Judge:
         *,
         operation: str = "chat",
         estimate: Callable[[], float] | None = None,
+        sent_key: bool = True,
     ) -> Any:
         """``request()``'s response, retrying retriable failures with backoff; usage to ``tally``.
 
         Under the service's guard (``scoring.judge.guard``) each request is first reserved in the
-        budgets (its cost ``estimate``d) and let through by the model's circuit breaker."""
+        budgets (its cost ``estimate``d) and let through by the model's circuit breaker. A permanent
+        failure is raised at once, explained (``sent_key``: the request carried a configured key)."""
         guard = current_guard()
         estimated = 0.0
         if guard is not None and guard.budgets and estimate is not None:
@@ -272,14 +288,20 @@ class Judge:
                     error = classify(exc)
                     call.failed(error.retriable)
                     if not error.retriable or retry == self.max_retries:
-                        kind = "retriable" if error.retriable else "permanent"
-                        why = f"timed out after {self.timeout_s:g} s" if is_timeout(exc) else error
                         span.set_attribute("error.type", type(exc).__name__)
+                        if error.retriable:
+                            why = f"timed out after {self.timeout_s:g} s" if is_timeout(exc) else error
+                            message = f"failed (retriable) after {tally.attempts} attempt(s): {why}"
+                        else:
+                            summary = explain(error, model, sent_key=sent_key)
+                            message = f"failed: {summary} ({error})" if summary else f"failed: {error}"
                         raise JudgeError(
-                            f"judge {model!r} failed ({kind}) after {tally.attempts} attempt(s): {why}",
+                            f"judge {model!r} {message}",
                             retriable=error.retriable,
                             attempts=tally.attempts,
                             retry_after_s=error.retry_after_s,
+                            kind=error.kind,
+                            status=error.status,
                         ) from exc
                     await asyncio.sleep(self._backoff(retry, error.retry_after_s))
                     continue

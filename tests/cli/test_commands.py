@@ -8,6 +8,7 @@ import os
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,7 @@ def test_score_runs_a_teams_own_scorer_named_module_colon_factory(tmp_path: Path
     assert (result["scorer_id"], result["score"], result["label"]) == ("answer-length", 0.5, "long enough")
     refused = tracescore("score", reference, "--run", str(tmp_path / "run.json"), "--options", '{"words": 6}')
     assert refused.returncode == 2
-    assert (
-        "has no option 'words' (its options: target_words, version)"
-        in refused.stderr
-    )
+    assert "has no option 'words' (its options: target_words, version)" in refused.stderr
 
 
 def test_score_with_an_unknown_scorer_says_where_the_list_is(tmp_path: Path) -> None:
@@ -164,10 +162,9 @@ async def test_demo_with_a_judge_adds_the_llm_scorers(tmp_path: Path, llm_server
 
     llm_server.responder = respond
     env = {
-        **os.environ,
+        **_without_provider_keys(os.environ),  # a local judge needs no key
         "PYTHONPATH": PROJECT_ROOT,
         "COLUMNS": "200",
-        "OPENAI_API_KEY": "test-key",  # litellm's usual variable: the demo passes no key itself
         "TRACESCORE_JUDGE_API_BASE": llm_server.api_base,
     }
     proc = await asyncio.create_subprocess_exec(
@@ -191,4 +188,123 @@ async def test_demo_with_a_judge_adds_the_llm_scorers(tmp_path: Path, llm_server
     # Four runs x two LLM scorers; answer relevancy asks 3 times per run, toxicity twice: 20 calls
     # of 11 input and 7 output tokens each.
     assert len(llm_server.chat_requests) == 20
+    assert {r.authorization for r in llm_server.chat_requests} == {"Bearer tracescore-no-key"}
     assert "judge openai/gpt-4o-mini: 8 scores, 220 input and 140 output tokens" in stdout.decode()
+
+
+def _without_provider_keys(environ: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: v for k, v in environ.items() if k != "OPENAI_API_KEY" and not k.startswith("TRACESCORE_JUDGE")
+    }
+
+
+async def _tracescore(*args: str, env: Mapping[str, str]) -> tuple[int, str, str]:
+    """``tracescore`` in a process of its own, awaited (the test's local judge serves meanwhile)."""
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "ingest.cli", *args),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**env, "PYTHONPATH": PROJECT_ROOT, "COLUMNS": "200"},
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, stdout.decode(), stderr.decode()
+
+
+async def test_demo_with_a_judge_that_refuses_prints_why_and_exits_1(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    llm_server.responder = lambda body: Reply(status=401, content="Incorrect API key provided: sk-bad-0042.")
+    code, stdout, stderr = await _tracescore(
+        *("demo", "--store", str(tmp_path / "data"), "--judge", "openai/gpt-4o-mini"),
+        *("--judge-api-base", llm_server.api_base, "--judge-api-key", "sk-bad-0042"),
+        env=_without_provider_keys(os.environ),
+    )
+    assert code == 1, stderr
+    assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-bad-0042"}
+    assert len(llm_server.chat_requests) == 8  # four runs, two LLM scorers, each tried once
+    runs = [line for line in stdout.splitlines() if line.startswith("│") and "_agent" in line]
+    assert len(runs) == 4 and all(line.count("failed [") == 2 for line in runs)
+    reasons = [line for line in stdout.splitlines() if line.startswith("failed [")]
+    assert sorted(reasons) == [
+        "failed [1]: scorer 'answer-relevancy-scorer', step 'preprocess': judge 'openai/gpt-4o-mini' failed: "
+        "401 authentication failed — set TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY (AuthenticationError: "
+        "OpenAIException - Incorrect API key provided: [REDACTED].)",
+        "failed [2]: scorer 'toxicity-scorer', step 'analyze': judge 'openai/gpt-4o-mini' failed: "
+        "401 authentication failed — set TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY (AuthenticationError: "
+        "OpenAIException - Incorrect API key provided: [REDACTED].)",
+    ]  # numbered in table order: the first run's first failed column is answer relevancy
+    assert stderr.splitlines()[-1] == (
+        "tracescore demo: 8 scorer run(s) failed; check the judge: --judge MODEL, --judge-api-base URL, "
+        "and its key (--judge-api-key, TRACESCORE_JUDGE_API_KEY or the provider's variable)"
+    )
+    assert "sk-bad-0042" not in stdout + stderr
+
+
+def _verdicts(body: dict[str, Any]) -> Reply:
+    """The toxicity judge's answers: one calm verdict, then a reason."""
+    if "response_format" in body:
+        return json_reply({"verdicts": [{"verdict": "no", "reason": "calm"}]})
+    return text_reply("Nothing toxic.")
+
+
+async def test_score_takes_the_judge_and_its_key_from_the_flags(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    llm_server.responder = _verdicts
+    run = {
+        "input": {"input_messages": [{"role": "user", "content": "Is it raining?"}]},
+        "output": [{"role": "assistant", "content": "Yes, it is."}],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    code, stdout, stderr = await _tracescore(
+        *("score", "toxicity", "--run", str(tmp_path / "run.json")),
+        *("--judge-model", "openai/gpt-4o-mini", "--judge-api-base", llm_server.api_base),
+        *("--judge-api-key", "sk-score-flag-0001"),
+        env=_without_provider_keys(os.environ),
+    )
+    assert code == 0, stderr
+    assert json.loads(stdout)["score"] == 0.0
+    assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-score-flag-0001"}
+
+
+async def test_eval_takes_the_judge_from_the_tracescore_judge_variables(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    llm_server.responder = _verdicts
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"input": "Is it raining?", "output": "Yes, it is."}) + "\n")
+    env = {
+        **_without_provider_keys(os.environ),
+        "TRACESCORE_JUDGE_MODEL": "openai/gpt-4o-mini",
+        "TRACESCORE_JUDGE_API_BASE": llm_server.api_base,
+        "TRACESCORE_JUDGE_API_KEY": "sk-eval-env-0002",
+    }
+    code, stdout, stderr = await _tracescore("eval", "--data", str(data), "--scorer", "toxicity", env=env)
+    assert code == 0, stderr
+    assert "toxicity-scorer" in stdout and "errors" in stdout
+    row = next(line for line in stdout.splitlines() if "toxicity-scorer" in line)
+    assert [cell.strip() for cell in row.split("│")[1:-1]][1:] == ["0.0000", "0.0000", "0.0000", "1", "0"]
+    assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-env-0002"}
+
+
+def test_score_without_any_judge_key_says_which_variable_to_set(tmp_path: Path) -> None:
+    run = {
+        "input": {"input_messages": [{"role": "user", "content": "Is it raining?"}]},
+        "output": [{"role": "assistant", "content": "Yes, it is."}],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    done = tracescore(
+        *("score", "toxicity", "--run", str(tmp_path / "run.json"), "--judge-model", "openai/gpt-4o-mini"),
+        env={**_without_provider_keys(os.environ), "PYTHONPATH": PROJECT_ROOT},
+    )
+    assert done.returncode == 1
+    failed = json.loads(done.stdout)
+    assert (failed["status"], failed["score"]) == ("failed", None)
+    reason = (
+        "scorer 'toxicity-scorer', step 'analyze': judge 'openai/gpt-4o-mini' failed: no API key — set "
+        "TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY ("
+    )
+    assert failed["reason"].startswith(reason)
+    assert done.stderr.startswith(f"tracescore: failed toxicity-scorer on {tmp_path / 'run.json'}: {reason}")
+    assert "Traceback" not in done.stderr

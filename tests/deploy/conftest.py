@@ -66,7 +66,10 @@ async def _run_demo(store_dir: Path) -> None:
             env=env,
         )
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 180)
-        assert proc.returncode == 0, stderr.decode() + stdout.decode()
+        # The Tokyo run's toxicity call fails on purpose (a failed decision for the dashboards): the
+        # demo reports it and exits 1.
+        assert proc.returncode == 1, stderr.decode() + stdout.decode()
+        assert "tracescore demo: 1 scorer run(s) failed" in stderr.decode()
     finally:
         await server.close()
 

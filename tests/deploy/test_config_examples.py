@@ -32,7 +32,7 @@ from ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from ingest.cli.serve import service_config
 from schemas.config import ServiceConfig, load_config
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
-from tests.support.serve import PROJECT_ROOT, free_port, stop, wait_healthy
+from tests.support.serve import PROJECT_ROOT, api_rows, free_port, stop, wait_healthy
 
 DEPLOY = Path(PROJECT_ROOT) / "deploy"
 LOCAL = DEPLOY / "tracescore.local.yaml"
@@ -81,8 +81,7 @@ def scores_of(base: str, trace_id: str, expected: set[str], limit_s: float = 60)
     found: dict[str, float] = {}
     while not expected <= set(found) and time.monotonic() < deadline:
         time.sleep(0.2)
-        with urllib.request.urlopen(f"{base}/api/scores?trace_id={trace_id}", timeout=5) as resp:
-            found = {row["scorer_id"]: row["score"] for row in json.loads(resp.read())}
+        found = {row["scorer_id"]: row["score"] for row in api_rows(f"{base}/api/scores?trace_id={trace_id}")}
     return found
 
 

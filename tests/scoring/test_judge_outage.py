@@ -77,22 +77,38 @@ async def test_a_judge_that_stays_down_past_the_max_age_fails_the_run(llm_server
     assert decision.decision == "failed" and "ServiceUnavailable" in decision.detail
 
 
-def test_failures_are_logged_once_each_and_rate_limited_per_scorer(caplog: pytest.LogCaptureFixture) -> None:
+def test_failures_are_logged_once_each_and_repeats_summed_up_per_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     now = [0.0]
-    failures = FailureLog(
-        logging.getLogger("test.failures"), per_interval=2, interval_seconds=60, clock=lambda: now[0]
-    )
+    failures = FailureLog(logging.getLogger("test.failures"), interval_seconds=60, clock=lambda: now[0])
+    bias, toxicity = "rule bias (scorer bias-scorer)", "rule toxicity (scorer toxicity-scorer)"
     with caplog.at_level(logging.WARNING, logger="test.failures"):
         for index in range(5):
-            failures.failed("bias-scorer", f"run-{index}", "judge down")
-        failures.failed("toxicity-scorer", "run-9", "bad answer")
+            now[0] = index
+            failures.failed(bias, "auth", f"trace t{index} span s{index}", "judge 401")
+        failures.failed(bias, "timeout", "trace t5 span s5", "timed out\nafter 1 s")  # another kind
+        failures.failed(toxicity, "auth", "trace t9 span s9", "judge 401")
         now[0] = 61.0
-        failures.failed("bias-scorer", "run-5", "judge still down")
-    lines = caplog.messages
-    assert lines[:3] == [
-        "scorer bias-scorer on run run-0 failed: judge down",
-        "scorer bias-scorer on run run-1 failed: judge down",
-        "scorer toxicity-scorer on run run-9 failed: bad answer",
+        failures.flush()  # the interval is over: one line for the four repeats
+        now[0] = 70.0
+        failures.failed(bias, "auth", "trace t6 span s6", "judge 401 again")  # still failing: counted
+        now[0] = 121.0
+        failures.flush()
+        now[0] = 182.0
+        failures.flush()  # a quiet interval: forgotten
+        failures.failed(bias, "auth", "trace t7 span s7", "judge 401")
+        failures.failed(bias, "auth", "trace t8 span s8", "judge 401")
+        failures.flush(final=True)  # at shutdown
+    assert caplog.messages == [
+        "rule bias (scorer bias-scorer) failed on trace t0 span s0: judge 401",
+        "rule bias (scorer bias-scorer) failed on trace t5 span s5: timed out after 1 s",
+        "rule toxicity (scorer toxicity-scorer) failed on trace t9 span s9: judge 401",
+        "rule bias (scorer bias-scorer): 4 more failure(s) of the same kind in the last 61 s; "
+        "the latest on trace t4 span s4: judge 401",
+        "rule bias (scorer bias-scorer): 1 more failure(s) of the same kind in the last 60 s; "
+        "the latest on trace t6 span s6: judge 401 again",
+        "rule bias (scorer bias-scorer) failed on trace t7 span s7: judge 401",
+        "rule bias (scorer bias-scorer): 1 more failure(s) of the same kind in the last 0 s; "
+        "the latest on trace t8 span s8: judge 401",
     ]
-    assert lines[3] == "scorer bias-scorer failed 3 more time(s) in the last 61 s (last: judge down)"
-    assert lines[4] == "scorer bias-scorer on run run-5 failed: judge still down"

@@ -13,7 +13,7 @@ from schemas import AgentRun
 from schemas.config import JudgeConfig, ScorerRule, ScoringConfig
 from scoring import ScorerError, StepContext, create_scorer
 from scoring.executor import ScoringExecutor
-from scoring.judge import Judge, delimit
+from scoring.judge import Judge, JudgeError, delimit
 from scoring.metrics import ScoringMetrics
 from scoring.prompt_step import PromptObject
 from scoring.scorer import Scorer
@@ -178,8 +178,13 @@ async def test_generate_score_prompt_with_a_schema_and_calculate_score(llm_serve
 
 async def test_a_judge_failure_is_a_scorer_error_naming_the_step(llm_server: LLMServer) -> None:
     llm_server.script(json_reply({"claims": ["x"]}), error_reply(400))
-    with pytest.raises(ScorerError, match="step 'analyze'.*JudgeError"):
+    with pytest.raises(ScorerError, match="step 'analyze'") as caught:
         await fact_scorer(judge_for(llm_server)).run(make_run())
+    assert str(caught.value) == (
+        "scorer 'facts', step 'analyze': judge 'openai/gpt-4o-mini' failed: 400 bad request "
+        "(BadRequestError: OpenAIException - scripted 400)"
+    )
+    assert isinstance(caught.value.__cause__, JudgeError) and not caught.value.retriable
 
 
 async def test_a_generate_score_answer_without_a_number_fails(llm_server: LLMServer) -> None:

@@ -1,8 +1,10 @@
 """A local OpenAI-compatible HTTP server for judge tests: scripted answers, failures and latency.
 
-litellm reaches it as model ``openai/<name>`` with ``api_base=server.api_base`` and any api key.
-Each ``POST /v1/chat/completions`` takes the next scripted ``Reply`` (or asks ``responder``); every
-request is recorded so tests can assert the prompts, ``response_format`` and ``temperature`` sent.
+litellm reaches it as model ``openai/<name>`` with ``api_base=server.api_base`` and any api key (or
+none: the judge sends a placeholder). Each ``POST /v1/chat/completions`` takes the next scripted
+``Reply`` (or asks ``responder``); every request is recorded, with its headers, so tests can assert
+the prompts, ``response_format``, ``temperature`` and the ``Authorization`` sent. ``error_reply(401)``
+answers as a provider refusing the key.
 ``POST /v1/embeddings`` answers scripted vectors (a deterministic one for unscripted text).
 ``POST /v1/moderations`` answers the next scripted ``moderations`` category scores (418 when none).
 ``script_faults("embeddings" | "moderations", ...)`` puts errors or delays before those answers.
@@ -39,7 +41,12 @@ class Reply:
     content: str = ""
     status: int = 200
     delay_s: float = 0.0
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # names lowercase
+
+    @property
+    def authorization(self) -> str | None:
+        return self.headers.get("authorization")
+
     prompt_tokens: int = 11
     completion_tokens: int = 7
 
@@ -62,6 +69,11 @@ class RecordedRequest:
     path: str
     body: dict[str, Any]
     at: float  # time.monotonic() when it arrived
+    headers: dict[str, str] = field(default_factory=dict)  # names lowercase
+
+    @property
+    def authorization(self) -> str | None:
+        return self.headers.get("authorization")
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -128,7 +140,7 @@ class LLMServer:
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        self.requests.append(RecordedRequest(request.path, body, time.monotonic(), _headers(request)))
         if self.replies:
             reply = self.replies.popleft()
         elif self.responder is not None:
@@ -173,7 +185,7 @@ class LLMServer:
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        self.requests.append(RecordedRequest(request.path, body, time.monotonic(), _headers(request)))
         if (fault := await self._fault("embeddings")) is not None:
             return fault
         texts = body.get("input", [])
@@ -190,7 +202,7 @@ class LLMServer:
 
     async def _moderations(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.requests.append(RecordedRequest(request.path, body, time.monotonic()))
+        self.requests.append(RecordedRequest(request.path, body, time.monotonic(), _headers(request)))
         if (fault := await self._fault("moderations")) is not None:
             return fault
         if not self.moderations:
@@ -204,6 +216,10 @@ class LLMServer:
         }
         model = body.get("model") or "omni-moderation-latest"
         return web.json_response({"id": f"modr-{len(self.requests)}", "model": model, "results": [result]})
+
+
+def _headers(request: web.Request) -> dict[str, str]:
+    return {name.lower(): value for name, value in request.headers.items()}
 
 
 def _error_response(reply: Reply) -> web.StreamResponse:

@@ -41,9 +41,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_serve(store: Path, *extra: str, grpc_port: int | None = None) -> tuple[subprocess.Popen[str], int]:
-    """``tracescore serve`` in its own process on free ports; returns it and its HTTP port."""
+def start_serve(
+    store: Path,
+    *extra: str,
+    grpc_port: int | None = None,
+    stderr_file: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[str], int]:
+    """``tracescore serve`` in its own process on free ports; returns it and its HTTP port.
+
+    Its log (stderr) goes to ``stderr_file`` when given (a file: nothing blocks on a full pipe),
+    else nowhere; ``env`` replaces the environment (default ``ENV``)."""
     http_port = free_port()
+    log = stderr_file.open("w") if stderr_file is not None else None
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -59,10 +69,12 @@ def start_serve(store: Path, *extra: str, grpc_port: int | None = None) -> tuple
             *extra,
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=log if log is not None else subprocess.DEVNULL,
         text=True,
-        env=ENV,
+        env=env or ENV,
     )
+    if log is not None:
+        log.close()  # the child has its own descriptor
     return proc, http_port
 
 
