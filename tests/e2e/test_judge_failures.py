@@ -11,7 +11,6 @@ line too.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import urllib.request
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.llm_server import LLMServer, error_reply
 from tests.support.otlp import agent_trace_requests
-from tests.support.serve import ENV, decision_outcome, start_serve, stop, wait_healthy
+from tests.support.serve import ENV, api_rows, decision_outcome, start_serve, stop, wait_healthy
 
 GENAI_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
 TRACE, SPAN = "5dbdf98695bd5785f3d3e61006ad2dba", "594f8d102c7c4a19"
@@ -36,8 +35,7 @@ def _post(base: str, body: bytes, content_type: str) -> None:
 def _decisions(base: str, trace_id: str, count: int) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 60
     while True:
-        with urllib.request.urlopen(f"{base}/api/decisions?trace_id={trace_id}", timeout=10) as response:
-            rows: list[dict[str, Any]] = json.loads(response.read())
+        rows = api_rows(f"{base}/api/decisions?trace_id={trace_id}")
         if len(rows) >= count:
             return rows
         assert time.monotonic() < deadline, f"trace {trace_id}: {len(rows)} of {count} decisions"
