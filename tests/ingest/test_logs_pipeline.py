@@ -310,4 +310,6 @@ def test_inspect_with_logs_gives_each_trace_its_records() -> None:
 
     wrong = tracescore("inspect", str(LEGACY_TRACES), "--logs", str(LEGACY_TRACES))
     assert wrong.returncode == 2
-    assert "no resourceLogs" in wrong.stderr
+    assert (
+        wrong.stderr == f"tracescore: error: {LEGACY_TRACES}: holds spans (resourceSpans), not log records\n"
+    )
