@@ -33,6 +33,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from bench.report import Metric
 from ingest.decode.otlp_json import parse_trace_request
 from schemas.config import DEFAULT_IDLE_SECONDS
 from schemas.scoring_config import DEFAULT_SCORERS
@@ -244,3 +245,16 @@ if __name__ == "__main__":
         run_sink(int(sys.argv[2]))
     else:
         main()
+
+
+def metrics() -> list[Metric]:
+    rate_baseline = asyncio.run(_bare_sink())
+    rate, scored_after = asyncio.run(_serve())
+    return [
+        Metric(
+            "e2e_ingest", rate, "requests/s", rate_baseline, ">= 0.5", baseline_label="bare aiohttp OTLP sink"
+        ),
+        Metric(
+            "e2e_scored_after", scored_after, "s", SCORED_GOAL_SECONDS, "<= 1.0", baseline_label="idle + 10 s"
+        ),
+    ]

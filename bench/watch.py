@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.report import Metric
 from ingest.drift.monitor import DriftMonitor
 from ingest.store.clickhouse import Store
 from schemas.drift_config import DriftConfig
@@ -184,3 +185,19 @@ def grafana_queries(store: Store, now: datetime) -> Callable[[], Awaitable[list[
         return found
 
     return rendered
+
+
+def metrics() -> list[Metric]:
+    """The drift pass and every dashboard and alert query over ROWS scores, each held to LIMIT_SECONDS."""
+    rows = bench_watch(grafana_queries)
+    return [
+        Metric(
+            "watch: " + name,
+            ours,
+            "s",
+            baseline,
+            f"value <= {LIMIT_SECONDS:g}",
+            baseline_label="FINAL count of a week",
+        )
+        for name, baseline, ours in rows
+    ]
