@@ -10,10 +10,6 @@ from schemas.spans import LogRecord, Span, SpanBatch
 MAX_ERROR_MESSAGES = 10
 
 
-class BadItem(Exception):
-    """One span or record is unusable on its own (bad ids): it is rejected, the request goes on."""
-
-
 class BatchBuilder:
     """Collects converted items, and counts rejections while keeping only a few of their messages."""
 

@@ -15,71 +15,93 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ingest.decode.batch import BadItem, BatchBuilder
+from ingest.decode.batch import BatchBuilder
 from ingest.decode.otlp_json import SPAN_ID_BYTES, TRACE_ID_BYTES
+from ingest.decode.trusted import trusted_constructor
 from schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
+
+_ZERO_TRACE_ID = bytes(TRACE_ID_BYTES)
+_ZERO_SPAN_ID = bytes(SPAN_ID_BYTES)
+_new_span = trusted_constructor(Span)
+_new_event = trusted_constructor(SpanEvent)
+_new_link = trusted_constructor(SpanLink)
+_new_log_record = trusted_constructor(LogRecord)
 
 
 def request_to_batch(request: ExportTraceServiceRequest, builder: BatchBuilder | None = None) -> SpanBatch:
     builder = builder or BatchBuilder()
+    spans = builder.spans
+    limit = builder.max_attributes
     for resource_spans in request.resource_spans:
         # One dict per resource, shared by its spans: spans are frozen and this is the hot path.
         resource_attributes = _attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
-            scope_name = scope_spans.scope.name
-            scope_version = scope_spans.scope.version
+            scope = scope_spans.scope
+            scope_name, scope_version = scope.name, scope.version
             for span in scope_spans.spans:
-                too_many = builder.too_many_attributes(len(span.attributes))
-                if too_many:
+                attributes = span.attributes
+                if limit is not None and len(attributes) > limit:
+                    too_many = builder.too_many_attributes(len(attributes))
                     builder.reject(f"span {span.name!r} (span_id {span.span_id.hex()}): {too_many}")
                     continue
-                try:
-                    builder.spans.append(_span(span, resource_attributes, scope_name, scope_version, builder))
-                except BadItem as exc:
-                    builder.reject(str(exc))
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                if (
+                    len(trace_id) != TRACE_ID_BYTES
+                    or trace_id == _ZERO_TRACE_ID
+                    or len(span_id) != SPAN_ID_BYTES
+                    or span_id == _ZERO_SPAN_ID
+                    or (parent and len(parent) != SPAN_ID_BYTES)
+                ):
+                    builder.reject(_bad_ids(span))
+                    continue
+                status, events, links = span.status, span.events, span.links
+                spans.append(
+                    _new_span(
+                        trace_id=trace_id.hex(),
+                        span_id=span_id.hex(),
+                        # Some converters write an all-zero parent for a root span.
+                        parent_span_id=parent.hex() if parent and parent != _ZERO_SPAN_ID else "",
+                        trace_state=span.trace_state,
+                        name=span.name,
+                        kind=int(span.kind),
+                        start_time_unix_nano=span.start_time_unix_nano,
+                        end_time_unix_nano=span.end_time_unix_nano,
+                        attributes=_attributes(attributes),
+                        events=[
+                            _new_event(
+                                name=event.name,
+                                time_unix_nano=event.time_unix_nano,
+                                attributes=_attributes(event.attributes),
+                            )
+                            for event in events
+                        ]
+                        if events
+                        else [],
+                        links=_links(links, span, builder) if links else [],
+                        status_code=int(status.code),
+                        status_message=status.message,
+                        resource_attributes=resource_attributes,
+                        scope_name=scope_name,
+                        scope_version=scope_version,
+                    )
+                )
     return builder.build()
 
 
-def _span(
-    span: trace_pb2.Span,
-    resource_attributes: dict[str, Any],
-    scope_name: str,
-    scope_version: str,
-    builder: BatchBuilder,
-) -> Span:
-    label = f"span {span.name!r}"
+def _bad_ids(span: trace_pb2.Span) -> str:
+    """Why a span whose ids failed the quick check is rejected (the first bad id, in field order)."""
     try:
-        trace_id = _id_hex(span.trace_id, "trace_id", TRACE_ID_BYTES)
-        span_id = _id_hex(span.span_id, "span_id", SPAN_ID_BYTES)
-        parent_span_id = _parent_hex(span.parent_span_id)
+        _id_hex(span.trace_id, "trace_id", TRACE_ID_BYTES)
+        _id_hex(span.span_id, "span_id", SPAN_ID_BYTES)
+        _parent_hex(span.parent_span_id)
     except ValueError as exc:
-        raise BadItem(f"{label}: {exc}") from None
-    return Span.model_construct(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=parent_span_id,
-        trace_state=span.trace_state,
-        name=span.name,
-        kind=int(span.kind),
-        start_time_unix_nano=span.start_time_unix_nano,
-        end_time_unix_nano=span.end_time_unix_nano,
-        attributes=_attributes(span.attributes),
-        events=[
-            SpanEvent.model_construct(
-                name=event.name, time_unix_nano=event.time_unix_nano, attributes=_attributes(event.attributes)
-            )
-            for event in span.events
-        ],
-        links=_links(span.links, label, builder),
-        status_code=int(span.status.code),
-        status_message=span.status.message,
-        resource_attributes=resource_attributes,
-        scope_name=scope_name,
-        scope_version=scope_version,
-    )
+        return f"span {span.name!r}: {exc}"
+    raise AssertionError("ids passed the check they failed")  # unreachable: the checks agree
 
 
-def _links(links: Iterable[trace_pb2.Span.Link], label: str, builder: BatchBuilder) -> list[SpanLink]:
+def _links(
+    links: Iterable[trace_pb2.Span.Link], span: trace_pb2.Span, builder: BatchBuilder
+) -> list[SpanLink]:
     out = []
     for link in links:
         try:
@@ -87,10 +109,10 @@ def _links(links: Iterable[trace_pb2.Span.Link], label: str, builder: BatchBuild
             span_id = _id_hex(link.span_id, "span_id", SPAN_ID_BYTES)
         except ValueError as exc:
             # A bad link does not make the span unusable: drop the link and say so.
-            builder.error(f"{label}: dropped a link: {exc}")
+            builder.error(f"span {span.name!r}: dropped a link: {exc}")
             continue
         out.append(
-            SpanLink.model_construct(
+            _new_link(
                 trace_id=trace_id,
                 span_id=span_id,
                 trace_state=link.trace_state,
@@ -125,7 +147,7 @@ def logs_request_to_batch(
                 attributes = _attributes(record.attributes)
                 event_name = record.event_name or attributes.get("event.name")
                 builder.logs.append(
-                    LogRecord.model_construct(
+                    _new_log_record(
                         trace_id=trace_id,
                         span_id=span_id,
                         time_unix_nano=record.time_unix_nano,
@@ -179,6 +201,8 @@ def _attributes(attributes: Iterable[KeyValue]) -> dict[str, Any]:
 
 def _any_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
+    if kind == "string_value":  # most values: read without getattr
+        return value.string_value
     if kind is None:
         return None
     if kind == "array_value":
