@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -27,6 +26,9 @@ from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
 from ingest.credentials import existing_file, secret_value
+from ingest.store.ddl import COLUMN_TYPES
+from ingest.store.ddl import DDL_FILES as DDL_FILES  # re-exported: the store's tables, in apply order
+from ingest.store.ddl import load_ddl as load_ddl
 from schemas.config import ServiceConfig
 from schemas.errors import StoreError, StoreInUse
 from schemas.secrets import register_secret, scrub
@@ -37,26 +39,6 @@ T = TypeVar("T")
 INSERT_SLICE_ROWS = 5_000
 # One insert: table, column names, rows (values in column order).
 TableRows = tuple[str, Sequence[str], list[list[Any]]]
-
-# Applied in this order: the view reads the tables before it.
-DDL_FILES = (
-    "otel_traces.sql",
-    "otel_logs.sql",
-    "span_ledger.sql",
-    "trace_done.sql",
-    "ingest_watermarks.sql",
-    "replicas.sql",
-    "trace_handoffs.sql",
-    "judge_spend.sql",
-    "scores.sql",
-    "score_decisions.sql",
-    "span_scores_view.sql",
-    "score_series.sql",
-    "score_drift.sql",
-)
-
-_STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
-
 
 # Server error codes worth another try: the server is busy, short of memory, or a replica lags.
 RETRIABLE_CODES = frozenset(
@@ -117,19 +99,6 @@ def describe_dsn(dsn: str) -> str:
     return f"{parts.scheme}://{host}{port}"
 
 
-def load_ddl(database: str) -> list[str]:
-    """The DDL statements of ``schemas/sql``, with ``{database}`` filled in, in apply order."""
-    quoted = quote_identifier(database)
-    statements = []
-    for name in DDL_FILES:
-        text = resources.files("schemas").joinpath("sql", name).read_text(encoding="utf-8")
-        for chunk in _STATEMENT_END.split(text.replace("{database}", quoted)):
-            body = "\n".join(line for line in chunk.splitlines() if not line.lstrip().startswith("--"))
-            if body.strip():
-                statements.append(body.strip())
-    return statements
-
-
 @dataclass(frozen=True)
 class ServerOptions:
     """What a ClickHouse server store needs beside its DSN (config keys ``store_user``,
@@ -178,9 +147,9 @@ class Store:
         self._client: Client | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
-        # Table -> column -> type, read once: given with each insert, the client does not look the
-        # table up again (a one-row insert into chDB: 24 ms with the lookup, 7 ms without, measured).
-        self._column_types: dict[str, dict[str, str]] = {}
+        # Table -> column -> type, given with each insert so that the client does not look the table
+        # up (DESCRIBE TABLE) first: our tables' types from our DDL, any other table's read once.
+        self._column_types: dict[str, dict[str, str]] = dict(COLUMN_TYPES)
         self.last_error: str | None = None  # of the last statement, None once one succeeds again
         self.last_error_retriable = False
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from clickhouse_connect.driver.binding import quote_identifier
 
-from ingest.store.clickhouse import load_ddl
+from ingest.store.ddl import load_ddl
 
 # The time each table's rows expire by, with --ttl-days (tables that already expire rows keep theirs).
 TTL_COLUMNS = {
