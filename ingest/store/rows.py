@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from schemas import Decision, LogRecord, ScoreRecord, Span
-from schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES
+from schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES, SpanEvent, SpanLink
 
 OTEL_TRACES_COLUMNS = (
     "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
@@ -45,6 +45,9 @@ DECISIONS_COLUMNS = (
 )  # fmt: skip
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_UNSPECIFIED_KIND = SPAN_KIND_NAMES[0]
+_UNSET_STATUS = STATUS_NAMES[0]
+_encode_string = json.encoder.encode_basestring
 
 
 class _NotJson(ValueError):
@@ -53,13 +56,18 @@ class _NotJson(ValueError):
 
 def go_float_string(value: float) -> str:
     """A double as pdata renders it: ES6 number formatting, shortest digits that round-trip."""
+    text = repr(value)
+    if "e" not in text and "n" not in text:
+        # Without an exponent (and not inf or nan), repr's digits are already ES6's fixed form
+        # (repr only goes fixed within [1e-4, 1e16), inside ES6's [1e-6, 1e21)): drop the ".0".
+        return text.rstrip("0").rstrip(".") if "." in text else text
     if math.isnan(value):
         return "json: unsupported value: NaN"
     if math.isinf(value):
         return "json: unsupported value: " + ("+Inf" if value > 0 else "-Inf")
     # repr() gives the shortest round-trip digits (as Go's -1 precision does); Decimal lays them out
     # in fixed or exponent form without float noise, and its exponent is unpadded like pdata's.
-    digits = Decimal(repr(value))
+    digits = Decimal(text)
     magnitude = abs(value)
     if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
         return format(digits, "e")
@@ -69,11 +77,20 @@ def go_float_string(value: float) -> str:
 
 def _json_string(text: str) -> str:
     # Go's encoder (HTML escaping off, as recent pdata sets it) keeps non-ASCII as UTF-8 but always escapes
-    # the JavaScript line terminators U+2028 and U+2029.
-    return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    # the JavaScript line terminators U+2028 and U+2029. encode_basestring is what json.dumps(text,
+    # ensure_ascii=False) calls, without building an encoder per string.
+    return _encode_string(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def _go_json(value: Any) -> str:
+    # The common exact types first (the same answers as the checks below, without an ABC check).
+    kind = type(value)
+    if kind is str:
+        return _json_string(value)
+    if kind is list:
+        return "[" + ",".join([_go_json(v) for v in value]) + "]"
+    if kind is dict:
+        return _go_json_object(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -89,19 +106,25 @@ def _go_json(value: Any) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         return _json_string(base64.b64encode(bytes(value)).decode("ascii"))
     if isinstance(value, Mapping):
-        items = sorted((str(k), v) for k, v in value.items())
-        return "{" + ",".join(f"{_json_string(k)}:{_go_json(v)}" for k, v in items) + "}"
+        return _go_json_object(value)
     if isinstance(value, list | tuple):
-        return "[" + ",".join(_go_json(v) for v in value) + "]"
+        return "[" + ",".join([_go_json(v) for v in value]) + "]"
     return _json_string(str(value))
+
+
+def _go_json_object(value: Mapping[Any, Any]) -> str:
+    items = sorted((str(k), v) for k, v in value.items())
+    return "{" + ",".join([f"{_json_string(k)}:{_go_json(v)}" for k, v in items]) + "}"
 
 
 def attribute_string(value: Any) -> str:
     """One attribute value as ``pcommon.Value.AsString()`` renders it."""
-    if value is None:
-        return ""
     if isinstance(value, str):
         return value
+    if type(value) is int:  # before the bool check below, which an exact int cannot pass
+        return str(value)
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -117,11 +140,15 @@ def attribute_string(value: Any) -> str:
 
 
 def attribute_map(attributes: Mapping[str, Any]) -> dict[str, str]:
-    return {key: attribute_string(value) for key, value in attributes.items()}
+    # Most values are strings already: keep them without a call.
+    return {
+        key: value if type(value) is str else attribute_string(value) for key, value in attributes.items()
+    }
 
 
 def span_row(span: Span) -> list[Any]:
     """One ``otel_traces`` row in OTEL_TRACES_COLUMNS order; times stay integer nanoseconds."""
+    events, links = span.events, span.links
     return [
         span.start_time_unix_nano,
         span.trace_id,
@@ -129,23 +156,36 @@ def span_row(span: Span) -> list[Any]:
         span.parent_span_id,
         span.trace_state,
         span.name,
-        SPAN_KIND_NAMES.get(span.kind, SPAN_KIND_NAMES[0]),
+        SPAN_KIND_NAMES.get(span.kind, _UNSPECIFIED_KIND),
         span.service_name,
         attribute_map(span.resource_attributes),
         span.scope_name,
         span.scope_version,
         attribute_map(span.attributes),
         span.duration_ns,
-        STATUS_NAMES.get(span.status_code, STATUS_NAMES[0]),
+        STATUS_NAMES.get(span.status_code, _UNSET_STATUS),
         span.status_message,
-        [event.time_unix_nano for event in span.events],
-        [event.name for event in span.events],
-        [attribute_map(event.attributes) for event in span.events],
-        [link.trace_id for link in span.links],
-        [link.span_id for link in span.links],
-        [link.trace_state for link in span.links],
-        [attribute_map(link.attributes) for link in span.links],
+        # Most spans have neither events nor links: skip the seven comprehensions then.
+        *(_event_columns(events) if events else ([], [], [])),
+        *(_link_columns(links) if links else ([], [], [], [])),
     ]
+
+
+def _event_columns(events: list[SpanEvent]) -> tuple[list[int], list[str], list[dict[str, str]]]:
+    return (
+        [event.time_unix_nano for event in events],
+        [event.name for event in events],
+        [attribute_map(event.attributes) for event in events],
+    )
+
+
+def _link_columns(links: list[SpanLink]) -> tuple[list[str], list[str], list[str], list[dict[str, str]]]:
+    return (
+        [link.trace_id for link in links],
+        [link.span_id for link in links],
+        [link.trace_state for link in links],
+        [attribute_map(link.attributes) for link in links],
+    )
 
 
 def log_row(record: LogRecord) -> list[Any]:
