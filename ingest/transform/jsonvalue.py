@@ -16,9 +16,19 @@ from typing import Any
 _JSON_STARTS = ("{", "[", '"')
 # Deeper structures than this are kept as text rather than walked (json itself stops near 1000).
 _MAX_DEPTH = 200
+# What json.loads skips before a value, and every character a value can start with (objects, arrays,
+# strings, numbers, true/false/null, and Python's NaN/Infinity/-Infinity). The empty string is not one.
+_JSON_WHITESPACE = " \t\n\r"
+_JSON_VALUE_STARTS = frozenset('{["-0123456789tfnNI')
+# Values plain_json returns as they are (the exact types; subclasses take the checks below).
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
 def _loads(text: str) -> tuple[bool, Any]:
+    # Plain text ("rainy, 57°F") is common: refuse it without building a JSONDecodeError when its
+    # first character (after JSON's whitespace) can start no JSON value.
+    if text.lstrip(_JSON_WHITESPACE)[:1] not in _JSON_VALUE_STARTS:
+        return False, None
     try:
         return True, json.loads(text)
     # RecursionError: pathologically nested input must not escape either.
@@ -55,7 +65,7 @@ def plain_json(value: Any, _depth: int = 0) -> Any:
 
     Attribute arrays can hold OTLP bytes values; AgentRuns must serialise as JSON whatever came in.
     """
-    if value is None or isinstance(value, str | bool | int | float):
+    if type(value) in _PLAIN_TYPES or isinstance(value, str | bool | int | float):
         return value
     if _depth > _MAX_DEPTH:
         return as_text(value)

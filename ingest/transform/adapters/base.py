@@ -145,12 +145,21 @@ def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:
 
     A tool message without text gets its results as content, so history reads naturally.
     """
-    texts = [as_text(p.model_extra.get("text")) for p in parts if p.type == "text" and p.model_extra]
-    reasoning = [as_text(p.model_extra.get("text")) for p in parts if p.type == "reasoning" and p.model_extra]
-    content = "\n".join(t for t in texts if t)
+    texts: list[str] = []
+    reasoning: list[str] = []
+    for part in parts:
+        extra = part.__pydantic_extra__  # what model_extra returns, without the property call
+        if not extra:
+            continue
+        if part.type == "text":
+            if text := as_text(extra.get("text")):
+                texts.append(text)
+        elif part.type == "reasoning" and (text := as_text(extra.get("text"))):
+            reasoning.append(text)
+    content = "\n".join(texts)
     if not content and role == "tool":
         content = "\n".join(
             as_text(p.model_extra.get("result")) for p in parts if p.type == "tool_result" and p.model_extra
         )
-    joined_reasoning = "\n".join(r for r in reasoning if r)
+    joined_reasoning = "\n".join(reasoning)
     return Message(id=msg_id, role=role, content=content, parts=parts, reasoning=joined_reasoning or None)
