@@ -116,24 +116,34 @@ StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
 @dataclass(frozen=True, slots=True)
 class FunctionStep:
     """A step backed by a sync or async function; ``heavy`` sync functions run in a worker process
-    (``scoring.workers``), where a timeout stops them."""
+    (``scoring.workers``), where a timeout stops them.
+
+    A heavy step whose cost is bounded by its input may run closer: in a thread on runs under
+    ``inline_below_chars`` characters, and right on the event loop on runs under
+    ``loop_below_chars`` (where the step costs less than the thread hop would, ~0.1 ms).
+    """
 
     name: StepName
     fn: StepFn
     heavy: bool = False
     inline_below_chars: int = 0  # a heavy step bounded by its input runs in a thread on smaller runs
+    loop_below_chars: int = 0  # ... and on the event loop on runs smaller than this
+
+    def on_loop(self, run_chars: Callable[[], int]) -> bool:
+        """Whether the step runs on the event loop itself for a run of ``run_chars()`` characters
+        (else ``execute`` sends it to a thread or a worker process)."""
+        return not self.heavy or (self.loop_below_chars > 0 and run_chars() < self.loop_below_chars)
 
     async def execute(self, context: StepContext) -> StepOutcome:
-        if self.heavy:
-            workers = step_workers()
-            if self.inline_below_chars and context.run.text_chars() < self.inline_below_chars:
-                value = await workers.in_thread(self.fn, context)
-            else:
-                # Off the event loop and its interpreter lock, in a worker process that is killed if
-                # the scorer's timeout fires while it runs.
-                value = await workers.run(self.fn, context)
-        else:
+        run = context.run
+        if self.on_loop(run.text_chars):
             value = self.fn(context)
+        elif self.inline_below_chars and run.text_chars() < self.inline_below_chars:
+            value = await step_workers().in_thread(self.fn, context)
+        else:
+            # Off the event loop and its interpreter lock, in a worker process that is killed if
+            # the scorer's timeout fires while it runs.
+            value = await step_workers().run(self.fn, context)
         if inspect.isawaitable(value):
             value = await value
         return StepOutcome(value)
