@@ -30,8 +30,15 @@ DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
 T = TypeVar("T")
 
 # Runs under this many characters of text are small: a text comparison on one takes milliseconds
-# (textual-difference at 20,000 characters: 23 ms of CPU, measured), so nothing is left to stop.
+# (textual-difference at 20,000 characters: about 2 ms of CPU, measured), so nothing is left to stop.
 SMALL_RUN_CHARS = 20_000
+# On runs under this many characters a heavy step runs on the event loop itself (``loop_below_chars``)
+# when its cost grows with the square of the text (LCS, Levenshtein, matching every pair of list
+# items): at 8,000 characters such a step takes 0.1-0.3 ms, measured, no more than the hop to a
+# thread and back costs (~0.1 ms), and a thread would hold the interpreter lock while it ran anyway.
+# A step linear in its text stays under ~0.5 ms up to SMALL_RUN_CHARS, and runs on the loop up to
+# there.
+QUADRATIC_LOOP_CHARS = 8_000
 
 
 def result_key(step: StepName) -> str:

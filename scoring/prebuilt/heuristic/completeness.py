@@ -231,6 +231,10 @@ def create_completeness_scorer() -> Scorer:
     """
     return (
         COMPLETENESS.create_scorer()
-        .preprocess(_preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
-        .generate_score(_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .preprocess(
+            _preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
+        )
+        .generate_score(
+            _score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
+        )
     )

@@ -126,5 +126,7 @@ def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace
     return (
         CONTENT_SIMILARITY.create_scorer()
         .preprocess(preprocess)
-        .generate_score(generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .generate_score(
+            generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
+        )
     )

@@ -91,5 +91,5 @@ def create_json_diff_scorer() -> Scorer:
         return json_diff(output_text(ctx.run), expected_value(ctx, "json-diff"))
 
     return JSON_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
     )

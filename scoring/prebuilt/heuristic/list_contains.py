@@ -23,7 +23,7 @@ from scipy.optimize import linear_sum_assignment
 from scoring.prebuilt.ground_truth import expected_value
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
+from scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
 from scoring.text import output_text
 
 
@@ -100,5 +100,5 @@ def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
         return list_contains(output_items(output_text(ctx.run)), expected, allow_extra_entities)
 
     return LIST_CONTAINS.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
     )

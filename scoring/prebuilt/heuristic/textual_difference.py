@@ -8,7 +8,7 @@ from rapidfuzz.distance import LCSseq
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
+from scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
 from scoring.text import (
     input_text,
     js_collapse_whitespace,
@@ -81,6 +81,8 @@ def create_textual_difference_scorer() -> Scorer:
     """
     return (
         TEXTUAL_DIFFERENCE.create_scorer()
-        .preprocess(_preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .preprocess(
+            _preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
+        )
         .generate_score(lambda ctx: ctx.preprocessed(dict)["ratio"])
     )
