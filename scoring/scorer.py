@@ -136,6 +136,8 @@ class ScorerResult(BaseModel):
         )
 
 
+# What steps return most, never awaitable (their exact types): spares inspect.isawaitable's ABC check.
+_NEVER_AWAITABLE = frozenset({float, int, str, dict, list, tuple, type(None)})
 _RESULT_KEYS: dict[StepName, str] = {name: result_key(name) for name in STEP_ORDER}
 _REASON_KEY = _RESULT_KEYS["generate_reason"]
 _PREPROCESS_KEY = _RESULT_KEYS["preprocess"]
@@ -156,8 +158,8 @@ def random_run_id() -> str:
 
 def _check_score(scorer_id: str, value: Any, scale: float) -> float:
     """The step's value as a score in [0, scale], or a ``ScorerError`` naming the value."""
-    if type(value) is float and 0.0 <= value <= scale:  # the common case: NaN fails the comparison
-        return value
+    if type(value) in (float, int) and 0 <= value <= scale:  # the common case (NaN fails the test)
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ScorerError(
             scorer_id, "generate_score", f"returned {value!r} ({type(value).__name__}), not a number"
@@ -307,7 +309,7 @@ class Scorer:
                     # A code step that runs on the loop (the common case) is called right here,
                     # without the coroutine and the outcome object of ``step.execute``.
                     value = step.fn(context)
-                    if inspect.isawaitable(value):
+                    if type(value) not in _NEVER_AWAITABLE and inspect.isawaitable(value):
                         value = await value
                 else:
                     outcome = await step.execute(context)
