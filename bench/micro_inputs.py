@@ -47,6 +47,17 @@ def long_text(start: int) -> str:
     return " ".join(parts)
 
 
+def edited(text: str) -> str:
+    """The text with some words dropped, swapped or misspelt: a near miss of it."""
+    words = text.split(" ")
+    out = []
+    for i, word in enumerate(words):
+        if i % 11 == 3:
+            continue
+        out.append(word[::-1] if i % 11 == 7 else word.replace("e", "a") if i % 11 == 9 else word)
+    return " ".join(out)
+
+
 def copied(text: str) -> str:
     """An equal string that is another object, as a compared value read from elsewhere would be."""
     return "".join(list(text))
@@ -121,7 +132,8 @@ def _lines(texts: list[str]) -> str:
 
 def _autoevals_cells() -> list[AutoevalsCell]:
     short = [(case["output"], copied(case["input"])) for case in CASES if case["id"] in SHORT_CASE_IDS]
-    long = [(long_text(1), copied(long_text(0))), (long_text(3), copied(long_text(2)))]
+    # A near miss (scattered word edits) and an unrelated text: edit distances small and large.
+    long = [(edited(long_text(0)), copied(long_text(0))), (long_text(21), copied(long_text(0)))]
     colours = ["red", "blue", "green", "yellow", "purple"]
     short_lists = [
         (json.dumps(colours[:3]), ["red", "blue", "yellow"]),

@@ -49,15 +49,14 @@ class MastraTimer:
         )
 
     def time(
-        self, cell: str, scorer: str, pairs: tuple[tuple[str, str], ...], repeats: int, target_seconds: float
+        self, cell: str, scorer: str, pairs: tuple[tuple[str, str], ...], **timing: float
     ) -> dict[str, Any]:
         """Mastra's ``scorer`` on these (input, output) pairs: ``{"scores": [...], "seconds_per_call": t}``"""
         request = {
             "id": cell,
             "scorer": scorer,
             "pairs": [{"input": user, "output": answer} for user, answer in pairs],
-            "repeats": repeats,
-            "target_seconds": target_seconds,
+            **timing,
         }
         stdin: IO[str] | None = self._process.stdin
         stdout: IO[str] | None = self._process.stdout

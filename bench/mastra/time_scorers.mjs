@@ -3,13 +3,14 @@
 // usage: node time_scorers.mjs, then one JSON request per line on stdin, one JSON answer per line
 // on stdout (so the Python side can time its own scorers between two cells, back to back):
 //   request: {"id": "tone short", "scorer": "tone", "pairs": [{"input": "...", "output": "..."}],
-//             "repeats": 5, "target_seconds": 0.03}
-//   answer:  {"id": "tone short", "scores": [1, 0.96], "seconds_per_call": 4.1e-4, "calls": 64}
+//             "target_seconds": 0.005, "cell_seconds": 0.4, "min_repeats": 3, "max_repeats": 40}
+//   answer:  {"id": "tone short", "scores": [1, 0.96], "seconds_per_call": 4.1e-4, "calls": 8, "repeats": 30}
 //
 // Each pair becomes the run tests/fixtures/mastra_parity/mastra_reference.mjs builds: one user
 // message, one assistant message. The scorer is built once; its runs are scored once for the
-// scores, then in batches (every pair, `calls` times) until a batch lasts about target_seconds,
-// which also warms the JIT; the answer is the best of `repeats` batches, per `await scorer.run(run)`.
+// scores, then timed as bench/micro.py's best_per_call times ours: passes over every run double
+// until a batch lasts target_seconds (warming the JIT up), then as many batches as fit in
+// cell_seconds (min_repeats to max_repeats); the answer is the best batch, per `await scorer.run(run)`.
 import readline from "node:readline";
 import {
   createCompletenessScorer,
@@ -51,16 +52,16 @@ async function timeCell(request) {
   const runs = request.pairs.map(runOf);
   const scores = [];
   for (const run of runs) scores.push((await scorer.run(run)).score);
-  const target = request.target_seconds;
   let calls = 1;
-  let elapsed = await batch(scorer, runs, calls);
-  while (elapsed < target / 2) {
+  let best = await batch(scorer, runs, calls);
+  while (best < request.target_seconds) {
     calls *= 2;
-    elapsed = await batch(scorer, runs, calls);
+    best = await batch(scorer, runs, calls);
   }
-  let best = Infinity;
-  for (let r = 0; r < request.repeats; r++) best = Math.min(best, await batch(scorer, runs, calls));
-  return { id: request.id, scores, seconds_per_call: best / (calls * runs.length), calls };
+  const wanted = Math.round(request.cell_seconds / best);
+  const repeats = Math.min(request.max_repeats, Math.max(request.min_repeats, wanted));
+  for (let r = 0; r < repeats; r++) best = Math.min(best, await batch(scorer, runs, calls));
+  return { id: request.id, scores, seconds_per_call: best / (calls * runs.length), calls, repeats };
 }
 
 const lines = readline.createInterface({ input: process.stdin });
