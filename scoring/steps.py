@@ -30,8 +30,15 @@ DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
 T = TypeVar("T")
 
 # Runs under this many characters of text are small: a text comparison on one takes milliseconds
-# (textual-difference at 20,000 characters: 23 ms of CPU, measured), so nothing is left to stop.
+# (textual-difference at 20,000 characters: about 2 ms of CPU, measured), so nothing is left to stop.
 SMALL_RUN_CHARS = 20_000
+# On runs under this many characters a heavy step runs on the event loop itself (``loop_below_chars``)
+# when its cost grows with the square of the text (LCS, Levenshtein, matching every pair of list
+# items): at 8,000 characters such a step takes 0.1-0.3 ms, measured, no more than the hop to a
+# thread and back costs (~0.1 ms), and a thread would hold the interpreter lock while it ran anyway.
+# A step linear in its text stays under ~0.5 ms up to SMALL_RUN_CHARS, and runs on the loop up to
+# there.
+QUADRATIC_LOOP_CHARS = 8_000
 
 
 def result_key(step: StepName) -> str:
@@ -116,24 +123,34 @@ StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
 @dataclass(frozen=True, slots=True)
 class FunctionStep:
     """A step backed by a sync or async function; ``heavy`` sync functions run in a worker process
-    (``scoring.workers``), where a timeout stops them."""
+    (``scoring.workers``), where a timeout stops them.
+
+    A heavy step whose cost is bounded by its input may run closer: in a thread on runs under
+    ``inline_below_chars`` characters, and right on the event loop on runs under
+    ``loop_below_chars`` (where the step costs less than the thread hop would, ~0.1 ms).
+    """
 
     name: StepName
     fn: StepFn
     heavy: bool = False
     inline_below_chars: int = 0  # a heavy step bounded by its input runs in a thread on smaller runs
+    loop_below_chars: int = 0  # ... and on the event loop on runs smaller than this
+
+    def on_loop(self, run_chars: Callable[[], int]) -> bool:
+        """Whether the step runs on the event loop itself for a run of ``run_chars()`` characters
+        (else ``execute`` sends it to a thread or a worker process)."""
+        return not self.heavy or (self.loop_below_chars > 0 and run_chars() < self.loop_below_chars)
 
     async def execute(self, context: StepContext) -> StepOutcome:
-        if self.heavy:
-            workers = step_workers()
-            if self.inline_below_chars and context.run.text_chars() < self.inline_below_chars:
-                value = await workers.in_thread(self.fn, context)
-            else:
-                # Off the event loop and its interpreter lock, in a worker process that is killed if
-                # the scorer's timeout fires while it runs.
-                value = await workers.run(self.fn, context)
-        else:
+        run = context.run
+        if self.on_loop(run.text_chars):
             value = self.fn(context)
+        elif self.inline_below_chars and run.text_chars() < self.inline_below_chars:
+            value = await step_workers().in_thread(self.fn, context)
+        else:
+            # Off the event loop and its interpreter lock, in a worker process that is killed if
+            # the scorer's timeout fires while it runs.
+            value = await step_workers().run(self.fn, context)
         if inspect.isawaitable(value):
             value = await value
         return StepOutcome(value)

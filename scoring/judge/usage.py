@@ -5,9 +5,7 @@ run, so a score row counts every call its scorer made, including calls from its 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -43,15 +41,24 @@ def current_meter() -> JudgeUsage | None:
     return _METER.get()
 
 
-@contextlib.contextmanager
-def metered() -> Iterator[JudgeUsage]:
-    """Count the model, tokens and cost of every judge call made in this context."""
-    usage = JudgeUsage(parent=_METER.get())
-    token = _METER.set(usage)
-    try:
-        yield usage
-    finally:
-        _METER.reset(token)
+class metered:  # noqa: N801 -- used as a function: ``with metered() as usage:``
+    """Count the model, tokens and cost of every judge call made in this context.
+
+    A class rather than a ``contextlib.contextmanager`` generator: ``Scorer.run`` meters every run,
+    and the generator's machinery cost more than a heuristic scorer's own work (1.8 µs vs 0.5 µs).
+    """
+
+    __slots__ = ("_token", "usage")
+    usage: JudgeUsage
+    _token: Token[JudgeUsage | None]
+
+    def __enter__(self) -> JudgeUsage:
+        self.usage = JudgeUsage(parent=_METER.get())
+        self._token = _METER.set(self.usage)
+        return self.usage
+
+    def __exit__(self, *exc_info: object) -> None:
+        _METER.reset(self._token)
 
 
 @dataclass

@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +141,32 @@ async def test_heavy_sync_steps_run_in_a_worker_process() -> None:
     scorer = create_scorer(id="where", description="d").preprocess(where, heavy=True).generate_score(score)
     assert (await scorer.run(agent_run("q", "a"))).score == 0.5
     assert seen["cheap"] == os.getpid() and seen["heavy"] != os.getpid()
+
+
+@pytest.mark.parametrize(
+    ("answer_chars", "place"),
+    [(10, "loop"), (1_000, "thread"), (5_000, "process")],
+)
+async def test_a_heavy_step_runs_by_the_size_of_the_run(answer_chars: int, place: str) -> None:
+    # On the loop under loop_below_chars, in a thread under inline_below_chars, else in a worker.
+    def where(ctx: StepContext) -> dict[str, Any]:
+        return {"pid": os.getpid(), "thread": threading.get_ident()}
+
+    def score(ctx: StepContext) -> float:
+        return 0.5
+
+    scorer = (
+        create_scorer(id="where", description="d")
+        .preprocess(where, heavy=True, inline_below_chars=2_000, loop_below_chars=100)
+        .generate_score(score)
+    )
+    result = await scorer.run(agent_run("q", "a" * answer_chars))
+    ran = result.preprocess_step_result
+    on_loop = ran == {"pid": os.getpid(), "thread": threading.get_ident()}
+    in_thread = ran["pid"] == os.getpid() and ran["thread"] != threading.get_ident()
+    assert {"loop": on_loop, "thread": in_thread, "process": ran["pid"] != os.getpid()} == {
+        key: key == place for key in ("loop", "thread", "process")
+    }
 
 
 def test_heavy_is_refused_for_async_functions() -> None:

@@ -2,8 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from schemas import AgentRun, Message, Part, ToolInvocation
-from scoring.text import extract_tool_calls, js_collapse_whitespace, js_trim, message_text, output_text
+from scoring.text import (
+    JS_WHITESPACE,
+    JS_WHITESPACE_CHARS,
+    JS_WHITESPACE_RUN,
+    extract_tool_calls,
+    js_collapse_whitespace,
+    js_remove_whitespace,
+    js_split_words,
+    js_trim,
+    message_text,
+    output_text,
+)
+
+# Text rich in whitespace of either language: JavaScript's set, Python's own extras (U+001C..U+001F,
+# U+0085) and JavaScript's U+FEFF, which decide between the str.split fast path and the regex.
+whitespace_heavy = st.text(alphabet=st.sampled_from([*JS_WHITESPACE, *"\x1c\x1d\x1e\x1f\x85", *"ab é😀"]))
 
 
 def test_output_text_skips_text_less_messages_only() -> None:
@@ -53,3 +73,19 @@ def test_javascript_whitespace_set() -> None:
     assert js_trim("\ufeff\u3000 x \u00a0\u2029") == "x"
     assert js_trim("\x1cx\x85") == "\x1cx\x85"  # whitespace to Python, not to JavaScript
     assert js_collapse_whitespace(" a \t\n b\u200a\u205fc ") == "a b c"
+
+
+def test_the_spelled_out_whitespace_is_the_regex_class() -> None:
+    js_class = re.compile(f"[{JS_WHITESPACE_CHARS}]")
+    assert set(JS_WHITESPACE) == {chr(c) for c in range(0x110000) if js_class.match(chr(c))}
+
+
+@given(text=whitespace_heavy | st.text())
+def test_whitespace_helpers_equal_their_javascript_definitions(text: str) -> None:
+    # JavaScript's text.replace(/\s+/g, ...), .split(/\s+/) and .trim(), written as regexes.
+    assert js_collapse_whitespace(text) == re.sub(
+        f"\\A[{JS_WHITESPACE_CHARS}]+|[{JS_WHITESPACE_CHARS}]+\\Z", "", JS_WHITESPACE_RUN.sub(" ", text)
+    )
+    assert js_split_words(text) == [word for word in JS_WHITESPACE_RUN.split(text) if word]
+    assert js_remove_whitespace(text) == JS_WHITESPACE_RUN.sub("", text)
+    assert js_trim(text) == re.sub(f"\\A[{JS_WHITESPACE_CHARS}]+|[{JS_WHITESPACE_CHARS}]+\\Z", "", text)

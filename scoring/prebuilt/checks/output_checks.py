@@ -210,5 +210,7 @@ def create_similarity_check(
             label=None if threshold is None else pass_fail,
         )
         .preprocess(preprocess)
-        .generate_score(generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .generate_score(
+            generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
+        )
     )

@@ -18,7 +18,7 @@ from rapidfuzz.distance import Levenshtein as _Levenshtein
 from scoring.prebuilt.ground_truth import expected_value
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
+from scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
 from scoring.text import output_text
 
 
@@ -129,7 +129,7 @@ def create_levenshtein_scorer() -> Scorer:
         return levenshtein_similarity(output_text(ctx.run), expected_value(ctx, "levenshtein"))
 
     return LEVENSHTEIN.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
     )
 
 

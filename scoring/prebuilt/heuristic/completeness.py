@@ -50,6 +50,9 @@ _IRREGULAR = {
     "broke": "break", "chose": "choose", "chosen": "choose", "drove": "drive", "ate": "eat",
     "grew": "grow", "grown": "grow", "spent": "spend", "stood": "stand", "understood": "understand",
 }  # fmt: skip
+# Words some rule of infinitive_words reads, beyond contractions and -ed / -ing forms.
+_RULED = _BE | _HAVE | _MODALS | _DO | frozenset(_IRREGULAR)
+_VERB_SUFFIXES = ("ed", "ing")
 # Stems that take their "e" back: releas(ed) -> release, creat(ed) -> create, solv(ing) -> solve.
 _E_ENDING = re.compile(r"(?:[aeiou]s|[aeiou]z|at|[^aeiou]iz|[^aeiou]is|v|[aeiou]c|rg|dg|ur)$")
 
@@ -88,9 +91,10 @@ def infinitive_words(text: str) -> list[str]:
     """
     tokens = _TOKEN.findall(text)
     words: list[str] = []
-    for i, token in enumerate(tokens):
-        before = tokens[i - 1] if i else ""
-        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+    for before, token, after in zip(["", *tokens], tokens, [*tokens[1:], ""], strict=False):
+        if "'" not in token and token not in _RULED and not token.endswith(_VERB_SUFFIXES):
+            words.append(token)  # most words: no rule below applies (the last branch's case)
+            continue
         asks = after in _PRONOUNS or after in _DETERMINERS  # "did the server crash?" keeps "do"
         if "'" in token:
             words += _contraction(token, before, after)
@@ -127,22 +131,50 @@ def extract_elements(text: str) -> list[str]:
     ['cafe', 'creme', '2x', 'it', 'release']
     """
     text = normalize(js_trim(text)).replace("\u2019", "'").replace("\u2018", "'")
-    words = [part for word in infinitive_words(text) for part in _NOT_ALNUM.sub(" ", word).split()]
+    # Each word split at anything but a-z0-9, in one pass over them all (no word holds a space).
+    words = _NOT_ALNUM.sub(" ", " ".join(infinitive_words(text))).split()
     return list(dict.fromkeys(words))
 
 
-def _covers(element: str, candidate: str) -> bool:
+def covers(element: str, candidate: str) -> bool:
+    """Mastra's rule: words of up to 3 letters match exactly; longer ones when the shorter word lies
+    inside the longer one and has more than 60% of its length."""
     if len(element) <= 3:
         return element == candidate
     longer, shorter = (element, candidate) if len(element) > len(candidate) else (candidate, element)
     return shorter in longer and len(shorter) / len(longer) > 0.6
 
 
+def _close_parts(word: str, shortest: int) -> list[str]:
+    """The substrings of ``word`` (but itself) that ``covers`` pairs with it: more than 60% of its
+    length (the same float test), at least ``shortest`` long."""
+    n = len(word)
+    return [
+        word[start : start + size]
+        for size in range(n - 1, shortest - 1, -1)
+        if size / n > 0.6
+        for start in range(n - size + 1)
+    ]
+
+
 def coverage(original: list[str], simplified: list[str]) -> float:
-    """Share of ``original`` elements matched by some ``simplified`` element (Mastra's rule)."""
+    """Share of ``original`` elements matched (``covers``) by some ``simplified`` element.
+
+    Sets instead of trying every pair (for long texts, hundreds of thousands of calls): an element
+    is covered when it is a candidate, or (longer than 3) one of its close parts is a candidate, or
+    it is a close part of a candidate (then it is at least 4 long).
+    """
     if not original:
         return 1 if not simplified else 0
-    covered = sum(1 for element in original if any(_covers(element, s) for s in simplified))
+    candidates = set(simplified)
+    inside_candidates = {part for candidate in candidates for part in _close_parts(candidate, 4)}
+    covered = 0
+    for element in original:
+        if element in candidates or (
+            len(element) > 3
+            and (element in inside_candidates or not candidates.isdisjoint(_close_parts(element, 1)))
+        ):
+            covered += 1
     return covered / len(original)
 
 
@@ -199,6 +231,10 @@ def create_completeness_scorer() -> Scorer:
     """
     return (
         COMPLETENESS.create_scorer()
-        .preprocess(_preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
-        .generate_score(_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .preprocess(
+            _preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
+        )
+        .generate_score(
+            _score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
+        )
     )

@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
+
+import numpy as np
+import numpy.typing as npt
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import SMALL_RUN_CHARS, StepContext
-from scoring.text import JS_WHITESPACE_RUN, input_text, js_collapse_whitespace, output_text, utf16_units
+from scoring.text import (
+    JS_WHITESPACE,
+    input_text,
+    js_collapse_whitespace,
+    js_remove_whitespace,
+    output_text,
+    utf16_units,
+)
 
-
-def _bigrams(units: str) -> Counter[str]:
-    return Counter(units[i : i + 2] for i in range(len(units) - 1))
+# Under this many characters in the two texts together, strings and a Counter of bigrams are the
+# faster count; from here numpy's fixed cost (~12 µs) pays off (measured: equal at about 120, numpy
+# 4x faster at 800 and 8x at 5,000).
+NUMPY_FROM_CHARS = 128
+# numpy counts the bigrams in a dense table of (distinct units)² bins while it stays small (English
+# text holds some 60 distinct units); texts with more (CJK) are counted by sorting instead.
+DENSE_MAX_UNITS = 256
+# Which UTF-16 code units are JavaScript whitespace (all of it lies in the BMP).
+_IS_JS_WHITESPACE = np.zeros(0x10000, dtype=bool)
+_IS_JS_WHITESPACE[[ord(ch) for ch in JS_WHITESPACE]] = True
+_IS_JS_WHITESPACE.flags.writeable = False
 
 
 def compare_two_strings(first: str, second: str) -> float:
@@ -20,14 +39,48 @@ def compare_two_strings(first: str, second: str) -> float:
     Whitespace (JavaScript's ``\\s`` set) is removed, then the Sørensen-Dice coefficient of the two
     bigram multisets is taken over UTF-16 code units, as the JavaScript ``substring`` does.
     """
-    first, second = JS_WHITESPACE_RUN.sub("", first), JS_WHITESPACE_RUN.sub("", second)
+    if len(first) + len(second) >= NUMPY_FROM_CHARS:
+        return _compare_code_units(_code_units(first), _code_units(second))
+    first, second = js_remove_whitespace(first), js_remove_whitespace(second)
     if first == second:
         return 1.0
     first, second = utf16_units(first), utf16_units(second)
     if len(first) < 2 or len(second) < 2:
         return 0.0
-    shared = sum((_bigrams(first) & _bigrams(second)).values())
+    counts = sorted((Counter(map(operator.add, text, text[1:])) for text in (first, second)), key=len)
+    fewer, more = counts
+    shared = sum([min(count, more[bigram]) for bigram, count in fewer.items() if bigram in more])
     return 2.0 * shared / (len(first) + len(second) - 2)
+
+
+def _code_units(text: str) -> npt.NDArray[np.uint16]:
+    """The text's UTF-16 code units without its JavaScript whitespace (a lone surrogate is one unit,
+    as in JavaScript)."""
+    units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype=np.uint16)
+    return units[~_IS_JS_WHITESPACE[units]]
+
+
+def _compare_code_units(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> float:
+    """``compare_two_strings`` of two texts given as code units, whitespace removed."""
+    if np.array_equal(a, b):
+        return 1.0
+    if len(a) < 2 or len(b) < 2:
+        return 0.0
+    distinct, ids = np.unique(np.concatenate((a, b)), return_inverse=True)
+    size = len(distinct)
+    if size <= DENSE_MAX_UNITS:  # each bigram as a bin of a size x size table
+        ids_a, ids_b = ids[: len(a)], ids[len(a) :]
+        bins = size * size
+        in_a = np.bincount(ids_a[:-1] * size + ids_a[1:], minlength=bins)
+        in_b = np.bincount(ids_b[:-1] * size + ids_b[1:], minlength=bins)
+        shared = int(np.minimum(in_a, in_b).sum())
+    else:  # each bigram as one 32-bit number, counted by sorting
+        codes_a, codes_b = a.astype(np.uint32), b.astype(np.uint32)
+        kinds_a, counts_a = np.unique((codes_a[:-1] << 16) | codes_a[1:], return_counts=True)
+        kinds_b, counts_b = np.unique((codes_b[:-1] << 16) | codes_b[1:], return_counts=True)
+        _, at_a, at_b = np.intersect1d(kinds_a, kinds_b, assume_unique=True, return_indices=True)
+        shared = int(np.minimum(counts_a[at_a], counts_b[at_b]).sum())
+    return 2.0 * shared / (len(a) + len(b) - 2)
 
 
 CONTENT_SIMILARITY = ScorerSpec(
@@ -73,5 +126,7 @@ def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace
     return (
         CONTENT_SIMILARITY.create_scorer()
         .preprocess(preprocess)
-        .generate_score(generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .generate_score(
+            generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
+        )
     )

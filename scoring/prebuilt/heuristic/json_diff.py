@@ -7,6 +7,7 @@ holds a JSON object or array is parsed first (other text stays a string).
 from __future__ import annotations
 
 import json
+import re
 
 from scoring.prebuilt.ground_truth import expected_value
 from scoring.prebuilt.heuristic.autoevals import levenshtein_similarity, numeric_diff
@@ -15,10 +16,15 @@ from scoring.scorer import Scorer
 from scoring.steps import SMALL_RUN_CHARS, StepContext
 from scoring.text import output_text
 
+# Only text that opens with { or [ after JSON's own whitespace can parse to an object or an array.
+_MAY_HOLD_CONTAINER = re.compile(r"[ \t\n\r]*[{\[]")
+
 
 def _parse_container(value: object) -> object:
     """JSON text holding an object or array becomes that value (autoevals' ``valid_json`` check)."""
-    if isinstance(value, str):
+    # Every string leaf is tried: skipping those that cannot hold a container spares a failed
+    # json.loads (the JSONDecodeError alone costs more than the leaf's comparison).
+    if isinstance(value, str) and _MAY_HOLD_CONTAINER.match(value):
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
@@ -85,5 +91,5 @@ def create_json_diff_scorer() -> Scorer:
         return json_diff(output_text(ctx.run), expected_value(ctx, "json-diff"))
 
     return JSON_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
     )

@@ -15,7 +15,7 @@ from importlib import resources
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
-from scoring.text import JS_WHITESPACE_CHARS, input_text, js_trim, output_text
+from scoring.text import JS_WHITESPACE_CHARS, input_text, js_trim, output_text, splits_like_js
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _JS_WHITESPACE_ONE = re.compile(f"[{JS_WHITESPACE_CHARS}]")
@@ -23,7 +23,12 @@ _JS_WHITESPACE_ONE = re.compile(f"[{JS_WHITESPACE_CHARS}]")
 _URL = re.compile(r"https?://")
 # Stripped punctuation; `^'`/`'$` drop one apostrophe at either end of the word only.
 _PUNCTUATION = re.compile("\\.|,|;|!|\\?|\\(|\\)|:|\"|\\A'|'\\Z|\u201c|\u201d|\u2018|\u2019")
+# The same over a whole text without URLs: a word's ends are a whitespace character or the text's.
+_TEXT_PUNCTUATION = re.compile(
+    f"[.,;!?():\"\u201c\u201d\u2018\u2019]|(?<![^{JS_WHITESPACE_CHARS}])'|'(?![^{JS_WHITESPACE_CHARS}])"
+)
 _ODD_SINGLE = re.compile("_|@|&|#")
+_ODD_SINGLES = frozenset("_@&#")
 _ASCII_DIGITS = frozenset("0123456789")  # JavaScript's \d
 
 
@@ -43,6 +48,20 @@ def extract_keywords(text: str) -> list[str]:
     """
     text = js_trim(_HTML_TAG.sub("", text))
     stopwords = english_stopwords()
+    if _URL.search(text) is None and splits_like_js(text):
+        # The common case, the same steps in bulk: no word holds a URL, so the punctuation goes in
+        # one pass over the text (it never removes whitespace: the words stay where they were);
+        # the text is lower-cased at once (no whitespace character between two words is
+        # case-ignorable here, so no word's lower case depends on its neighbours); and the checks,
+        # which lower-casing cannot change, run on the distinct words only.
+        words = dict.fromkeys(_TEXT_PUNCTUATION.sub("", text).lower().split())
+        return [
+            word
+            for word in words
+            if word not in stopwords
+            and not (len(word) == 1 and word in _ODD_SINGLES)
+            and not (word.isascii() and word.isdigit())
+        ]
     keywords: dict[str, None] = {}  # an ordered set
     for raw in _JS_WHITESPACE_ONE.split(text) if text else []:
         is_url = _URL.search(raw) is not None

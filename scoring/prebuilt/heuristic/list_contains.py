@@ -16,13 +16,14 @@ import json
 from collections.abc import Sequence
 
 import numpy as np
+from rapidfuzz.distance import Levenshtein
+from rapidfuzz.process import cdist
 from scipy.optimize import linear_sum_assignment
 
 from scoring.prebuilt.ground_truth import expected_value
-from scoring.prebuilt.heuristic.autoevals import levenshtein_similarity
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
+from scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
 from scoring.text import output_text
 
 
@@ -38,7 +39,14 @@ def list_contains(
         return 1
     if not outputs or not expected:
         return 0
-    similarity = np.array([[levenshtein_similarity(o, e) for e in expected] for o in outputs], dtype=float)
+    # Every pair's Levenshtein similarity in one C call, the same double as levenshtein_similarity's
+    # 1 - distance / longer length (float64: cdist's default float32 would round it).
+    similarity = cdist(
+        [str(item) for item in outputs],
+        [str(item) for item in expected],
+        scorer=Levenshtein.normalized_similarity,
+        dtype=np.float64,
+    )
     rows, cols = linear_sum_assignment(-similarity)
     denominator = len(expected) if allow_extra_entities else max(len(outputs), len(expected))
     # Summed left to right in Python, as autoevals does (numpy's pairwise sum rounds differently).
@@ -92,5 +100,5 @@ def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
         return list_contains(output_items(output_text(ctx.run)), expected, allow_extra_entities)
 
     return LIST_CONTAINS.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS
+        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
     )

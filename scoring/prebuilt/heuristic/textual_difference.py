@@ -8,7 +8,7 @@ from rapidfuzz.distance import LCSseq
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
+from scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
 from scoring.text import (
     input_text,
     js_collapse_whitespace,
@@ -42,14 +42,16 @@ def count_changes(a: str, b: str) -> int:
         return len(words_a) + len(words_b)
     # Mastra matches each word greedily to the first unused equal word; that pairs up exactly the
     # multiset intersection of the two word lists, which Counter computes in linear time.
-    matches = sum((Counter(words_a) & Counter(words_b)).values())
+    fewer, more = sorted((Counter(words_a), Counter(words_b)), key=len)
+    matches = sum([min(count, more[word]) for word, count in fewer.items() if word in more])
     return max(len(words_a), len(words_b)) - matches
 
 
 def _preprocess(ctx: StepContext) -> dict[str, float]:
     a, b = input_text(ctx.run), output_text(ctx.run)
-    longest = max(js_length(a), js_length(b))
-    length_diff = abs(js_length(a) - js_length(b)) / longest if longest > 0 else 0
+    length_a, length_b = js_length(a), js_length(b)
+    longest = max(length_a, length_b)
+    length_diff = abs(length_a - length_b) / longest if longest > 0 else 0
     return {
         "ratio": lcs_ratio(a, b),
         "confidence": 1 - length_diff,
@@ -79,6 +81,8 @@ def create_textual_difference_scorer() -> Scorer:
     """
     return (
         TEXTUAL_DIFFERENCE.create_scorer()
-        .preprocess(_preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS)
+        .preprocess(
+            _preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
+        )
         .generate_score(lambda ctx: ctx.preprocessed(dict)["ratio"])
     )

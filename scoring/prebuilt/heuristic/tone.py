@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from itertools import accumulate, compress
 
 from scoring.registry import ScorerSpec, register
 from scoring.scorer import Scorer
 from scoring.steps import StepContext
-from scoring.text import JS_WHITESPACE_CHARS, js_trim, output_text
+from scoring.text import JS_WHITESPACE, JS_WHITESPACE_CHARS, js_trim, output_text
 
 _PUNCTUATION = re.compile(r"[.,/#!?$%^&*;:{}=_`\"~()]")
+# The same without the sentence ends . ! ?: the whole text is tokenised at once (see sentence_sentiments).
+_INNER_PUNCTUATION = re.compile(r"[,/#$%^&*;:{}=_`\"~()]")
 _WHITESPACE_RUN = re.compile(f"[{JS_WHITESPACE_CHARS}][{JS_WHITESPACE_CHARS}]+")  # JS /\s\s+/: 2 or more
-# Mastra's sentences: text up to and including a run of . ! ? (a tail without one is dropped).
-_SENTENCE = re.compile(r"[^.!?]+[.!?]+")
+# Mastra's sentences: text up to and including a run of . ! ? (a tail without one is dropped); the
+# group is the sentence without that closing run.
+_SENTENCE_BODY = re.compile(r"([^.!?]+)[.!?]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,24 +59,62 @@ def comparative_sentiment(phrase: str) -> float:
     >>> comparative_sentiment("not good")  # "good" is +3, flipped by "not"
     -1.5
     """
-    lexicon = afinn_lexicon()
     tokens = sentiment_tokens(phrase)
+    return _summed_scores(tokens, afinn_lexicon()) / len(tokens)  # never empty: "".split(" ") is [""]
+
+
+def _summed_scores(tokens: list[str], lexicon: Lexicon) -> int:
+    """The tokens' word scores, each flipped when a negator comes right before it."""
+    scores, negators = lexicon.scores, lexicon.negators
     score = 0
-    # Right to left, as the package sums (integer scores, so the order cannot change the sum).
-    for i in range(len(tokens) - 1, -1, -1):
-        word_score = lexicon.scores.get(tokens[i])
-        if word_score is None:
-            continue
-        if i > 0 and tokens[i - 1] in lexicon.negators:
+    # Only the tokens that have a score (a few in a sentence), found by a C-level scan; the package
+    # sums right to left, but the scores are integers: the order cannot change the sum.
+    for i in compress(range(len(tokens)), map(scores.__contains__, tokens)):
+        word_score = scores[tokens[i]]
+        if i > 0 and tokens[i - 1] in negators:
             word_score = -word_score
         score += word_score
-    return score / len(tokens)  # never empty: "".split(" ") is [""]
+    return score
+
+
+def sentence_sentiments(text: str) -> list[float]:
+    """``comparative_sentiment`` of each of Mastra's sentences of ``text`` (of the whole text when it
+    has none).
+
+    The text is lower-cased and its punctuation other than the sentence ends turned into spaces once,
+    rather than sentence by sentence: neither step makes or removes a ``.``, ``!`` or ``?``, and a
+    whitespace run never spans a sentence end, so each sentence's tokens are those the package's
+    tokenizer gives the sentence alone. (The one context-dependent lower-casing, Greek final sigma,
+    can differ at a sentence end; no lexicon word holds a sigma, so no score can.)
+
+    >>> sentence_sentiments("Great! This is terrible.")
+    [3.0, -1.0]
+    """
+    normalized = _WHITESPACE_RUN.sub(" ", _INNER_PUNCTUATION.sub(" ", text.lower().replace("\n", " ")))
+    # The closing run became spaces in the package's tokenizer, which its trim removes.
+    bodies = [body.strip(JS_WHITESPACE) for body in _SENTENCE_BODY.findall(normalized)]
+    if not bodies:
+        return [comparative_sentiment(text)]
+    counts = [body.count(" ") + 1 for body in bodies]  # len(body.split(" "))
+    # Every sentence's tokens in one list, a "\0" token (never a word, never a negator) between two
+    # sentences; the few tokens with a score are found in one C-level scan.
+    tokens = " \0 ".join(bodies).split(" ")
+    lexicon = afinn_lexicon()
+    scores, negators = lexicon.scores, lexicon.negators
+    sums = [0] * len(bodies)
+    starts = list(accumulate([count + 1 for count in counts[:-1]], initial=0))
+    for i in compress(range(len(tokens)), map(scores.__contains__, tokens)):
+        word_score = scores[tokens[i]]
+        if i > 0 and tokens[i - 1] in negators:
+            word_score = -word_score
+        sums[bisect_right(starts, i) - 1] += word_score
+    return [total / count for total, count in zip(sums, counts, strict=True)]
 
 
 def tone_result(text: str, reference_tone: str | None) -> dict[str, float]:
     """Mastra's tone preprocess result: the score with the sentiments it came from."""
-    response = comparative_sentiment(text)
     if reference_tone:
+        response = comparative_sentiment(text)
         reference = comparative_sentiment(reference_tone)
         difference = abs(response - reference)
         return {
@@ -80,8 +123,7 @@ def tone_result(text: str, reference_tone: str | None) -> dict[str, float]:
             "reference_sentiment": reference,
             "difference": difference,
         }
-    sentences = _SENTENCE.findall(text) or [text]
-    sentiments = [comparative_sentiment(sentence) for sentence in sentences]
+    sentiments = sentence_sentiments(text)
     average = 0.0
     for value in sentiments:  # left to right, as JavaScript's reduce adds
         average += value

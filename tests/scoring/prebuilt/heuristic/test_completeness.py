@@ -8,9 +8,11 @@ parity cases and on held-out pairs, and is exact on the edge cases where the two
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scoring.prebuilt import create_completeness_scorer
-from scoring.prebuilt.heuristic.completeness import coverage, extract_elements
+from scoring.prebuilt.heuristic.completeness import coverage, covers, extract_elements
 from scoring.registry import build_scorer
 from tests.scoring.prebuilt.heuristic.mastra_edge_cases import EXTRA_CASES
 from tests.scoring.prebuilt.mastra_parity import CASES, REFERENCE, cases_with, run_like_reference
@@ -108,6 +110,17 @@ def test_completeness_elements_and_coverage_rule() -> None:
     assert coverage(["abcde"], ["abc"]) == 0  # 3/5 is not more than 60%
     assert coverage([], []) == 1
     assert coverage([], ["x"]) == 0
+
+
+# Words from few letters, so that one often lies inside another.
+words = st.lists(st.text(alphabet="abc", min_size=1, max_size=12), unique=True, max_size=8)
+
+
+@given(original=words, simplified=words)
+def test_coverage_applies_the_rule_to_every_pair(original: list[str], simplified: list[str]) -> None:
+    # coverage finds the pairs through sets; Mastra's definition tries every pair.
+    pairwise = sum(1 for element in original if any(covers(element, other) for other in simplified))
+    assert coverage(original, simplified) == (pairwise / len(original) if original else int(not simplified))
 
 
 def test_registered_with_its_needs() -> None:
