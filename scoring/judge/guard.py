@@ -168,15 +168,23 @@ class GuardedCall:
             self._guard.breakers(self._model).failed(retriable)
 
 
-@contextlib.contextmanager
-def judge_span(model: str, operation: str) -> Iterator[trace.Span]:
-    """The span of one judge request, marked as tracescore's own (see the module docstring)."""
+def judge_span(model: str, operation: str) -> contextlib.AbstractContextManager[trace.Span]:
+    """The span of one judge request, marked as tracescore's own (see the module docstring).
+
+    Without an OpenTelemetry SDK (no tracer provider set) nothing would record it and nothing
+    could read its context, so no span is started: ``with`` gives ``INVALID_SPAN``, which is what
+    the API's no-op tracer would give, without its context switch and objects on every call."""
+    if isinstance(trace.get_tracer_provider(), _NO_SDK):
+        return _NO_SPAN
     attributes: dict[str, str | bool] = {
         JUDGE_SPAN_ATTRIBUTE: True,
         "gen_ai.operation.name": operation,
         "gen_ai.request.model": model,
     }
-    with _tracer.start_as_current_span(
+    return _tracer.start_as_current_span(
         f"{operation} {model}", kind=trace.SpanKind.CLIENT, attributes=attributes
-    ) as span:
-        yield span
+    )
+
+
+_NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+_NO_SPAN = contextlib.nullcontext(trace.INVALID_SPAN)

