@@ -26,7 +26,8 @@ sync step with ``heavy=True`` and it runs in a worker process (``scoring.workers
 its interpreter lock; when the scorer's timeout fires, the worker is killed and the work stops. A
 heavy step whose cost is bounded by its input (a text comparison) may say so with
 ``inline_below_chars=N``: on runs of fewer characters it runs in a thread instead, sparing the trip
-to the worker (tracescore's own text comparisons use ``SMALL_RUN_CHARS``).
+to the worker (tracescore's own text comparisons use ``SMALL_RUN_CHARS``), and on tiny runs (under
+``TINY_RUN_CHARS``, 2,000) inline, sparing the thread hop too.
 
 A scorer is an immutable builder: each chained call returns a new scorer and the scorer keeps no
 per-run state, so one instance may score many runs concurrently.
