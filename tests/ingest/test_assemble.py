@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ingest.assemble import ManualClock, TraceAssembler
+from ingest.assemble import MIN_RELEASE_GAP_SECONDS, ManualClock, TraceAssembler
 from ingest.metrics import Metrics
 from schemas import LogRecord, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
@@ -151,6 +151,28 @@ async def test_max_wait_flushes_a_trace_without_root() -> None:
     assert consumer.span_ids() == [[CHILD, CHILD2]]
     assert assembled(metrics, "max_wait") == 1
     assert assembled(metrics, "idle") == 0
+
+
+async def test_the_tick_loop_sleeps_until_the_next_trace_is_due() -> None:
+    assembler, consumer, _, clock = build(idle=2.0, max_wait=3.0)
+    assert assembler.next_release_in() == 0.5  # nothing tracked: the longest tick
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT)))
+    clock.advance(1.75)
+    assert assembler.next_release_in() == 0.25  # A is due at 2 s
+    clock.advance(0.1875)
+    assert assembler.next_release_in() == MIN_RELEASE_GAP_SECONDS  # releases go at least this far apart
+    await assembler.consume_spans(batch(span(TRACE_B, CHILD, ROOT)))  # no root: due at max_wait only
+    clock.advance(0.0625)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT]]
+
+    clock.advance(2.5)  # B is quiet, without its root: it waits for max_wait, 0.4375 s from now
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT]]
+    assert assembler.next_release_in() == 0.4375
+    clock.advance(0.4375)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT], [CHILD]]
 
 
 async def test_beyond_max_traces_the_oldest_is_forgotten_never_released_early() -> None:
