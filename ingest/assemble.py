@@ -22,9 +22,9 @@ Log records are held with the spans of their trace; records without a trace id a
 Every item dropped and every trace spilled is counted. All work per item is O(1) amortised, and so is
 finding the ready traces: tracked traces are kept in the order of their last item (the idle rule) and
 of their first (``max_wait``), so a release looks only at the traces due. The tick loop sleeps until
-the next trace is due, at least ``MIN_RELEASE_GAP_SECONDS`` after the last release (each release asks
-the store about its traces once, so the traces due close together go together) and at most
-``tick_seconds``.
+the next trace is due (at most ``tick_seconds``), releases starting at least
+``MIN_RELEASE_GAP_SECONDS`` apart: each release asks the store about its traces once, so the traces
+due close together go together, and a release that took longer is followed at once.
 """
 
 from __future__ import annotations
@@ -123,12 +123,10 @@ class TraceAssembler:
         return min(self._config.idle_seconds / 4, MAX_TICK_SECONDS)
 
     def next_release_in(self) -> float:
-        """Seconds until the next trace is due, within [``MIN_RELEASE_GAP_SECONDS``, ``tick_seconds``]."""
-        tick = self.tick_seconds
+        """Seconds until the next trace is due, at most ``tick_seconds``."""
         due = [trace.last_seen + self._config.idle_seconds for trace in self._first(self._quiet)]
         due.extend(trace.first_seen + self._config.max_wait_seconds for trace in self._first(self._traces))
-        wait = min(due, default=math.inf) - self._clock()
-        return max(min(MIN_RELEASE_GAP_SECONDS, tick), min(wait, tick))
+        return max(0.0, min(min(due, default=math.inf) - self._clock(), self.tick_seconds))
 
     @staticmethod
     def _first(traces: OrderedDict[str, TracedItems]) -> list[TracedItems]:
@@ -483,11 +481,15 @@ class TraceAssembler:
         self._metrics.held_bytes.set(self._held_bytes)
 
     async def _tick_loop(self) -> None:
+        gap = min(MIN_RELEASE_GAP_SECONDS, self.tick_seconds)
+        started = -math.inf
         while not self._stopping.is_set():
+            wait = max(self.next_release_in(), started + gap - self._clock())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self.next_release_in())
+                await asyncio.wait_for(self._stopping.wait(), wait)
             if self._stopping.is_set():
                 return
+            started = self._clock()
             try:
                 await self.flush_ready()
             except Exception:  # the loop must outlive any one bad trace or a store hiccup

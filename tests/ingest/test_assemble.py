@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ingest.assemble import MIN_RELEASE_GAP_SECONDS, ManualClock, TraceAssembler
+from ingest.assemble import ManualClock, TraceAssembler
 from ingest.metrics import Metrics
 from schemas import LogRecord, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
@@ -160,7 +160,7 @@ async def test_the_tick_loop_sleeps_until_the_next_trace_is_due() -> None:
     clock.advance(1.75)
     assert assembler.next_release_in() == 0.25  # A is due at 2 s
     clock.advance(0.1875)
-    assert assembler.next_release_in() == MIN_RELEASE_GAP_SECONDS  # releases go at least this far apart
+    assert assembler.next_release_in() == 0.0625
     await assembler.consume_spans(batch(span(TRACE_B, CHILD, ROOT)))  # no root: due at max_wait only
     clock.advance(0.0625)
     await assembler.flush_ready()
