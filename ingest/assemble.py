@@ -52,6 +52,7 @@ Clock = Callable[[], float]
 
 MAX_TICK_SECONDS = 0.5
 MIN_RELEASE_GAP_SECONDS = 0.1
+MAX_COMMIT_SECONDS = 1.0  # a batch older than this (a stalled store) counts as arriving when handed on
 YIELD_EVERY = 2_000  # items (or traces) handled between two yields to the event loop
 EMITTED_IDS = 100_000  # ids of released traces remembered, to know a later item makes a late round
 
@@ -179,13 +180,17 @@ class TraceAssembler:
         await self.flush_all("shutdown")
 
     async def consume_spans(self, batch: SpanBatch) -> None:
-        now = self._clock()
-        arrived = batch.arrived_unix_nano or self._wall_ns()
+        now, wall = self._clock(), self._wall_ns()
+        arrived = batch.arrived_unix_nano or wall
+        # A trace is quiet from its last item's arrival (its commit began), not from the end of the
+        # commit that stored it: the commit's time is not added to every trace's wait.
+        committing = (wall - arrived) / 1e9
+        seen = now - committing if 0.0 <= committing <= MAX_COMMIT_SECONDS else now
         sizes = batch.item_bytes
         items: list[Span | LogRecord] = [*batch.spans, *batch.logs]
         for index, item in enumerate(items):
             if item.trace_id:  # a log record outside any trace has nothing to be assembled with
-                self._add(item, arrived, sizes[index] if index < len(sizes) else 0, now)
+                self._add(item, arrived, sizes[index] if index < len(sizes) else 0, seen)
             if index % YIELD_EVERY == YIELD_EVERY - 1:
                 # A request of hundreds of thousands of spans must not hold the event loop.
                 self._enforce_bounds()
