@@ -19,7 +19,12 @@ Every item reaching the assembler is already in the span ledger, so memory only 
   done without being scored again.
 
 Log records are held with the spans of their trace; records without a trace id are only stored.
-Every item dropped and every trace spilled is counted. All work per item is O(1) amortised.
+Every item dropped and every trace spilled is counted. All work per item is O(1) amortised, and so is
+finding the ready traces: tracked traces are kept in the order of their last item (the idle rule) and
+of their first (``max_wait``), so a release looks only at the traces due. The tick loop sleeps until
+the next trace is due (at most ``tick_seconds``), releases starting at least
+``MIN_RELEASE_GAP_SECONDS`` apart: each release asks the store about its traces once, so the traces
+due close together go together, and a release that took longer is followed at once.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -45,6 +51,8 @@ Clock = Callable[[], float]
 """Seconds from an arbitrary origin, never going back (``time.monotonic``)."""
 
 MAX_TICK_SECONDS = 0.5
+MIN_RELEASE_GAP_SECONDS = 0.1
+MAX_COMMIT_SECONDS = 1.0  # a batch older than this (a stalled store) counts as arriving when handed on
 YIELD_EVERY = 2_000  # items (or traces) handled between two yields to the event loop
 EMITTED_IDS = 100_000  # ids of released traces remembered, to know a later item makes a late round
 
@@ -92,6 +100,12 @@ class TraceAssembler:
         # and those of them holding items in memory, in the same order.
         self._traces: OrderedDict[str, TracedItems] = OrderedDict()
         self._held: OrderedDict[str, TracedItems] = OrderedDict()
+        # The tracked traces not yet quiet for idle_seconds, in the order of their last item (a quiet
+        # one without an ended root leaves it and waits for max_wait or its next item); and those
+        # whose times came from elsewhere (adopted, put back), which are out of order and checked
+        # each release in full.
+        self._quiet: OrderedDict[str, TracedItems] = OrderedDict()
+        self._unordered: dict[str, TracedItems] = {}
         self._held_bytes = 0
         self._held_spans = 0
         self._held_logs = 0
@@ -106,7 +120,18 @@ class TraceAssembler:
 
     @property
     def tick_seconds(self) -> float:
+        """The longest the tick loop sleeps between two releases."""
         return min(self._config.idle_seconds / 4, MAX_TICK_SECONDS)
+
+    def next_release_in(self) -> float:
+        """Seconds until the next trace is due, at most ``tick_seconds``."""
+        due = [trace.last_seen + self._config.idle_seconds for trace in self._first(self._quiet)]
+        due.extend(trace.first_seen + self._config.max_wait_seconds for trace in self._first(self._traces))
+        return max(0.0, min(min(due, default=math.inf) - self._clock(), self.tick_seconds))
+
+    @staticmethod
+    def _first(traces: OrderedDict[str, TracedItems]) -> list[TracedItems]:
+        return [next(iter(traces.values()))] if traces else []
 
     @property
     def tracked(self) -> int:
@@ -155,13 +180,17 @@ class TraceAssembler:
         await self.flush_all("shutdown")
 
     async def consume_spans(self, batch: SpanBatch) -> None:
-        now = self._clock()
-        arrived = batch.arrived_unix_nano or self._wall_ns()
+        now, wall = self._clock(), self._wall_ns()
+        arrived = batch.arrived_unix_nano or wall
+        # A trace is quiet from its last item's arrival (its commit began), not from the end of the
+        # commit that stored it: the commit's time is not added to every trace's wait.
+        committing = (wall - arrived) / 1e9
+        seen = now - committing if 0.0 <= committing <= MAX_COMMIT_SECONDS else now
         sizes = batch.item_bytes
         items: list[Span | LogRecord] = [*batch.spans, *batch.logs]
         for index, item in enumerate(items):
             if item.trace_id:  # a log record outside any trace has nothing to be assembled with
-                self._add(item, arrived, sizes[index] if index < len(sizes) else 0, now)
+                self._add(item, arrived, sizes[index] if index < len(sizes) else 0, seen)
             if index % YIELD_EVERY == YIELD_EVERY - 1:
                 # A request of hundreds of thousands of spans must not hold the event loop.
                 self._enforce_bounds()
@@ -193,6 +222,7 @@ class TraceAssembler:
                 trace = TracedItems(found.trace_id, now - age, now - quiet, found.first_arrived)
                 self._traces[found.trace_id] = trace
                 adopted += 1
+            self._unorder(trace)  # its times come from the store: out of arrival order
             trace.since = min(trace.since, found.first_arrived) if trace.since else found.first_arrived
             trace.through = max(trace.through, found.last_arrived)
             trace.root_ended = trace.root_ended or found.root_ended
@@ -220,25 +250,51 @@ class TraceAssembler:
         for trace in taken:
             self._unhold(trace)
             trace.drop_items()
-            del self._traces[trace.trace_id]
+            self._stop_tracking(trace)
         self._update_gauges()
         return taken
 
     def retrack(self, traces: Sequence[TracedItems]) -> None:
         for trace in traces:
             trace.stored = True  # its items were dropped: the round is read from the store
-            self._traces.setdefault(trace.trace_id, trace)
+            if trace.trace_id not in self._traces:
+                self._traces[trace.trace_id] = trace
+                self._unorder(trace)
         self._update_gauges()
 
     async def flush_ready(self) -> None:
         """Release every trace that is ready now (the tick loop calls this; tests may too)."""
         now = self._clock()
-        tracked = list(self._traces.values())
-        for start in range(0, len(tracked), YIELD_EVERY):
-            chunk = tracked[start : start + YIELD_EVERY]
-            ready = [(trace, reason) for trace in chunk if (reason := self._ready_reason(trace, now))]
+        while ready := self._due(now, YIELD_EVERY):
             await self._release(ready)
             await asyncio.sleep(0)
+
+    def _due(self, now: float, limit: int) -> list[tuple[TracedItems, RoundReason]]:
+        """Up to ``limit`` traces ready at ``now``, looking only at the ones due (O(ready))."""
+        ready: list[tuple[TracedItems, RoundReason]] = []
+        taken: set[str] = set()
+
+        def take(trace: TracedItems) -> None:
+            if trace.trace_id not in taken and (reason := self._ready_reason(trace, now)):
+                ready.append((trace, reason))
+                taken.add(trace.trace_id)
+
+        idle = self._config.idle_seconds
+        while self._quiet and len(ready) < limit:
+            trace = next(iter(self._quiet.values()))
+            if now - trace.last_seen < idle:
+                break
+            del self._quiet[trace.trace_id]  # without an ended root it waits for max_wait (below)
+            take(trace)
+        for trace in self._traces.values():  # oldest first item first
+            if len(ready) >= limit or now - trace.first_seen < self._config.max_wait_seconds:
+                break
+            take(trace)
+        for trace in list(self._unordered.values()):
+            if len(ready) >= limit:
+                break
+            take(trace)
+        return ready
 
     async def flush_all(self, reason: RoundReason = "flush") -> None:
         """Release every tracked trace now, ready or not (shutdown, and callers that need results now)."""
@@ -273,6 +329,9 @@ class TraceAssembler:
             labels.labels("duplicate").inc()
             return
         trace.last_seen = now
+        if trace.trace_id not in self._unordered:
+            self._quiet[trace.trace_id] = trace
+            self._quiet.move_to_end(trace.trace_id)
         trace.since = min(trace.since, arrived) if trace.since else arrived
         trace.through = max(trace.through, arrived)
         if isinstance(item, Span) and not item.parent_span_id and item.end_time_unix_nano > 0:
@@ -309,7 +368,8 @@ class TraceAssembler:
         while self._held_bytes > self._config.max_held_bytes and self._held:
             self._spill(next(iter(self._held.values())))
         while len(self._traces) > self._config.max_traces:
-            _, trace = self._traces.popitem(last=False)
+            trace = next(iter(self._traces.values()))
+            self._stop_tracking(trace)
             self._drop_items(trace)
             if trace.since:
                 floor = self._forgotten_floor
@@ -350,6 +410,17 @@ class TraceAssembler:
             self._held_spans += trace.span_count
             self._held_logs += len(trace.items) - trace.span_count
 
+    def _unorder(self, trace: TracedItems) -> None:
+        """Check the trace at every release: its times are not those of its place in the orders."""
+        self._quiet.pop(trace.trace_id, None)
+        self._unordered[trace.trace_id] = trace
+
+    def _stop_tracking(self, trace: TracedItems) -> None:
+        """Stop tracking the trace (it is released, taken or forgotten)."""
+        self._traces.pop(trace.trace_id, None)
+        self._quiet.pop(trace.trace_id, None)
+        self._unordered.pop(trace.trace_id, None)
+
     def _untrack(self, trace: TracedItems) -> None:
         self._emitted[trace.trace_id] = trace.through
         self._emitted.move_to_end(trace.trace_id)
@@ -363,7 +434,7 @@ class TraceAssembler:
         for trace, _ in ready:
             # Out of the maps at once: an item arriving meanwhile starts a new (late) round.
             self._emitting[trace.trace_id] = trace
-            self._traces.pop(trace.trace_id, None)
+            self._stop_tracking(trace)
             self._unhold(trace)
         try:
             status: dict[str, TraceStatus] = {}
@@ -384,6 +455,7 @@ class TraceAssembler:
                 newer = self._traces.get(trace.trace_id)
                 if newer is None:
                     self._traces[trace.trace_id] = trace
+                    self._unorder(trace)
                     self._hold_counts(trace)
                 else:  # items came meanwhile: the next round reads the whole trace from the store
                     newer.stored = True
@@ -414,11 +486,15 @@ class TraceAssembler:
         self._metrics.held_bytes.set(self._held_bytes)
 
     async def _tick_loop(self) -> None:
+        gap = min(MIN_RELEASE_GAP_SECONDS, self.tick_seconds)
+        started = -math.inf
         while not self._stopping.is_set():
+            wait = max(self.next_release_in(), started + gap - self._clock())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self.tick_seconds)
+                await asyncio.wait_for(self._stopping.wait(), wait)
             if self._stopping.is_set():
                 return
+            started = self._clock()
             try:
                 await self.flush_ready()
             except Exception:  # the loop must outlive any one bad trace or a store hiccup

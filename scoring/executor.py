@@ -4,7 +4,8 @@ Each run is routed per scorer id (``scoring.route``); a run to score runs its sc
 async pool under a timeout. The result becomes a validated ``Score`` and then a score row
 (``scored``); a scorer that raises, times out or returns a value outside its scale gets ``failed``
 with the reason -- never a made-up or out-of-range score. Rows are buffered and written to the score
-sink every ``flush_interval`` seconds, on ``drain()`` and on ``shutdown()``.
+sink as soon as there are some, writes starting at least ``flush_interval`` seconds apart (one write
+carries what gathered meanwhile), and on ``drain()`` and ``shutdown()``.
 
 Bounds: ``config.concurrency`` workers take jobs from a bounded queue; when it is full
 ``consume_runs`` waits (backpressure up the pipeline, nothing is dropped). When the sink fails
@@ -16,6 +17,7 @@ error (the store refuses the rows) drops that write at once. Every drop is count
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -103,6 +105,7 @@ class ScoringExecutor:
         self._retries: PendingRetries[_Job] = PendingRetries(self._queue.put, config.retry_max_age_seconds)
         self._failures = FailureLog(logger)
         self._flush_lock = asyncio.Lock()
+        self._buffered = asyncio.Event()  # rows or finished rounds wait to be written
         # The last failure to write score and decision rows; None once a write succeeds again.
         self.write_error: str | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -195,6 +198,8 @@ class ScoringExecutor:
         finally:
             if state is not None:
                 self._rounds.routed(state)
+                if self._rounds.has_finished():
+                    self._buffered.set()  # a round without jobs: its mark is due
             self._producers -= 1
             if self._producers == 0:
                 self._producers_idle.set()
@@ -351,6 +356,7 @@ class ScoringExecutor:
         if record is not None:
             self._records.append(record)
         self._decisions.append(decision)
+        self._buffered.set()
         self._update_room()
 
     async def _flush(self) -> None:
@@ -361,6 +367,7 @@ class ScoringExecutor:
             records, decisions = self._records, self._decisions
             finished = self._rounds.take_finished()  # taken with their decisions: marked after them
             self._records, self._decisions = [], []
+            self._buffered.clear()
             try:
                 await self._sink.write_scores(records, decisions)
                 await self._sink.mark_done([state.round for state in finished])
@@ -390,6 +397,7 @@ class ScoringExecutor:
         self._records[:0] = records
         self._decisions[:0] = decisions
         self._rounds.put_back(finished)
+        self._buffered.set()
         self._update_room()
 
     def _update_room(self) -> None:
@@ -409,9 +417,19 @@ class ScoringExecutor:
         logger.error("dropped %d score rows and %d decisions: %s", records, decisions, why)
 
     async def _flush_periodically(self) -> None:
+        """Write rows as soon as there are some, a write starting at least ``delay`` after the last one
+        started (one that took longer is followed at once, with what gathered meanwhile); every
+        ``delay`` anyway for the failure log and the budgets."""
         delay = self._flush_interval
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         while True:
-            await asyncio.sleep(delay)
+            await asyncio.sleep(max(0.0, started + delay - loop.time()))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._buffered.wait()
+            if self._buffered.is_set():
+                started = loop.time()
             self._failures.flush()
             await self._guards.sync()
             try:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ingest.store.clickhouse import Store
+from ingest.store.clickhouse import Store, TableRows
 from ingest.store.rows import (
     DECISIONS_COLUMNS,
     SCORES_COLUMNS,
@@ -52,12 +52,18 @@ class ClickHouseScoreSink:
         self._store = store
 
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
-        if records:
-            await self._store.insert("scores", [score_row(r) for r in records], SCORES_COLUMNS)
-        if decisions:
-            await self._store.insert(
-                "score_decisions", [decision_row(d) for d in decisions], DECISIONS_COLUMNS
-            )
+        """Scores, then decisions, in one call to the store (one wait for its worker, not two); the
+        rows are built there, off the event loop."""
+        if not records and not decisions:
+            return
+
+        def build() -> list[TableRows]:
+            return [
+                ("scores", SCORES_COLUMNS, [score_row(r) for r in records]),
+                ("score_decisions", DECISIONS_COLUMNS, [decision_row(d) for d in decisions]),
+            ]
+
+        await self._store.insert_built(build, "insert into scores and score_decisions")
 
     async def mark_done(self, rounds: Sequence[TraceRound]) -> None:
         if rounds:

@@ -3,15 +3,20 @@
 
 Concurrent export requests (and Kafka batches) wait together: while one insert runs, the batches
 that arrive meanwhile gather into the next, so the store sees few large inserts (ClickHouse's
-advice) however many clients send. A batch is acknowledged -- its ``consume_spans`` returns -- only
-once the insert that holds it has committed, and it carries the commit's time (``arrived_unix_nano``,
-the ledger's ``Arrived``). When too many items wait for a commit, new batches are refused with
-``Overloaded`` (the client slows down) instead of growing memory.
+advice) however many clients send. When fewer batches wait than the last commit carried -- the
+clients it acknowledged are about to send again -- the next commit waits a moment for them
+(``MAX_GATHER_SECONDS``, at most a quarter of the last commit's time), as PostgreSQL's
+``commit_delay`` does: otherwise clients that send back to back split into two groups that take
+turns, each commit carrying half of them. A batch is acknowledged -- its ``consume_spans`` returns --
+only once the insert that holds it has committed, and it carries the commit's time
+(``arrived_unix_nano``, the ledger's ``Arrived``). When too many items wait for a commit, new batches
+are refused with ``Overloaded`` (the client slows down) instead of growing memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
@@ -32,6 +37,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_COMMIT_ITEMS = 50_000  # items per commit (a larger batch is committed on its own)
 DEFAULT_MAX_PENDING_ITEMS = 200_000  # items waiting for a commit before new batches are refused
+MAX_GATHER_SECONDS = 0.005  # the longest a commit waits for the clients the last one acknowledged
 
 
 class Router(Protocol):
@@ -157,6 +163,9 @@ class SpanSink:
         self._waiting: list[_Waiting] = []
         self._uncommitted_items = 0  # waiting for a commit, or in the one under way
         self._wake = asyncio.Event()
+        self._arrived = asyncio.Event()  # a batch joined the waiting ones
+        self._last_window = 0  # batches in the last commit
+        self._last_commit_seconds = 0.0
         self._flusher: asyncio.Task[None] | None = None
         self._stopping = False
         # Arrived of committed batches not yet handed on, with how many: the watermark stays below them.
@@ -199,6 +208,7 @@ class SpanSink:
         self._waiting.append(waiting)
         self._uncommitted_items += waiting.items
         self._wake.set()
+        self._arrived.set()
         arrived = await waiting.committed
         try:
             await self._next.consume_spans(waiting.batch)  # what this replica assembles of it
@@ -210,10 +220,25 @@ class SpanSink:
             await self._wake.wait()
             self._wake.clear()
             while self._waiting:
+                await self._gather()
                 await self._commit(self._take_window())
             if self._stopping:
                 await asyncio.gather(*self._orphans, return_exceptions=True)
                 return
+
+    async def _gather(self) -> None:
+        """Wait a moment for the batches of the clients the last commit acknowledged."""
+        if len(self._waiting) >= self._last_window or self._stopping:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(MAX_GATHER_SECONDS, self._last_commit_seconds / 4)
+        while len(self._waiting) < self._last_window and not self._stopping:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), remaining)
 
     def _take_window(self) -> list[_Waiting]:
         """The oldest waiting batches, up to the item bound (at least one)."""
@@ -227,10 +252,13 @@ class SpanSink:
 
     async def _commit(self, window: list[_Waiting]) -> None:
         items = sum(waiting.items for waiting in window)  # before the insert cuts batches down by owner
+        started = time.monotonic()
         try:
             await self._insert(window)
         finally:
             self._uncommitted_items -= items
+            self._last_window = len(window)
+            self._last_commit_seconds = time.monotonic() - started
 
     async def _insert(self, window: list[_Waiting]) -> None:
         arrived = self._clock_ns()

@@ -153,6 +153,42 @@ async def test_max_wait_flushes_a_trace_without_root() -> None:
     assert assembled(metrics, "idle") == 0
 
 
+async def test_the_tick_loop_sleeps_until_the_next_trace_is_due() -> None:
+    assembler, consumer, _, clock = build(idle=2.0, max_wait=3.0)
+    assert assembler.next_release_in() == 0.5  # nothing tracked: the longest tick
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT)))
+    clock.advance(1.75)
+    assert assembler.next_release_in() == 0.25  # A is due at 2 s
+    clock.advance(0.1875)
+    assert assembler.next_release_in() == 0.0625
+    await assembler.consume_spans(batch(span(TRACE_B, CHILD, ROOT)))  # no root: due at max_wait only
+    clock.advance(0.0625)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT]]
+
+    clock.advance(2.5)  # B is quiet, without its root: it waits for max_wait, 0.4375 s from now
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT]]
+    assert assembler.next_release_in() == 0.4375
+    clock.advance(0.4375)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT], [CHILD]]
+
+
+async def test_a_trace_is_quiet_from_its_last_items_arrival_not_from_the_end_of_its_commit() -> None:
+    consumer, clock, wall = RecordingConsumer(), ManualClock(1000.0), 1_800_000_000_000_000_000
+    config = AssemblyConfig(idle_seconds=2.0, max_wait_seconds=300.0)
+    assembler = TraceAssembler(config, consumer, Metrics(), clock=clock, wall_clock_ns=lambda: wall)
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), arrived=wall - 500_000_000))  # 0.5 s commit
+    await assembler.consume_spans(batch(span(TRACE_B, ROOT), arrived=wall - 5_000_000_000))  # stalled
+    clock.advance(1.5)
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT]]  # A: 2 s after it arrived
+    clock.advance(0.5)
+    await assembler.flush_ready()
+    assert len(consumer.traces) == 2  # B: a commit that stalled counts from when it was handed on
+
+
 async def test_beyond_max_traces_the_oldest_is_forgotten_never_released_early() -> None:
     assembler, consumer, metrics, clock = build(max_traces=2)
     await assembler.consume_spans(batch(span(TRACE_A, CHILD, ROOT), arrived=10))

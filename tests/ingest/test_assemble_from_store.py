@@ -15,7 +15,7 @@ from ingest.store.clickhouse import Store
 from ingest.store.ledger import Ledger, StoredTrace, TraceStatus
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
-from schemas import LogRecord, Span, SpanBatch, TraceRound
+from schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
 from schemas.errors import StoreError
 from tests.support.fixture_files import make_span
@@ -142,6 +142,23 @@ async def test_a_trace_decided_before_a_restart_is_recognised_from_the_store(sto
     await after.sink.shutdown()
     [replayed] = after.recorder.rounds
     assert replayed.unchanged and after.recorder.span_ids() == [[ROOT, CHILD]]
+
+
+async def test_a_round_cut_short_by_a_restart_is_released_resumed(store: Store) -> None:
+    # The process wrote some decisions of the round, then died before its done mark.
+    before = await make_rig(store)
+    await before.send(span(TRACE_A, ROOT))
+    await before.after(2)
+    decision = Decision(trace_id=TRACE_A, span_id=ROOT, scorer_id="content-similarity", decision="scored")
+    await ClickHouseScoreSink(store).write_scores([], [decision])
+    await before.sink.shutdown()
+
+    after = await make_rig(store)
+    await after.send(span(TRACE_A, ROOT))  # redelivered after the restart
+    await after.after(2)
+    await after.sink.shutdown()
+    [resumed] = after.recorder.rounds
+    assert resumed.resumed and not resumed.unchanged  # the executor asks what was written, then goes on
 
 
 async def test_spilled_traces_are_never_released_early_and_come_back_whole(store: Store) -> None:

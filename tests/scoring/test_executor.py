@@ -395,6 +395,20 @@ async def test_the_periodic_flush_retries_after_a_sink_failure(caplog: pytest.Lo
     assert any("writing scores failed" in message for message in caplog.messages)
 
 
+async def test_rows_are_written_at_once_when_no_write_ran_for_the_flush_interval() -> None:
+    sink = RecordingSink()
+    async with running(config(ScorerRule(scorer="textual-difference")), sink, flush_interval=0.5) as executor:
+        await asyncio.sleep(0.6)  # quiet: nothing to write for longer than the interval
+        submitted = time.monotonic()
+        await executor.consume_runs([make_run(1)])
+        for _ in range(100):
+            if sink.records:
+                break
+            await asyncio.sleep(0.01)
+        waited = time.monotonic() - submitted
+    assert waited < 0.25  # not at the next tick of a 0.5 s timer
+
+
 async def test_drain_reports_a_sink_failure_and_keeps_the_rows() -> None:
     sink = RecordingSink(fail_first=1)
     async with running(

@@ -1,4 +1,5 @@
-"""Spans and log records written to ``otel_traces`` and ``otel_logs`` in real chDB, row by row.
+"""Spans and log records written to ``otel_traces`` and ``otel_logs`` in real chDB, row by row, and the
+group commit that writes them.
 
 Expected values are written by hand from the inputs built in ``tests.ingest.store.samples``, following
 the OpenTelemetry Collector clickhouseexporter's row mapping and pdata's ``AsString()`` rendering.
@@ -6,10 +7,14 @@ the OpenTelemetry Collector clickhouseexporter's row mapping and pdata's ``AsStr
 
 from __future__ import annotations
 
+import asyncio
+
+from ingest.metrics import Metrics
 from ingest.store.clickhouse import Store
-from ingest.store.span_sink import insert_logs, insert_spans
-from schemas import LogRecord
+from ingest.store.span_sink import SpanSink, insert_logs, insert_spans
+from schemas import LogRecord, SpanBatch
 from tests.ingest.store.samples import OTHER_TRACE, ROOT_SPAN, START, TRACE, agent_span, tool_span
+from tests.support.otlp import Recorder
 
 
 async def test_spans_round_trip_with_the_collector_mapping(store: Store) -> None:
@@ -147,3 +152,23 @@ async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -
     }
     await insert_logs(store, [])  # nothing to write is not an error
     assert (await store.query("SELECT count() AS n FROM otel_logs")) == [{"n": 2}]
+
+
+async def test_clients_acknowledged_together_are_committed_together(store: Store) -> None:
+    # Senders that send again as soon as they are answered come back a moment apart: the commit waits
+    # for them instead of taking the first alone and the others in the next (two commits per round).
+    metrics = Metrics()
+    sink = SpanSink(store, Recorder(), metrics)
+    senders, rounds = 8, 4
+
+    async def sender(index: int) -> None:
+        for round in range(rounds):
+            span = agent_span().model_copy(update={"span_id": f"{index:08x}{round:08x}"})
+            await sink.consume_spans(SpanBatch(spans=[span]))
+            await asyncio.sleep(index * 0.0002)  # the answer reaches the senders one after another
+
+    await asyncio.gather(*(sender(index) for index in range(senders)))
+    await sink.shutdown()
+    commits = metrics.registry.get_sample_value("tracescore_store_commits_total")
+    assert commits is not None and commits <= rounds + 1  # not 1 + 2 * (rounds - 1)
+    assert metrics.registry.get_sample_value("tracescore_spans_stored_total") == senders * rounds
