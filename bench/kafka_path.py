@@ -117,8 +117,9 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
         producer.close()
 
 
-def bare_consumer(bootstrap: str, topic: str, spans: int, group: str) -> float:
-    """Seconds a bare consumer takes, from holding its partitions, to read and parse ``spans`` spans."""
+def bare_consumer(bootstrap: str, topic: str, spans: int, group: str) -> tuple[float, float]:
+    """Seconds a bare consumer takes, from holding its partitions, to read and parse ``spans`` spans;
+    and the CPU seconds this process used meanwhile."""
     consumer = KafkaConsumer(
         topic,
         bootstrap_servers=bootstrap,
@@ -131,6 +132,7 @@ def bare_consumer(bootstrap: str, topic: str, spans: int, group: str) -> float:
     )
     try:
         started: float | None = None
+        cpu_started = 0.0
         deadline = time.monotonic() + CONSUME_LIMIT_SECONDS
         parsed = 0
         while parsed < spans:
@@ -138,7 +140,7 @@ def bare_consumer(bootstrap: str, topic: str, spans: int, group: str) -> float:
                 raise RuntimeError(f"the bare consumer read {parsed} of {spans} spans")
             polled = consumer.poll(timeout_ms=500)
             if started is None and consumer.assignment():
-                started = time.monotonic()
+                started, cpu_started = time.monotonic(), time.process_time()
             for part in polled.values():
                 for record in part:
                     request = ExportTraceServiceRequest.FromString(record.value)
@@ -146,7 +148,7 @@ def bare_consumer(bootstrap: str, topic: str, spans: int, group: str) -> float:
             if polled:
                 consumer.commit()
         assert started is not None
-        return time.monotonic() - started
+        return time.monotonic() - started, time.process_time() - cpu_started
     finally:
         consumer.close(autocommit=False)
 
@@ -156,6 +158,7 @@ class ServeRun:
     stored_s: float  # from holding the partitions to every span stored
     scored_s: float  # from holding the partitions to every run decided (or to the limit)
     runs_scored: float
+    cpu_s: float | None  # CPU seconds the serve process used while storing (every thread)
     timeline: list[tuple[float, float, float]] = field(default_factory=list)  # (s, spans stored, runs scored)
 
 
@@ -191,6 +194,8 @@ async def _measure(
             not_ready = loop.time()
             await asyncio.sleep(POLL_SECONDS / 5)
         started = not_ready
+        cpu_started = procs.cpu_seconds(proc.pid)
+        cpu_s: float | None = None
         stored_at: float | None = None
         timeline: list[tuple[float, float, float]] = []
         while True:
@@ -199,12 +204,15 @@ async def _measure(
             timeline.append((round(now - started, 3), stored, scored))
             if stored_at is None and stored >= spans:
                 stored_at = now
+                cpu_stored = procs.cpu_seconds(proc.pid)
+                if cpu_started is not None and cpu_stored is not None:
+                    cpu_s = cpu_stored - cpu_started
                 if spy is not None:  # the profile covers the consumption alone
                     await asyncio.to_thread(procs.stop, spy, 30.0, signal.SIGINT)
             if stored_at is None and now - started > CONSUME_LIMIT_SECONDS:
                 raise RuntimeError(f"{stored:.0f} of {spans} spans stored in {CONSUME_LIMIT_SECONDS:.0f} s")
             if stored_at is not None and (scored >= traces or now - stored_at > SCORED_LIMIT_SECONDS):
-                return ServeRun(stored_at - started, now - started, scored, timeline)
+                return ServeRun(stored_at - started, now - started, scored, cpu_s, timeline)
             await asyncio.sleep(POLL_SECONDS)
 
 
@@ -319,15 +327,17 @@ def run(profile: Path | None = None) -> KafkaRun:
         "partitions": PARTITIONS,
         "native_crc32c": kafka_crc.crc32c_c is not None,
         "produce_seconds": round(produced, 3),
-        "bare_seconds": [round(s, 3) for s in bare],
+        "bare_seconds": [round(seconds, 3) for seconds, _ in bare],
+        "bare_cpu_seconds": [round(cpu, 3) for _, cpu in bare],
         "stored_seconds": round(serve.stored_s, 3),
+        "serve_cpu_seconds_storing": None if serve.cpu_s is None else round(serve.cpu_s, 3),
         "scored_seconds": round(serve.scored_s, 3),
         "idle_seconds": idle,
         "runs_scored": serve.runs_scored,
         "stored_traces_per_s": round(traces / serve.stored_s, 1),
         "scored_runs_per_s": round(serve.runs_scored / max(serve.scored_s - idle, 1e-3), 1),
     }
-    return KafkaRun(spans, traces, min(bare), serve, detail)
+    return KafkaRun(spans, traces, min(seconds for seconds, _ in bare), serve, detail)
 
 
 def _metrics(result: KafkaRun) -> list[Metric]:

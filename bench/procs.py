@@ -66,6 +66,15 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 30.0, sig: int = signal.S
         proc.wait()
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) a process has used so far, every thread of it (None off Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tail(log: IO[bytes], lines: int = 30) -> str:
     """The end of a child's log, for an error message."""
     log.flush()
