@@ -22,8 +22,8 @@ checks every record batch's CRC-32C, in pure Python unless the ``crc32c`` module
 detail says which (``native_crc32c``), and it holds for both sides.
 
 ``python -m bench.kafka_path`` prints these rows; ``--profile FILE`` records the serve process with
-py-spy until every span is stored (every thread, idle ones too): a speedscope JSON, an SVG flame graph
-for ``.svg``, collapsed stacks for ``.txt``.
+py-spy until every span is stored (every thread, idle ones too; with ``--gil`` only the thread holding
+the GIL): a speedscope JSON, an SVG flame graph for ``.svg``, collapsed stacks for ``.txt``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ TOPIC = "otlp_spans"
 GOAL_SPANS_PER_SECOND = 50_000
 CONSUME_LIMIT_SECONDS = 60.0
 SCORED_LIMIT_SECONDS = 60.0  # after everything is stored; what is decided by then counts
-POLL_SECONDS = 0.05
+POLL_SECONDS = 0.1  # /metrics is rendered on the GIL serve needs: not too often
 BARE_REPEATS = 3
 # Both consumers' session timeout: the broker holds a group's first join for about twice it.
 SESSION_TIMEOUT_MS = 6_000
@@ -216,7 +216,9 @@ async def _measure(
             await asyncio.sleep(POLL_SECONDS)
 
 
-def serve_run(bootstrap: str, topic: str, spans: int, traces: int, profile: Path | None = None) -> ServeRun:
+def serve_run(
+    bootstrap: str, topic: str, spans: int, traces: int, profile: Path | None = None, gil: bool = False
+) -> ServeRun:
     with tempfile.TemporaryDirectory(prefix="tracescore-bench-kafka-") as data:
         http_port = procs.free_port()
         config = Path(data) / "tracescore.json"
@@ -248,7 +250,7 @@ def serve_run(bootstrap: str, topic: str, spans: int, traces: int, profile: Path
                 base = f"http://127.0.0.1:{http_port}"
                 asyncio.run(procs.wait_http(f"{base}/healthz", proc))
                 if profile is not None:
-                    spy = procs.start(_py_spy(proc.pid, profile))
+                    spy = procs.start(_py_spy(proc.pid, profile, gil))
                 return asyncio.run(_measure(base, proc, spans, traces, spy))
             except Exception as exc:
                 raise RuntimeError(f"{exc}\n--- tracescore serve's log ---\n{procs.tail(log)}") from exc
@@ -258,11 +260,11 @@ def serve_run(bootstrap: str, topic: str, spans: int, traces: int, profile: Path
                 procs.stop(proc)
 
 
-def _py_spy(pid: int, out: Path) -> list[str]:
+def _py_spy(pid: int, out: Path, gil: bool) -> list[str]:
     fmt = {".svg": "flamegraph", ".txt": "raw"}.get(out.suffix, "speedscope")
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
-    every_thread = ["--threads", "--idle"]
-    return [spy, "record", "--pid", str(pid), "--rate", "100", *every_thread, "-f", fmt, "-o", str(out)]
+    threads = ["--threads", "--gil"] if gil else ["--threads", "--idle"]
+    return [spy, "record", "--pid", str(pid), "--rate", "100", *threads, "-f", fmt, "-o", str(out)]
 
 
 @dataclass
@@ -305,7 +307,7 @@ def start_broker() -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.05)
 
 
-def run(profile: Path | None = None) -> KafkaRun:
+def run(profile: Path | None = None, gil: bool = False) -> KafkaRun:
     values = records(MESSAGES)
     spans = MESSAGES * SPANS_PER_MESSAGE
     traces = spans // SPANS_PER_TRACE
@@ -315,7 +317,7 @@ def run(profile: Path | None = None) -> KafkaRun:
         produce(bootstrap, TOPIC, values)
         produced = time.monotonic() - produced
         bare = [bare_consumer(bootstrap, TOPIC, spans, f"bench-bare-{i}") for i in range(BARE_REPEATS)]
-        serve = serve_run(bootstrap, TOPIC, spans, traces, profile)
+        serve = serve_run(bootstrap, TOPIC, spans, traces, profile, gil)
     finally:
         procs.stop(broker, grace=10)
     idle = DEFAULT_IDLE_SECONDS
@@ -372,9 +374,10 @@ def metrics() -> list[Metric]:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.kafka_path")
     parser.add_argument("--profile", type=Path, help="py-spy the serve process into this file")
+    parser.add_argument("--gil", action="store_true", help="profile only the thread holding the GIL")
     parser.add_argument("--timeline", action="store_true", help="also print (s, stored, scored) samples")
     args = parser.parse_args()
-    result = run(args.profile)
+    result = run(args.profile, args.gil)
     for metric in _metrics(result):
         print(json.dumps({"name": metric.name, **metric.as_json()}))
     if args.timeline:
