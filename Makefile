@@ -5,13 +5,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 TEST_INSTALLED := $(VENV)/.installed-test
+# The peers the benchmarks compare with, each in a virtualenv of its own (make bench-peers).
+PEERS_VENV := bench/.peers-venv
+PHOENIX_VERSION := 20.26.1
+PEERS_INSTALLED := $(PEERS_VENV)/.installed-phoenix-$(PHOENIX_VERSION)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench clean
+.PHONY: help run test lint bench bench-peers clean
 
 help: ## list these targets (the default goal)
 	@echo "make TARGET, where TARGET is one of:"
-	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  %-7s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +42,15 @@ lint: $(TEST_INSTALLED) ## ruff check, ruff format --check and mypy --strict
 
 bench: $(TEST_INSTALLED) ## benchmarks against same-run baselines, printed as three tables (see README)
 	$(BIN)/python -m bench
+
+$(PEERS_INSTALLED):
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet arize-phoenix==$(PHOENIX_VERSION)
+	touch $@
+
+bench-peers: $(TEST_INSTALLED) $(PEERS_INSTALLED) ## the benchmarks and the peer rows (Arize Phoenix in bench/.peers-venv, same senders)
+	$(BIN)/python -m bench --peers
 
 clean: ## delete .venv, ./tracescore-data and pytest's cache
 	rm -rf $(VENV) tracescore-data .pytest_cache
