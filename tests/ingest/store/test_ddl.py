@@ -21,7 +21,7 @@ async def test_every_tables_columns_read_from_the_ddl_are_the_servers(store: Sto
     for row in rows:
         server.setdefault(row["table"], {})[row["name"]] = row["type"]
 
-    assert COLUMN_TYPES == server
+    assert server == COLUMN_TYPES
     assert COLUMN_TYPES["otel_traces"]["Events.Attributes"] == "Array(Map(LowCardinality(String), String))"
     assert "SpanAttributeItems" not in COLUMN_TYPES["otel_traces"]  # an ALIAS: never inserted
     assert COLUMN_TYPES["span_ledger"]["Kind"] == "Enum8('span' = 1, 'log' = 2)"
@@ -40,7 +40,8 @@ async def test_an_insert_into_our_tables_asks_the_server_nothing_first(store: St
 def test_alter_add_column_and_quoted_names_are_read() -> None:
     statements = [
         "CREATE TABLE IF NOT EXISTS db.t (\n  `a b` String DEFAULT 'x,(y' CODEC(ZSTD(1)),\n"
-        "  N Nested (K String, V Map(String, Float64)),\n  INDEX i a TYPE minmax GRANULARITY 1\n) ENGINE = Log",
+        "  N Nested (K String, V Map(String, Float64)),\n"
+        "  INDEX i a TYPE minmax GRANULARITY 1\n) ENGINE = Log",
         "ALTER TABLE db.t ADD COLUMN IF NOT EXISTS c DateTime64(9, 'UTC') DEFAULT now() AFTER N, "
         "ADD COLUMN IF NOT EXISTS `a b` UInt8",
     ]
