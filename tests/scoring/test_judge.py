@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import time
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from scoring.judge import DATA_PREAMBLE, Judge, JudgeUsage, delimit, metered
 from scoring.judge.errors import JudgeError
+from scoring.judge.litellm_setup import litellm_module
 from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, judge_at, text_reply
 
 SCHEMA_MODEL = "openai/gpt-4o-mini"  # litellm's price map says it supports JSON schema output
@@ -127,6 +129,11 @@ async def test_unauthorized_is_not_retried(llm_server: LLMServer) -> None:
 
 async def test_timeout_is_retried_then_fails(llm_server: LLMServer) -> None:
     llm_server.script(Reply(content="{}", delay_s=3.0), Reply(content="{}", delay_s=3.0))
+    # Whatever else could hold the event loop past the 0.3 s timeout before the first request is sent
+    # happens first: litellm's import (2 s, when no earlier test imported it) and a full collection of
+    # the test session's heap (the service freezes its startup objects; pytest's process does not).
+    litellm_module()
+    gc.collect()
     started = time.monotonic()
     with pytest.raises(JudgeError) as caught:
         await judge(llm_server, timeout_s=0.3, max_retries=1).structured("x", Verdict)
