@@ -56,6 +56,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
+from bench import procs
 from bench.report import Metric
 from ingest.decode.otlp_json import parse_trace_request
 from schemas.config import DEFAULT_IDLE_SECONDS
@@ -212,18 +213,7 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
 
 
 async def _wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
-    async with aiohttp.ClientSession() as session:
-        for _ in range(1200):
-            if proc.poll() is not None:
-                raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
-            try:
-                async with session.get(f"{base}/healthz") as resp:
-                    if resp.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"{base} did not come up")
+    await procs.wait_http(f"{base}/healthz", proc)
 
 
 _SAMPLE = re.compile(r"^([a-z_]+)(\{[^}]*\})? (\S+)$", re.M)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas import AgentRun, Message, RunInput
+from scoring.prebuilt.heuristic.list_contains import output_items
 
 PARITY_DIR = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mastra_parity"
 LONG_CHARS = 3_000
@@ -174,25 +175,14 @@ def _autoevals_cells() -> list[AutoevalsCell]:
         _same("json-diff", "short", short_json),
         _same("json-diff", "long", long_json),
         AutoevalsCell(
-            "list-contains", "short", tuple(short_lists), tuple((_items(o), e) for o, e in short_lists)
+            "list-contains", "short", tuple(short_lists), tuple((output_items(o), e) for o, e in short_lists)
         ),
         AutoevalsCell(
-            "list-contains", "long", tuple(long_lists), tuple((_items(o), e) for o, e in long_lists)
+            "list-contains", "long", tuple(long_lists), tuple((output_items(o), e) for o, e in long_lists)
         ),
         # A number has no long form: numeric diff is measured on short inputs only.
         AutoevalsCell("numeric-diff", "short", tuple(numbers), tuple((float(o), e) for o, e in numbers)),
     ]
-
-
-def _items(text: str) -> list[Any]:
-    """The output text as the list autoevals' ListContains takes (as our scorer reads it)."""
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, list):
-        return parsed
-    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def _mastra_cells() -> list[MastraCell]:
