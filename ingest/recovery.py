@@ -34,6 +34,7 @@ from ingest.metrics import Metrics
 from ingest.replicas import Membership, MembershipChange
 from ingest.store.ledger import Ledger
 from ingest.store.replicas import ReplicaTable, handoff_row
+from schemas.errors import StoreFull
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +232,8 @@ class Recovery:
                 floor = self._assembler.forgotten_floor()
                 if floor is not None:
                     await self.scan(floor)
+            except StoreFull as exc:  # the store's disk is under its floor: it says so once
+                log.debug("recovery checkpoint waits: %s", exc)
             except Exception:  # a store outage: the next round tries again
                 log.warning("recovery checkpoint failed", exc_info=True)
 

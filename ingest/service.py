@@ -211,6 +211,7 @@ class Service:
             self._started_at is not None
             and not self._stopped
             and self.store.last_error is None
+            and not self.store.free_space.refusing
             and self.executor.write_error is None
             and kafka_ok
         )

@@ -58,6 +58,9 @@ DEFAULT_MAX_SPANS_PER_TRACE = 2_000
 DEFAULT_MAX_HELD_BYTES = 256 * 1024 * 1024
 DEFAULT_KAFKA_GROUP = "tracescore"
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
+# The store disk's free-space floor: below it nothing is written (ingest.store.free_space). It must
+# hold the largest write in flight (a group commit, a merge's reservation) with room to spare.
+DEFAULT_STORE_MIN_FREE_BYTES = 256 * 1024**2
 MIN_MEMORY_LIMIT = 256 * 1024**2
 # The share of memory_limit the assembler's held items may take, counted as stored bytes: in Python
 # a held span takes about four times its stored size (measured), so this is about half the limit.
@@ -249,6 +252,10 @@ class ServiceConfig(_Config):
     store_tls_cert: str | None = None
     store_tls_key: str | None = None
     store_verify: bool = True
+    # The store disk's free-space floor: the larger of the two. Below it tracescore writes nothing
+    # (OTLP 503 with Retry-After, Kafka paused, merges stopped) until space is back; 0 and 0: no floor.
+    store_min_free_bytes: ByteSize = Field(default=ByteSize(DEFAULT_STORE_MIN_FREE_BYTES), ge=0)
+    store_min_free_ratio: float = Field(default=0.0, ge=0.0, lt=1.0)
     receiver: ReceiverConfig = Field(default_factory=ReceiverConfig)
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
@@ -314,6 +321,8 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_STORE_PASSWORD_FILE": "store_password_file",
     "TRACESCORE_STORE_TLS_CA": "store_tls_ca",
     "TRACESCORE_STORE_VERIFY": "store_verify",
+    "TRACESCORE_STORE_MIN_FREE_BYTES": "store_min_free_bytes",
+    "TRACESCORE_STORE_MIN_FREE_RATIO": "store_min_free_ratio",
     "TRACESCORE_HOST": "receiver.host",
     "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
     "TRACESCORE_HTTP_PORT": "receiver.http_port",

@@ -47,3 +47,9 @@ class Overloaded(TracescoreError):
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class StoreFull(Overloaded, StoreError):
+    """The store's disk is below its free-space floor (``store_min_free_bytes``): nothing is written
+    until space comes back. An outage, never a loss: OTLP answers 503 / UNAVAILABLE with Retry-After,
+    the Kafka consumer pauses, score rows wait in their buffer."""

@@ -9,9 +9,12 @@ carries what gathered meanwhile), and on ``drain()`` and ``shutdown()``.
 
 Bounds: ``config.concurrency`` workers take jobs from a bounded queue; when it is full
 ``consume_runs`` waits (backpressure up the pipeline, nothing is dropped). When the sink fails
-with a retriable error (``schemas.errors.is_retriable``) the rows stay buffered and are retried with
-backoff, up to ``MAX_BUFFERED_ROWS`` per kind, beyond which the oldest are dropped; a permanent
-error (the store refuses the rows) drops that write at once. Every drop is counted and logged.
+with a retriable error (``schemas.errors.is_retriable``: the store unreachable, busy, out of disk or
+memory) the rows stay buffered and are retried with backoff; beyond ``MAX_BUFFERED_ROWS`` new work
+waits until they are written. A permanent error (the store refuses the rows themselves) would fail
+the same way again and block every later row: those rows are set aside, counted and logged, and the
+rounds they belong to are never marked done by this process -- they hold the watermark back, so the
+next start finds those traces undecided and scores them again (``ingest.recovery``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Literal, TypeVar
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
 from schemas.config import ScoringConfig
 from schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
-from schemas.errors import is_retriable
+from schemas.errors import Overloaded, is_retriable
 from schemas.units import TraceView
 from scoring.budget import BudgetExceeded
 from scoring.failure_log import FailureLog
@@ -267,8 +270,11 @@ class ScoringExecutor:
             try:
                 await self._flush()
             except Exception:
+                # Their rounds are not marked done: the watermark stays below them, the next start
+                # scores those traces again.
                 logger.exception(
-                    "dropping %d score rows and %d decisions: the final write failed",
+                    "the final write of %d score rows and %d decisions failed: their traces are scored "
+                    "again on the next start",
                     len(self._records),
                     len(self._decisions),
                 )
@@ -374,11 +380,7 @@ class ScoringExecutor:
             except Exception as exc:
                 self.write_error = f"{type(exc).__name__}: {exc}"
                 if not is_retriable(exc):
-                    # The store refuses these rows: trying them again would block every later row.
-                    # Their rounds stay unmarked, so a restart finds those traces undecided.
-                    self._count_dropped(len(records), len(decisions), f"the store refused them: {exc}")
-                    self._rounds.close(finished)
-                    self._update_room()
+                    self._set_aside(records, decisions, finished, exc)
                     return
                 self._keep(records, decisions, finished)  # a transient failure: try them all again
                 raise
@@ -411,10 +413,30 @@ class ScoringExecutor:
         else:
             self._room.clear()
 
-    def _count_dropped(self, records: int, decisions: int, why: str) -> None:
-        self._metrics.rows_dropped.labels("score").inc(records)
-        self._metrics.rows_dropped.labels("decision").inc(decisions)
-        logger.error("dropped %d score rows and %d decisions: %s", records, decisions, why)
+    def _set_aside(
+        self,
+        records: list[ScoreRecord],
+        decisions: list[Decision],
+        finished: list[RoundState],
+        exc: BaseException,
+    ) -> None:
+        """The store refuses these rows for good: trying them again would block every later row. Their
+        rounds (and any open round of the same traces) stay open, so the watermark stays below them and
+        the next start scores those traces again."""
+        traces = {row.trace_id for row in records} | {row.trace_id for row in decisions}
+        held = self._rounds.set_aside(finished, traces)
+        self._metrics.rows_dropped.labels("score").inc(len(records))
+        self._metrics.rows_dropped.labels("decision").inc(len(decisions))
+        logger.error(
+            "the store refused %d score rows and %d decisions for good (%s): their %d trace(s) stay "
+            "undecided (%d round(s) held open) and are scored again on the next start",
+            len(records),
+            len(decisions),
+            exc,
+            len(traces),
+            held,
+        )
+        self._update_room()
 
     async def _flush_periodically(self) -> None:
         """Write rows as soon as there are some, a write starting at least ``delay`` after the last one
@@ -434,9 +456,12 @@ class ScoringExecutor:
             await self._guards.sync()
             try:
                 await self._flush()
-            except Exception:
+            except Exception as exc:
                 delay = min(max(delay * 2, self._flush_interval), MAX_RETRY_DELAY_SECONDS)
-                logger.exception("writing scores failed; retrying in %.1f s", delay)
+                if isinstance(exc, Overloaded):  # the store's disk is under its floor: it says why
+                    logger.warning("writing scores waits: %s; retrying in %.1f s", exc, delay)
+                else:
+                    logger.exception("writing scores failed; retrying in %.1f s", delay)
             else:
                 delay = self._flush_interval
 

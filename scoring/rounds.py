@@ -22,6 +22,9 @@ class RoundState:
     pending: int = 0  # runs x scorers queued and not yet decided
     submitted: bool = False  # every run of the round has been routed
     finished: bool = False
+    # Some of its rows were refused by the store for good: it is never marked done by this process,
+    # so it holds the watermark and the next start scores the trace again.
+    set_aside: bool = False
     key: int = field(default_factory=lambda: next(_ids))
 
 
@@ -60,6 +63,19 @@ class RoundTracker:
         """Their mark could not be written: keep them for the next flush, before newer ones."""
         self._finished[:0] = states
 
+    def set_aside(self, states: list[RoundState], trace_ids: set[str]) -> int:
+        """Keep ``states``, and every open round of ``trace_ids``, open until the process ends: rows
+        of theirs were refused for good. Returns how many rounds that holds back."""
+        held = 0
+        for state in states:
+            state.set_aside = True
+            self._open[state.key] = state
+        for state in self._open.values():
+            if state.round.trace_id in trace_ids:
+                state.set_aside = True
+            held += state.set_aside
+        return held
+
     def close(self, states: list[RoundState]) -> None:
         """Their marks are written (or given up): they no longer hold the watermark back."""
         for state in states:
@@ -72,4 +88,5 @@ class RoundTracker:
     def _finish_if_complete(self, state: RoundState) -> None:
         if state.submitted and state.pending == 0 and not state.finished:
             state.finished = True
-            self._finished.append(state)
+            if not state.set_aside:
+                self._finished.append(state)

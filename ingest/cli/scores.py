@@ -23,7 +23,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ingest.receivers.auth import configured_token
-from ingest.store.clickhouse import Store, resolve_dsn
+from ingest.store.clickhouse import Store
+from ingest.store.dsn import resolve_dsn
 from ingest.store.results import ScoreResults
 from schemas.config import ServiceConfig, load_config
 from schemas.errors import StoreError, StoreInUse

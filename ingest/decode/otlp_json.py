@@ -148,20 +148,26 @@ def _prepare_resource(index: int, resource: Any, shape: _Shape[Message], parsed:
     if not isinstance(scopes, list):
         parsed.errors.append(f"{where}.{scopes_key} is not an array")
         return envelope
-    envelope[scopes_key] = [_prepare_scope(f"{where}.{scopes_key}", s, shape, parsed) for s in scopes]
+    if not scopes:
+        parsed.errors.append(f"{where} holds no {scopes_key}")  # a warning: nothing was left out
+    envelope[scopes_key] = [
+        _prepare_scope(f"{where}.{scopes_key}[{i}]", s, shape, parsed) for i, s in enumerate(scopes)
+    ]
     return envelope
 
 
 def _prepare_scope(where: str, scope: Any, shape: _Shape[Message], parsed: _Refusals) -> dict[str, Any]:
     if not isinstance(scope, dict):
-        parsed.errors.append(f"{where} has an entry that is not a JSON object")
+        parsed.errors.append(f"{where} is not a JSON object")
         return {}
     items_key = _camel(shape.items)
     envelope = {k: v for k, v in scope.items() if k not in (items_key, shape.items)}
     items = _get(scope, items_key, shape.items) or []
     if not isinstance(items, list):
-        parsed.errors.append(f"{where}[].{items_key} is not an array")
+        parsed.errors.append(f"{where}.{items_key} is not an array")
         return envelope
+    if not items:
+        parsed.errors.append(f"{where} holds no {items_key}")
     kept = []
     for item in items:
         try:
@@ -183,6 +189,10 @@ def _prepare_span(span: Any, shape: _Shape[Message], parsed: _Refusals) -> dict[
         parent_key = "parentSpanId" if "parentSpanId" in out else "parent_span_id"
         if out.get(parent_key):
             out[parent_key] = _hex_to_base64(out[parent_key], "parentSpanId", SPAN_ID_BYTES, allow_zero=True)
+        _check_enum(out, "kind", "kind", trace_pb2.Span.SpanKind)
+        status = out.get("status")
+        if isinstance(status, dict):
+            _check_enum(status, "code", "status.code", trace_pb2.Status.StatusCode)
     except ValueError as exc:
         raise _BadItem(f"{label}: {exc}") from None
     links = out.get("links")
@@ -209,6 +219,7 @@ def _prepare_log_record(record: Any, shape: _Shape[Message], parsed: _Refusals) 
         raise _BadItem(f"log record is not a JSON object: {_show(record)}")
     out = dict(record)
     try:
+        _check_enum(out, "severityNumber", "severityNumber", logs_pb2.SeverityNumber, "severity_number")
         for camel, snake, size in _ID_FIELDS:
             key = camel if camel in out else snake
             if out.get(key) in (None, ""):
@@ -229,6 +240,20 @@ def _convert_ids(item: dict[str, Any]) -> None:
     for camel, snake, size in _ID_FIELDS:
         key = camel if camel in item else snake
         item[key] = _hex_to_base64(item.get(key), camel, size)
+
+
+def _check_enum(item: dict[str, Any], key: str, name: str, enum: Any, snake: str | None = None) -> None:
+    """An enum field must be an integer or one of the enum's names: protobuf's JSON reader would take
+    an unknown name as the default value without a word (it ignores unknown fields), so a span sent
+    with ``"kind": "banana"`` would be stored as a span of unspecified kind."""
+    value = item.get(key, item.get(snake)) if snake else item.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return
+    if isinstance(value, str) and (value in enum.DESCRIPTOR.values_by_name or value.lstrip("-").isdigit()):
+        return
+    names = list(enum.keys())
+    shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    raise ValueError(f"{name} {_show(value)} is not a {enum.DESCRIPTOR.name} ({shown}) or an integer")
 
 
 def _hex_to_base64(value: Any, name: str, size: int, allow_zero: bool = False) -> str:

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 
 from google.protobuf import duration_pb2
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -24,7 +24,7 @@ from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
 from ingest.metrics import Metrics
 from ingest.receivers.disclosure import STORE_REFUSED, STORE_UNAVAILABLE
 from schemas.consumers import SpanConsumer
-from schemas.errors import Overloaded, TracescoreError, is_retriable
+from schemas.errors import Overloaded, StoreFull, TracescoreError, is_retriable
 from schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
@@ -144,6 +144,15 @@ def export_response_for(
 ) -> ExportTraceServiceResponse | ExportLogsServiceResponse:
     """The OTLP export response of ``signal`` for a decoded batch."""
     return export_logs_response(batch) if signal == SIGNAL_LOGS else export_response(batch)
+
+
+def refusal_codes(exc: Overloaded) -> tuple[int, int]:
+    """The HTTP status and ``google.rpc`` code of a refused request, both retried by OTLP exporters:
+    the store's disk under its floor is an outage (503 / UNAVAILABLE); any other bound asks the client
+    to slow down (429 / RESOURCE_EXHAUSTED)."""
+    if isinstance(exc, StoreFull):
+        return 503, code_pb2.UNAVAILABLE
+    return 429, code_pb2.RESOURCE_EXHAUSTED
 
 
 def retry_status(code: int, message: str, retry_after_s: float) -> status_pb2.Status:

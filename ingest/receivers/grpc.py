@@ -30,6 +30,7 @@ from ingest.receivers.export import (
     ConsumerFailed,
     export,
     export_response_for,
+    refusal_codes,
     retry_status,
 )
 from ingest.receivers.tls import grpc_server_credentials, tls_files
@@ -49,6 +50,11 @@ _SERVICES: dict[str, tuple[str, type[ExportResponse]]] = {
     LOGS_SERVICE: (SIGNAL_LOGS, ExportLogsServiceResponse),
 }
 TRANSPORT = "grpc"
+# The refusals' google.rpc codes as grpcio's status codes.
+_GRPC_CODES = {
+    code_pb2.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    code_pb2.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+}
 SHUTDOWN_GRACE_SECONDS = 5.0
 
 
@@ -136,10 +142,12 @@ class GrpcReceiver:
             except DecodeError as exc:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             except Overloaded as exc:
-                # The OTLP answer to "slow down": RESOURCE_EXHAUSTED with RetryInfo in the status details.
-                details = retry_status(code_pb2.RESOURCE_EXHAUSTED, str(exc), exc.retry_after_s)
+                # The OTLP answer to "slow down" (RESOURCE_EXHAUSTED) or "out of disk" (UNAVAILABLE),
+                # with RetryInfo in the status details: the exporter sends again.
+                _, code = refusal_codes(exc)
+                details = retry_status(code, str(exc), exc.retry_after_s)
                 await context.abort(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    _GRPC_CODES[code],
                     str(exc),
                     trailing_metadata=(("grpc-status-details-bin", details.SerializeToString()),),
                 )

@@ -47,6 +47,7 @@ from ingest.receivers.export import (
     ConsumerFailed,
     export,
     export_response_for,
+    refusal_codes,
     retry_status,
 )
 from ingest.receivers.tls import server_ssl_context
@@ -217,9 +218,8 @@ class HttpReceiver:
                 try:
                     self._admit()  # before the body is read: a refused request costs no memory
                 except Overloaded as exc:
-                    raise _ExportFailed(
-                        429, code_pb2.RESOURCE_EXHAUSTED, str(exc), OUTCOME_REFUSED, exc.retry_after_s
-                    ) from None
+                    status, code = refusal_codes(exc)
+                    raise _ExportFailed(status, code, str(exc), OUTCOME_REFUSED, exc.retry_after_s) from None
             payload = await self._read_body(request)
             try:
                 max_items = self._config.max_request_items
@@ -238,10 +238,10 @@ class HttpReceiver:
             except DecodeError as exc:
                 raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
             except Overloaded as exc:
-                # The OTLP/HTTP answer to "slow down": 429 with Retry-After (and RetryInfo).
-                raise _ExportFailed(
-                    429, code_pb2.RESOURCE_EXHAUSTED, str(exc), retry_after_s=exc.retry_after_s
-                ) from None
+                # The OTLP/HTTP answer to "slow down" (429) or "out of disk" (503), with Retry-After
+                # (and RetryInfo): the exporter sends again.
+                status, code = refusal_codes(exc)
+                raise _ExportFailed(status, code, str(exc), retry_after_s=exc.retry_after_s) from None
             except ConsumerFailed as exc:
                 # A client retries 503 (after Retry-After); a permanent failure is 400: never retry.
                 if exc.retriable:

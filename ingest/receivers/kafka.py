@@ -208,7 +208,7 @@ class KafkaReceiver:
                 # The pipeline asks to slow down: take the batch again later, and meanwhile keep
                 # polling with every partition paused so the group keeps this member.
                 self._rewind(consumer, polled)
-                self._pause(consumer, exc.retry_after_s)
+                self._pause(consumer, exc.retry_after_s, str(exc))
                 continue
             except Exception as exc:
                 # Not stored: rewind to the first record of the batch so nothing is lost, then retry.
@@ -308,9 +308,9 @@ class KafkaReceiver:
             headers.append((f"tracescore.rejected_{noun}", str(rejected).encode()))
         return producer.send(self._config.dlq_topic, value=record.value, key=record.key, headers=headers)
 
-    def _pause(self, consumer: KafkaConsumer, seconds: float) -> None:
+    def _pause(self, consumer: KafkaConsumer, seconds: float, why: str) -> None:
         partitions = list(consumer.assignment())
-        log.info("kafka intake paused for %.1f s: the pipeline is at its bound", seconds)
+        log.info("kafka intake paused for %.1f s: %s", seconds, why)
         self._metrics.kafka_pauses.inc()
         consumer.pause(*partitions)
         deadline = time.monotonic() + seconds

@@ -10,17 +10,15 @@ caller at a time. The DDL lives in ``schemas/sql/*.sql`` and is applied, idempot
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import clickhouse_connect
-import urllib3
 from clickhouse_connect.driver.binding import quote_identifier
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
@@ -29,7 +27,19 @@ from ingest.credentials import existing_file, secret_value
 from ingest.store.ddl import COLUMN_TYPES
 from ingest.store.ddl import DDL_FILES as DDL_FILES  # re-exported: the store's tables, in apply order
 from ingest.store.ddl import load_ddl as load_ddl
-from schemas.config import ServiceConfig
+from ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn
+from ingest.store.free_space import (
+    POLL_SECONDS,
+    SERVER_POLL_SECONDS,
+    FreeSpaceGuard,
+    broken_parts,
+    keep_merged_parts,
+    local_space,
+    server_space,
+    set_merges,
+)
+from ingest.store.retriable import store_error
+from schemas.config import DEFAULT_STORE_MIN_FREE_BYTES, ServiceConfig
 from schemas.errors import StoreError, StoreInUse
 from schemas.secrets import register_secret, scrub
 
@@ -40,96 +50,6 @@ INSERT_SLICE_ROWS = 5_000
 # One insert: table, column names, rows (values in column order).
 TableRows = tuple[str, Sequence[str], list[list[Any]]]
 
-# Server error codes worth another try: the server is busy, short of memory, or a replica lags.
-RETRIABLE_CODES = frozenset(
-    {
-        3,  # UNEXPECTED_END_OF_FILE (a connection cut mid-answer)
-        159,  # TIMEOUT_EXCEEDED
-        202,  # TOO_MANY_SIMULTANEOUS_QUERIES
-        203,  # NO_FREE_CONNECTION
-        209,  # SOCKET_TIMEOUT
-        210,  # NETWORK_ERROR
-        241,  # MEMORY_LIMIT_EXCEEDED
-        242,  # TABLE_IS_READ_ONLY (a replica lost its Keeper session)
-        252,  # TOO_MANY_PARTS (inserts faster than merges)
-        285,  # TOO_FEW_LIVE_REPLICAS
-        319,  # UNKNOWN_STATUS_OF_INSERT
-        425,  # SYSTEM_ERROR
-        999,  # KEEPER_EXCEPTION
-    }
-)
-_ERROR_CODE = re.compile(r"\bCode:\s*(\d+)")
-
-
-def store_error(what: str, exc: ClickHouseError) -> StoreError:
-    """The ``StoreError`` for a clickhouse-connect failure, classified once: the server unreachable
-    or one of ``RETRIABLE_CODES`` is retriable; the rest (bad SQL, a missing table, a refused row,
-    authentication) fails the same way again."""
-    code = _ERROR_CODE.search(str(exc))
-    retriable = isinstance(exc, OperationalError) or (
-        code is not None and int(code.group(1)) in RETRIABLE_CODES
-    )
-    # scrub: a driver or a proxy in front of the server may quote the credentials back.
-    return StoreError(scrub(f"{what} failed: {exc}"), retriable=retriable)
-
-
-def resolve_dsn(dsn: str) -> str:
-    """The clickhouse-connect DSN for a ``--store`` value: a server URL as-is, a path as ``chdb:///abs``."""
-    value = dsn.strip()
-    scheme = urlsplit(value).scheme.lower()
-    if scheme in ("http", "https"):
-        return value
-    if scheme == "chdb":
-        path = value[len("chdb://") :]
-        if not path.startswith("/"):
-            raise StoreError(f"chDB store {dsn!r} needs an absolute path: chdb:///abs/path")
-        return value
-    return "chdb://" + os.path.abspath(os.path.expanduser(value))
-
-
-def describe_dsn(dsn: str) -> str:
-    """The DSN without credentials or query string, safe to log and print."""
-    if dsn.startswith("chdb:"):
-        return dsn
-    parts = urlsplit(dsn)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}"
-
-
-@dataclass(frozen=True)
-class ServerOptions:
-    """What a ClickHouse server store needs beside its DSN (config keys ``store_user``,
-    ``store_password``, ``store_tls_ca``, ``store_tls_cert``, ``store_tls_key``, ``store_verify``)."""
-
-    user: str | None = None
-    password: str | None = field(default=None, repr=False)
-    tls_ca: str | None = None
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    verify: bool = True
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """clickhouse-connect ``get_client`` arguments; given ones win over the DSN's."""
-        kwargs: dict[str, Any] = {}
-        if self.user:
-            kwargs["username"] = self.user
-        if self.password is not None:
-            kwargs["password"] = self.password
-        if self.tls_ca:
-            kwargs["ca_cert"] = self.tls_ca
-        if self.tls_cert:
-            kwargs["client_cert"] = self.tls_cert
-        if self.tls_key:
-            kwargs["client_cert_key"] = self.tls_key
-        if not self.verify:
-            kwargs["verify"] = False
-            # The operator chose it; urllib3 would otherwise warn on every request.
-            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        return kwargs
-
 
 class Store:
     """One ClickHouse database holding the tracescore tables: lifecycle, inserts and queries.
@@ -138,7 +58,15 @@ class Store:
     (``ingest.store.score_sink``), both over one ``Store``.
     """
 
-    def __init__(self, dsn: str, database: str = "default", server: ServerOptions | None = None) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        database: str = "default",
+        server: ServerOptions | None = None,
+        *,
+        min_free_bytes: int = DEFAULT_STORE_MIN_FREE_BYTES,
+        min_free_ratio: float = 0.0,
+    ) -> None:
         self._dsn = resolve_dsn(dsn)
         register_secret(urlsplit(self._dsn).password)  # a password in the DSN is as secret as any
         self._server = server or ServerOptions()
@@ -152,6 +80,15 @@ class Store:
         self._column_types: dict[str, dict[str, str]] = dict(COLUMN_TYPES)
         self.last_error: str | None = None  # of the last statement, None once one succeeds again
         self.last_error_retriable = False
+        # The disk's free-space floor: read locally before each write for chDB, polled on a server.
+        local = self._dsn[len("chdb://") :] if self.embedded else None
+        self.free_space = FreeSpaceGuard(
+            min_free_bytes,
+            min_free_ratio,
+            read=(lambda: local_space(local)) if local is not None else None,
+        )
+        self._merges_stopped = False
+        self._watcher: asyncio.Task[None] | None = None
 
     @classmethod
     def from_config(cls, config: ServiceConfig) -> Store:
@@ -165,7 +102,12 @@ class Store:
             tls_key=existing_file(config.store_tls_key, "store_tls_key"),
             verify=config.store_verify,
         )
-        return cls(config.store, server=options)
+        return cls(
+            config.store,
+            server=options,
+            min_free_bytes=int(config.store_min_free_bytes),
+            min_free_ratio=config.store_min_free_ratio,
+        )
 
     @property
     def description(self) -> str:
@@ -199,9 +141,17 @@ class Store:
         if not self.embedded and not self._server.verify:
             logger.warning("store_verify is false: the certificate of %s is not checked", self.description)
         logger.info("store open: %s, database %s", self.description, self._database)
+        if self.free_space.enabled:
+            await self._watch_once()
+            self._watcher = asyncio.create_task(self._watch_free_space(), name="store-free-space")
 
     async def shutdown(self) -> None:
         self._closed = True
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         executor, client = self._executor, self._client
         self._executor, self._client = None, None
         if executor is None:
@@ -214,33 +164,40 @@ class Store:
 
     async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows of a SELECT as dicts; parameters bind ClickHouse-style ``{name:Type}`` placeholders."""
-        client = self._require_client()
+        self._require_client()
 
         def run() -> list[dict[str, Any]]:
-            return list(client.query(sql, parameters=parameters).named_results())
+            # The client of the moment it runs: the embedded store may have been opened again meanwhile.
+            return list(self._require_client().query(sql, parameters=parameters).named_results())
 
         return await self._on_worker(run, what="query")
 
     async def insert(self, table: str, rows: list[list[Any]], columns: Sequence[str]) -> None:
         """Append ``rows`` (values in ``columns`` order) to ``table`` of this store's database."""
-        client = self._require_client()
+        self._require_client()
+        what = f"insert into {table}"
 
         def run() -> None:
-            self._insert(client, table, rows, columns)
+            self.free_space.check_write(what)
+            self._insert(self._require_client(), table, rows, columns)
+            self.free_space.check_written(what)
 
-        await self._on_worker(run, what=f"insert into {table}")
+        await self._on_worker(run, what=what)
 
     async def insert_built(self, build: Callable[[], Sequence[TableRows]], what: str) -> None:
         """Build rows on the store's worker thread (the event loop never pays for turning a large
         batch into rows) and insert them table by table, in order."""
-        client = self._require_client()
+        self._require_client()
 
         def run() -> None:
+            self.free_space.check_write(what)
+            client = self._require_client()
             for table, columns, rows in build():
                 # Slices: the embedded engine holds the GIL while it inserts, and the event loop
                 # must get it back every few milliseconds.
                 for start in range(0, len(rows), INSERT_SLICE_ROWS):
                     self._insert(client, table, rows[start : start + INSERT_SLICE_ROWS], columns)
+            self.free_space.check_written(what)
 
         await self._on_worker(run, what=what)
 
@@ -293,9 +250,52 @@ class Store:
         self.last_error_retriable = error.retriable
 
     def health(self) -> dict[str, object]:
-        """What /readyz shows: ok while the last statement succeeded, failing since one did not."""
+        """What /readyz shows: ok while the last statement succeeded, failing since one did not; and
+        the disk's free space against its floor."""
         status = "ok" if self._client is not None and self.last_error is None else "failing"
-        return {"status": status, "store": self.description, "error": self.last_error}
+        if self.free_space.refusing:
+            status = "refusing"
+        body: dict[str, object] = {"status": status, "store": self.description, "error": self.last_error}
+        if self.free_space.enabled:
+            body["disk"] = self.free_space.health()
+        return body
+
+    async def _watch_free_space(self) -> None:
+        """Keep the free-space reading fresh: stop intake and merges under the floor, resume above."""
+        period = POLL_SECONDS if self.embedded else SERVER_POLL_SECONDS
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self._watch_once()
+            except StoreError as exc:  # a server that cannot be asked: the next round tries again
+                logger.debug("reading the store's free space failed: %s", exc)
+
+    async def _watch_once(self) -> None:
+        if self.embedded:
+            refusing = self.free_space.refresh()
+            if refusing != self._merges_stopped:
+                # Stopping also cancels the merges under way: none of them may meet the end of the disk.
+                client = self._require_client()
+                await self._on_worker(lambda: set_merges(client, running=not refusing), what="toggle merges")
+                self._merges_stopped = refusing
+            if self.free_space.take_ran_out():
+                set_aside = await self._on_worker(self._reopen, what="open the store again")
+                found = (
+                    f"set aside {len(set_aside)} damaged part(s) ({', '.join(set_aside)}) and took back "
+                    "the parts they were merged from"
+                    if set_aside
+                    else "found no damaged part"
+                )
+                logger.warning(
+                    "the store's disk ran out while the engine may have been writing: the store was "
+                    "opened again and the engine %s",
+                    found,
+                )
+            return
+        client = self._require_client()
+        space = await self._on_worker(lambda: server_space(client), what="read system.disks")
+        if space is not None:
+            self.free_space.observe(space)
 
     def _connect(self) -> Client:
         """Open the client and apply the DDL (worker thread)."""
@@ -304,12 +304,27 @@ class Store:
             client.command(f"CREATE DATABASE IF NOT EXISTS {self._quoted_db}")
             for statement in load_ddl(self._database):
                 client.command(statement)
+            if self.embedded:
+                keep_merged_parts(client, self._database)
             # Unqualified table names in query() resolve to our database.
             client.database = self._database
         except BaseException:
             client.close()
             raise
         return client
+
+    def _reopen(self) -> list[str]:
+        """Close the embedded engine and open it again (worker thread): on opening, it checks every
+        part and sets the damaged ones aside. Returns those it set aside (table/part)."""
+        old = self._require_client()
+        before = broken_parts(old, self._database)
+        # self._client stays set meanwhile: callers on the event loop only check that the store is
+        # started; what they queue runs on this thread after the new client is in place.
+        old.close()
+        client = self._open_client()
+        client.database = self._database
+        self._client = client
+        return sorted(broken_parts(client, self._database) - before)
 
     def _open_client(self) -> Client:
         if not self.embedded:

@@ -99,7 +99,10 @@ def route(
 
 
 def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows]:
-    """The rows of a commit, ledger first (the scorer's truth), built on the store's worker thread."""
+    """The rows of a commit in the order they are inserted, built on the store's worker thread:
+    ``span_ledger`` (what the scorers read) last, so that a process killed between two inserts never
+    leaves a span to be scored that ``otel_traces`` (what Grafana shows) does not hold. Such a commit
+    is not acknowledged: its client sends it again."""
     ledger: list[list[object]] = []
     traces: list[list[object]] = []
     logs: list[list[object]] = []
@@ -109,9 +112,9 @@ def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows
         traces.extend(span_row(span) for span in batch.spans)
         logs.extend(log_row(record) for record in batch.logs)
     return [
-        ("span_ledger", LEDGER_COLUMNS, ledger),
         ("otel_logs", OTEL_LOGS_COLUMNS, logs),
         ("otel_traces", OTEL_TRACES_COLUMNS, traces),
+        ("span_ledger", LEDGER_COLUMNS, ledger),
     ]
 
 
@@ -199,6 +202,7 @@ class SpanSink:
         if self._stopping:
             raise RuntimeError("the span sink is shut down")
         await self.start()  # the first batch starts the group commit if nobody did
+        self._store.free_space.admit()  # the store's disk under its floor: StoreFull (503, Kafka paused)
         if self._admit is not None:
             self._admit()
         if self._uncommitted_items and self._uncommitted_items + waiting.items > self._max_pending_items:
@@ -272,7 +276,7 @@ class SpanSink:
             if router is not None and not router.solo:
                 # In the same commit as the items: an acknowledged item always has an owner that knows.
                 handoffs, owned = route(batches, arrived, router)
-                tables.insert(1, ("trace_handoffs", HANDOFF_COLUMNS, handoffs))
+                tables.insert(-1, ("trace_handoffs", HANDOFF_COLUMNS, handoffs))  # before the ledger
                 routed.extend(owned)
             return tables
 

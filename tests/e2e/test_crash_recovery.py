@@ -20,7 +20,14 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.support.otlp import agent_trace_requests
-from tests.support.serve import api_rows, decision_outcome, start_serve, stop, wait_healthy
+from tests.support.serve import (
+    api_rows,
+    decision_outcome,
+    ledger_spans_missing_from_otel_traces,
+    start_serve,
+    stop,
+    wait_healthy,
+)
 
 SCORERS = ("content-similarity-scorer", "textual-difference-scorer")  # the default rules
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -137,6 +144,8 @@ def test_sigkill_twice_while_kafka_streams_in_loses_and_doubles_nothing(
     per_trace, doubled_decisions, doubled_scores = decision_outcome(store)
     assert per_trace == {trace_id: len(SCORERS) for trace_id, _ in requests}
     assert doubled_decisions == [] and doubled_scores == []
+    # Killed inside group commits: nothing to score that Grafana's trace view does not show.
+    assert ledger_spans_missing_from_otel_traces(store) == []
 
 
 def _outcome_while_running(base: str, trace_ids: list[str]) -> list[str]:

@@ -422,7 +422,7 @@ async def test_drain_reports_a_sink_failure_and_keeps_the_rows() -> None:
     assert len(sink.decisions) == 2
 
 
-async def test_a_permanent_store_error_drops_the_write_at_once_and_counts_it(
+async def test_a_permanent_store_error_sets_the_write_aside_at_once_and_counts_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     metrics = ScoringMetrics()
@@ -441,7 +441,10 @@ async def test_a_permanent_store_error_drops_the_write_at_once_and_counts_it(
     assert metrics.registry.get_sample_value(dropped, {"kind": "score"}) == 2
     assert metrics.registry.get_sample_value(dropped, {"kind": "decision"}) == 2
     assert any(
-        "the store refused them" in message and "Type mismatch" in message for message in caplog.messages
+        "refused 2 score rows and 2 decisions for good" in message
+        and "Type mismatch" in message
+        and "scored again on the next start" in message
+        for message in caplog.messages
     )
 
 

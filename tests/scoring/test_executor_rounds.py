@@ -156,3 +156,24 @@ async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows()
     finally:
         executor_module.MAX_BUFFERED_ROWS = bound
         await executor.shutdown()
+
+
+async def test_rows_refused_for_good_keep_their_round_open_so_the_next_start_scores_it_again() -> None:
+    from schemas.errors import StoreError
+
+    refused = StoreError("insert into scores failed: Code: 53. Type mismatch", retriable=False)
+    sink = RecordingSink(fail_first=1, error=refused)
+    executor = await running(sink)
+    other = TraceRound(trace_id="c" * 32, since_unix_nano=300, through_unix_nano=400, reason="idle")
+    try:
+        round = round_of()
+        await executor.consume_runs([RUN], round)
+        await executor.drain()  # refused for good: set aside, not retried
+        assert sink.done == [] and sink.decisions == []
+        await executor.consume_runs([agent_run("x", "y", trace_id="c" * 32, span_id="d" * 16)], other)
+        await executor.drain()
+        assert sink.done == [other]  # later rows are not blocked
+        assert executor.oldest_open() == 100  # the watermark stays below the refused round
+    finally:
+        await executor.shutdown()
+    assert executor.oldest_open() == 100  # still after shutdown: the final checkpoint keeps it

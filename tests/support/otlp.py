@@ -5,6 +5,7 @@ hand-built export requests (protobuf and OTLP/JSON), and spans emitted through t
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -313,3 +314,32 @@ def agent_trace_requests(count: int, service: str = "crash-test") -> list[tuple[
     for span in memory.get_finished_spans():
         by_trace.setdefault(format(span.context.trace_id, "032x"), []).append(span)
     return [(trace_id, encode_spans(by_trace[trace_id]).SerializeToString()) for trace_id in trace_ids]
+
+
+def many_trace_requests(
+    traces: int, per_request: int, service: str = "load", shapes: int = 50
+) -> tuple[list[list[str]], list[bytes]]:
+    """``traces`` distinct agent runs for load tests -- ``shapes`` runs written by the real OTel SDK,
+    repeated under fresh trace and span ids -- as protobuf export requests of ``per_request`` runs
+    each: each request's trace ids, and its bytes."""
+    written = [ExportTraceServiceRequest.FromString(b) for _, b in agent_trace_requests(shapes, service)]
+    ids: list[list[str]] = []
+    bodies: list[bytes] = []
+    for first in range(0, traces, per_request):
+        request = ExportTraceServiceRequest()
+        ids.append([])
+        for index in range(first, min(first + per_request, traces)):
+            trace_id = os.urandom(16)
+            ids[-1].append(trace_id.hex())
+            span_ids: dict[bytes, bytes] = {}  # fresh span ids, parents following
+            for resource_spans in written[index % len(written)].resource_spans:
+                copy = request.resource_spans.add()
+                copy.CopyFrom(resource_spans)
+                for scope_spans in copy.scope_spans:
+                    for span in scope_spans.spans:
+                        span.trace_id = trace_id
+                        span.span_id = span_ids.setdefault(span.span_id, os.urandom(8))
+                        if span.parent_span_id:
+                            span.parent_span_id = span_ids.setdefault(span.parent_span_id, os.urandom(8))
+        bodies.append(request.SerializeToString())
+    return ids, bodies

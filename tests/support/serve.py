@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +48,18 @@ def start_serve(
     grpc_port: int | None = None,
     stderr_file: Path | None = None,
     env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> tuple[subprocess.Popen[str], int]:
     """``tracescore serve`` in its own process on free ports; returns it and its HTTP port.
 
     Its log (stderr) goes to ``stderr_file`` when given (a file: nothing blocks on a full pipe),
-    else nowhere; ``env`` replaces the environment (default ``ENV``)."""
+    else nowhere; ``env`` replaces the environment (default ``ENV``); ``prefix`` runs it through
+    another command (e.g. into a mount namespace, which must exec it)."""
     http_port = free_port()
-    log = stderr_file.open("w") if stderr_file is not None else None
+    log = stderr_file.open("a") if stderr_file is not None else None
     proc = subprocess.Popen(
         [
+            *prefix,
             sys.executable,
             "-m",
             "ingest.cli",
@@ -147,5 +151,24 @@ def decision_outcome(
             [(r["SpanId"], r["ScorerId"], int(r["n"])) for r in doubled_decisions],
             [(r["SpanId"], r["ScorerId"], int(r["n"])) for r in doubled_scores],
         )
+
+    return asyncio.run(read())
+
+
+def ledger_spans_missing_from_otel_traces(store_dir: Path) -> list[tuple[str, str]]:
+    """The spans ``span_ledger`` (what the scorers read) holds that ``otel_traces`` (what Grafana shows)
+    does not -- which must be none."""
+
+    async def read() -> list[tuple[str, str]]:
+        store = Store(str(store_dir))
+        await store.start()
+        try:
+            missing = await store.query(
+                "SELECT TraceId, SpanId FROM span_ledger WHERE Kind = 1 "
+                "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM otel_traces)"
+            )
+        finally:
+            await store.shutdown()
+        return [(row["TraceId"], row["SpanId"]) for row in missing]
 
     return asyncio.run(read())

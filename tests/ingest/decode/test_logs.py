@@ -237,7 +237,9 @@ def test_proto_uncorrelated_records_are_kept_and_bad_ids_rejected() -> None:
 def test_proto_garbage_is_a_decode_error() -> None:
     with pytest.raises(DecodeError, match="not a protobuf ExportLogsServiceRequest"):
         decode_logs("otlp_proto", b"\x0a\xff\xffnot an otlp request")
-    assert decode_logs("otlp_proto", b"") == SpanBatch()
+    assert decode_logs("otlp_proto", b"") == SpanBatch(
+        errors=["the request holds no log records: nothing was stored"]
+    )
 
 
 # --- OTLP/JSON -----------------------------------------------------------------------------------
@@ -282,7 +284,11 @@ def test_json_snake_case_attribute_event_name_and_missing_ids() -> None:
         (json_record("bad", spanId=base64.b64encode(SPAN_1).decode()), "spanId must be 16 hex characters"),
         (json_record("bad", spanId=1234), "spanId must be a hex string, got int"),
         # Ids that pass but protobuf's parser cannot read: the fallback keeps the others.
-        (json_record("bad", severityNumber=[9]), "log record 'bad': Failed to parse severityNumber field"),
+        (
+            json_record("bad", severityNumber=[9]),
+            "log record 'bad': severityNumber [9] is not a SeverityNumber",
+        ),
+        (json_record("bad", severityNumber="LOUD"), "log record 'bad': severityNumber 'LOUD' is not a"),
         (json_record("bad", timeUnixNano="soon"), "Failed to parse timeUnixNano field"),
         (json_record("bad", body={"intValue": "x"}), "log record 'bad'"),
         ("not a record", "log record is not a JSON object"),

@@ -169,8 +169,10 @@ def test_proto_garbage_is_a_decode_error(payload: bytes) -> None:
         decode_traces("otlp_proto", payload)
 
 
-def test_proto_empty_payload_is_an_empty_request() -> None:
-    assert decode_traces("otlp_proto", b"") == SpanBatch()
+def test_proto_empty_payload_is_an_empty_request_with_a_warning() -> None:
+    # Nothing is rejected, but partial success tells the sender that it sent nothing.
+    expected = SpanBatch(errors=["the request holds no spans: nothing was stored"])
+    assert decode_traces("otlp_proto", b"") == expected
 
 
 # --- OTLP/JSON ---------------------------------------------------------------------------------------
@@ -266,7 +268,7 @@ def test_json_hex_ids_enum_names_int_strings_and_snake_case() -> None:
         (json_span("bad", trace_id=None), "traceId is missing"),
         (json_span("bad", parentSpanId="xyz"), "parentSpanId must be 16 hex characters, got 3"),
         # A span the ids pass but protobuf's parser cannot read: the fallback keeps the others.
-        (json_span("bad", kind=[1]), "span 'bad': Failed to parse kind field"),
+        (json_span("bad", kind=[1]), "span 'bad': kind [1] is not a SpanKind"),
         (json_span("bad", startTimeUnixNano="soon"), "span 'bad': Failed to parse startTimeUnixNano field"),
         (json_span("bad", attributes=[{"key": "a", "value": {"intValue": "x"}}]), "parse attributes"),
         ("not a span", "span is not a JSON object"),
@@ -284,12 +286,25 @@ def test_json_bad_span_rejected_and_good_ones_kept(bad_span: Any, reason: str) -
     assert reason in batch.errors[0]
 
 
-def test_json_unknown_enum_name_reads_as_unspecified() -> None:
-    # The OTLP/JSON spec has receivers ignore what they do not know, for forward compatibility.
-    document = json_request(json_span("s", kind="SPAN_KIND_FROM_THE_FUTURE"))
+def test_json_enum_names_it_does_not_know_reject_the_span() -> None:
+    # OTLP/JSON writes enums as integers (an unknown number is kept: a newer sender's value); a name
+    # is read as a courtesy, and one that is no name of the enum would otherwise be stored as the
+    # default value without a word.
+    document = json_request(
+        json_span("kept", kind=7, status={"code": "STATUS_CODE_ERROR"}),
+        json_span("kind", span_id=SPAN_2.hex(), kind="SPAN_KIND_FROM_THE_FUTURE"),
+        json_span("code", span_id="00000000000000c3", status={"code": "BAD"}),
+    )
     batch = decode_traces("otlp_json", json_bytes(document))
-    assert [(s.name, s.kind) for s in batch.spans] == [("s", 0)]
-    assert batch.rejected_spans == 0
+    assert [(s.name, s.kind, s.status_code) for s in batch.spans] == [("kept", 7, 2)]
+    assert batch.rejected_spans == 2
+    assert batch.errors == [
+        "span 'kind': kind 'SPAN_KIND_FROM_THE_FUTURE' is not a SpanKind (SPAN_KIND_UNSPECIFIED, "
+        "SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, SPAN_KIND_CLIENT, SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER) "
+        "or an integer",
+        "span 'code': status.code 'BAD' is not a StatusCode (STATUS_CODE_UNSET, STATUS_CODE_OK, "
+        "STATUS_CODE_ERROR) or an integer",
+    ]
 
 
 def test_json_malformed_resource_rejects_only_its_spans() -> None:
@@ -323,8 +338,16 @@ def test_json_not_an_export_request_is_a_decode_error(payload: bytes, message: s
     assert message in str(info.value)
 
 
-def test_json_empty_object_is_an_empty_request() -> None:
-    assert decode_traces("otlp_json", b"{}") == SpanBatch()
+def test_json_empty_objects_are_empty_requests_with_a_warning() -> None:
+    assert decode_traces("otlp_json", b"{}") == SpanBatch(
+        errors=["the request holds no spans: nothing was stored"]
+    )
+    nested = decode_traces("otlp_json", b'{"resourceSpans": [{}, {"scopeSpans": [{}]}]}')
+    assert (nested.spans, nested.rejected_spans) == ([], 0)
+    assert nested.errors == [
+        "resourceSpans[0] holds no scopeSpans",
+        "resourceSpans[1].scopeSpans[0] holds no spans",
+    ]
 
 
 # --- the convention fixtures -----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
 from ingest.store.clickhouse import Store
+from ingest.store.free_space import DiskSpace, FreeSpaceGuard
 from ingest.store.span_sink import SpanSink
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import (
@@ -307,10 +308,33 @@ async def test_grpc_intake_beyond_the_commit_backlog_is_resource_exhausted_with_
     assert status.details[0].Unpack(retry) and retry.retry_delay.seconds >= 1
 
 
-async def test_grpc_empty_request_succeeds_without_calling_next() -> None:
+async def test_a_store_disk_under_its_floor_is_503_and_unavailable_with_when_to_retry(store: Store) -> None:
+    # An outage, not a request to slow down: both codes are retried by OTLP exporters, after the hint.
+    store.free_space = FreeSpaceGuard(100 * 2**20, 0.0, read=lambda: DiskSpace(10 * 2**20, 2**30))
+    store.free_space.refresh()
+    sink = SpanSink(store, Recorder(), Metrics())
+    payload = proto_request(proto_span("a")).SerializeToString()
+    async with running_http(next=sink) as http, running_grpc(next=sink) as grpc_running:
+        refused = await http_request("POST", f"{http.url}/v1/traces", data=payload, headers=PROTOBUF)
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await export_grpc(grpc_running, payload)
+    await sink.shutdown()
+    assert refused.status == 503 and int(refused.headers["Retry-After"]) >= 1
+    message = "new spans refused: the store's disk has 10 MiB free, under its floor of 100 MiB"
+    assert status_pb2.Status.FromString(refused.body).message.startswith(message)
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert (info.value.details() or "").startswith(message)
+    details = dict(info.value.trailing_metadata() or ())["grpc-status-details-bin"]
+    retry = error_details_pb2.RetryInfo()
+    assert status_pb2.Status.FromString(details).details[0].Unpack(retry) and retry.retry_delay.seconds >= 1
+    assert await store.query("SELECT count() AS n FROM span_ledger") == [{"n": 0}]
+
+
+async def test_grpc_empty_request_succeeds_with_a_warning_without_calling_next() -> None:
     async with running_grpc() as running:
         response = await export_grpc(running, b"")
-    assert not response.HasField("partial_success")
+    assert response.partial_success.rejected_spans == 0  # a warning, as OTLP partial success allows
+    assert response.partial_success.error_message == "the request holds no spans: nothing was stored"
     assert running.next.batches == []
 
 

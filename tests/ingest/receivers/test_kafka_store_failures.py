@@ -14,6 +14,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from ingest.metrics import Metrics
 from ingest.receivers.kafka import KafkaReceiver
 from ingest.store.clickhouse import Store
+from ingest.store.free_space import DiskSpace, FreeSpaceGuard
 from ingest.store.span_sink import SpanSink
 from schemas.config import KafkaConfig
 from schemas.errors import Overloaded
@@ -143,3 +144,29 @@ async def test_an_overloaded_pipeline_pauses_the_partitions_then_takes_the_recor
     assert metrics.registry.get_sample_value("tracescore_kafka_pauses_total") == 2
     committed, parked = await asyncio.to_thread(_committed_and_parked, kafka_bootstrap, "paused")
     assert (committed, parked) == (1, [])
+
+
+async def test_a_store_disk_under_its_floor_pauses_the_partitions_until_space_is_back(
+    store: Store, kafka_bootstrap: str
+) -> None:
+    free = [10 * 2**20]  # 10 MiB, under the floor: every write is refused before it reaches the engine
+    store.free_space = FreeSpaceGuard(100 * 2**20, 0.0, read=lambda: DiskSpace(free[0], 2**30))
+    store.free_space.refresh()
+    _produce(kafka_bootstrap, proto_request(proto_span("a")).SerializeToString())
+    metrics = Metrics()
+    receiver = KafkaReceiver(
+        _config(kafka_bootstrap, "disk"), next=SpanSink(store, Recorder(), metrics), metrics=metrics
+    )
+    await receiver.start()
+    try:
+        await receiver.wait_assigned()
+        await _until(lambda: (metrics.registry.get_sample_value("tracescore_kafka_pauses_total") or 0) >= 1)
+        committed, parked = await asyncio.to_thread(_committed_and_parked, kafka_bootstrap, "disk")
+        assert (committed, parked) == (0, [])  # paused: neither taken nor given up
+        free[0] = 500 * 2**20
+        await _until(lambda: metrics.registry.get_sample_value("tracescore_spans_stored_total") == 1)
+    finally:
+        await receiver.shutdown()
+    committed, parked = await asyncio.to_thread(_committed_and_parked, kafka_bootstrap, "disk")
+    assert (committed, parked) == (1, [])
+    assert await store.query("SELECT SpanName FROM otel_traces") == [{"SpanName": "a"}]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
-from ingest.store.clickhouse import Store, StoreError, store_error
+from ingest.store.clickhouse import Store, StoreError
+from ingest.store.retriable import store_error
 from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import insert_spans
 from tests.ingest.store.samples import ROOT_SPAN, TRACE, agent_span, relevancy, tool_span

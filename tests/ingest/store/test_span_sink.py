@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from ingest.metrics import Metrics
 from ingest.store.clickhouse import Store
 from ingest.store.span_sink import SpanSink, insert_logs, insert_spans
 from schemas import LogRecord, SpanBatch
+from schemas.errors import StoreError
 from tests.ingest.store.samples import OTHER_TRACE, ROOT_SPAN, START, TRACE, agent_span, tool_span
 from tests.support.otlp import Recorder
 
@@ -172,3 +175,22 @@ async def test_clients_acknowledged_together_are_committed_together(store: Store
     commits = metrics.registry.get_sample_value("tracescore_store_commits_total")
     assert commits is not None and commits <= rounds + 1  # not 1 + 2 * (rounds - 1)
     assert metrics.registry.get_sample_value("tracescore_spans_stored_total") == senders * rounds
+
+
+async def test_a_commit_cut_after_its_first_insert_leaves_no_span_to_score_that_otel_traces_lacks(
+    store: Store,
+) -> None:
+    # otel_traces refuses the batch (as if the process died before its insert): span_ledger, what the
+    # scorers read, is written last, so it holds nothing of it either; the client is not acknowledged.
+    client = store._require_client()
+    await store._on_worker(
+        lambda: client.command("ALTER TABLE otel_traces ADD CONSTRAINT cut CHECK SpanName != 'cut here'")
+    )
+    sink = SpanSink(store, Recorder(), Metrics())
+    cut = agent_span().model_copy(update={"name": "cut here"})
+    with pytest.raises(StoreError, match="VIOLATED_CONSTRAINT"):
+        await sink.consume_spans(SpanBatch(spans=[cut, tool_span()]))
+    await sink.consume_spans(SpanBatch(spans=[agent_span()]))  # the next commit is whole
+    await sink.shutdown()
+    assert await store.query("SELECT SpanId FROM span_ledger") == [{"SpanId": ROOT_SPAN}]
+    assert await store.query("SELECT SpanName FROM otel_traces") == [{"SpanName": agent_span().name}]
