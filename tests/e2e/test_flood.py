@@ -9,16 +9,14 @@ Retry-After.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 import urllib.request
 from pathlib import Path
 
 import aiohttp
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.support.otlp import agent_trace_requests
+from tests.support.otlp import many_trace_requests
 from tests.support.serve import decision_outcome, start_serve, stop, wait_healthy
 
 TRACES = 50_000
@@ -31,26 +29,8 @@ PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 def flood_requests() -> tuple[list[str], list[bytes]]:
     """TRACES distinct runs (the demo's agent scenarios under fresh trace ids), PER_REQUEST each."""
-    shapes = [ExportTraceServiceRequest.FromString(body) for _, body in agent_trace_requests(50, "flood")]
-    trace_ids: list[str] = []
-    bodies: list[bytes] = []
-    for first in range(0, TRACES, PER_REQUEST):
-        request = ExportTraceServiceRequest()
-        for index in range(first, first + PER_REQUEST):
-            trace_id = (index + 1).to_bytes(16, "big")
-            trace_ids.append(trace_id.hex())
-            span_ids: dict[bytes, bytes] = {}  # fresh span ids, parents following
-            for resource_spans in shapes[index % len(shapes)].resource_spans:
-                copy = request.resource_spans.add()
-                copy.CopyFrom(resource_spans)
-                for scope_spans in copy.scope_spans:
-                    for span in scope_spans.spans:
-                        span.trace_id = trace_id
-                        span.span_id = span_ids.setdefault(span.span_id, os.urandom(8))
-                        if span.parent_span_id:
-                            span.parent_span_id = span_ids.setdefault(span.parent_span_id, os.urandom(8))
-        bodies.append(request.SerializeToString())
-    return trace_ids, bodies
+    ids, bodies = many_trace_requests(TRACES, PER_REQUEST, "flood")
+    return [trace_id for request in ids for trace_id in request], bodies
 
 
 async def send_all(base: str, bodies: list[bytes]) -> tuple[int, int]:
