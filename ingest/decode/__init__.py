@@ -122,12 +122,7 @@ def decode(
         decoder = encodings[encoding]
     except KeyError:
         raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(encodings)}") from None
-    batch = decoder(payload, max_items, max_attributes)
-    if not (batch.spans or batch.logs or batch.rejected_spans or batch.errors):
-        # A warning in partial success (nothing rejected): a sender that sends nothing may have a bug.
-        noun = "log records" if signal == SIGNAL_LOGS else "spans"
-        batch.errors.append(f"the request holds no {noun}: nothing was stored")
-    return batch
+    return decoder(payload, max_items, max_attributes)
 
 
 def decode_traces(encoding: str, payload: bytes) -> SpanBatch:

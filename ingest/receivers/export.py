@@ -122,21 +122,31 @@ async def export(
 
 
 def export_response(batch: SpanBatch) -> ExportTraceServiceResponse:
-    """The OTLP response for a decoded batch; partial_success only when something was left out."""
+    """The OTLP response for a decoded batch; partial_success only when something was left out, or as
+    a warning (nothing rejected, a message) when the request held nothing at all."""
     response = ExportTraceServiceResponse()
-    if batch.rejected_spans or batch.errors:
+    if message := _partial_success_message(batch, "spans"):
         response.partial_success.rejected_spans = batch.rejected_spans
-        response.partial_success.error_message = batch.error_message
+        response.partial_success.error_message = message
     return response
 
 
 def export_logs_response(batch: SpanBatch) -> ExportLogsServiceResponse:
-    """The OTLP logs response; partial_success (rejected_log_records) only when something was left out."""
+    """The OTLP logs response; partial_success (rejected_log_records) as ``export_response`` has it."""
     response = ExportLogsServiceResponse()
-    if batch.rejected_spans or batch.errors:
+    if message := _partial_success_message(batch, "log records"):
         response.partial_success.rejected_log_records = batch.rejected_spans
-        response.partial_success.error_message = batch.error_message
+        response.partial_success.error_message = message
     return response
+
+
+def _partial_success_message(batch: SpanBatch, noun: str) -> str:
+    if batch.rejected_spans or batch.errors:
+        return batch.error_message
+    if not (batch.spans or batch.logs):
+        # Allowed by OTLP as a warning: a sender that sends nothing may have a bug of its own.
+        return f"the request holds no {noun}: nothing was stored"
+    return ""
 
 
 def export_response_for(

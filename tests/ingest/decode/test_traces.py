@@ -169,10 +169,8 @@ def test_proto_garbage_is_a_decode_error(payload: bytes) -> None:
         decode_traces("otlp_proto", payload)
 
 
-def test_proto_empty_payload_is_an_empty_request_with_a_warning() -> None:
-    # Nothing is rejected, but partial success tells the sender that it sent nothing.
-    expected = SpanBatch(errors=["the request holds no spans: nothing was stored"])
-    assert decode_traces("otlp_proto", b"") == expected
+def test_proto_empty_payload_is_an_empty_request() -> None:
+    assert decode_traces("otlp_proto", b"") == SpanBatch()
 
 
 # --- OTLP/JSON ---------------------------------------------------------------------------------------
@@ -338,10 +336,8 @@ def test_json_not_an_export_request_is_a_decode_error(payload: bytes, message: s
     assert message in str(info.value)
 
 
-def test_json_empty_objects_are_empty_requests_with_a_warning() -> None:
-    assert decode_traces("otlp_json", b"{}") == SpanBatch(
-        errors=["the request holds no spans: nothing was stored"]
-    )
+def test_json_empty_objects_are_empty_requests_the_nested_ones_with_a_warning() -> None:
+    assert decode_traces("otlp_json", b"{}") == SpanBatch()  # the receivers answer it with a warning
     nested = decode_traces("otlp_json", b'{"resourceSpans": [{}, {"scopeSpans": [{}]}]}')
     assert (nested.spans, nested.rejected_spans) == ([], 0)
     assert nested.errors == [
@@ -432,8 +428,15 @@ def test_encoding_for_content_type(content_type: str, encoding: str | None) -> N
     assert encoding_for_content_type(content_type) == encoding
 
 
-def test_export_response_sets_partial_success_only_on_rejection() -> None:
-    assert not export_response(SpanBatch()).HasField("partial_success")
+def test_export_response_sets_partial_success_only_on_rejection_or_an_empty_request() -> None:
+    assert not export_response(SpanBatch(spans=[Span(trace_id="1" * 32, span_id="1" * 16)])).HasField(
+        "partial_success"
+    )
+    empty = export_response(SpanBatch()).partial_success
+    assert (empty.rejected_spans, empty.error_message) == (
+        0,
+        "the request holds no spans: nothing was stored",
+    )
     response = export_response(SpanBatch(rejected_spans=2, errors=["a", "b"]))
     assert response.partial_success.rejected_spans == 2
     assert response.partial_success.error_message == "a; b"

@@ -114,6 +114,35 @@ async def test_sdk_http_exporter_to_http_receiver(compression: HttpCompression) 
 # --- HTTP: fixtures, responses and the API -------------------------------------------------------------
 
 
+async def test_json_with_bad_enums_and_empty_objects_is_answered_with_what_was_left_out() -> None:
+    # OTLP partial success: the rejected spans counted and named; a request of nothing, a warning.
+    good = json_span("good")
+    bad_kind = json_span("bad kind", span_id="00000000000000b1", kind="banana")
+    bad_code = json_span("bad code", span_id="00000000000000b2", status={"code": "BAD"})
+    async with running_http() as running:
+        url = f"{running.url}/v1/traces"
+        mixed = await http_request(
+            "POST", url, data=json_bytes(json_request(good, bad_kind, bad_code)), headers=JSON
+        )
+        empty = await http_request("POST", url, data=b"{}", headers=JSON)
+        empty_scope = await http_request(
+            "POST", url, data=b'{"resourceSpans": [{"scopeSpans": [{}]}]}', headers=JSON
+        )
+    assert mixed.status == 200
+    partial = mixed.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "2"
+    assert "span 'bad kind': kind 'banana' is not a SpanKind" in partial["errorMessage"]
+    assert "span 'bad code': status.code 'BAD' is not a StatusCode" in partial["errorMessage"]
+    assert [span.name for span in running.next.spans] == ["good"]
+    assert (empty.status, empty.json()) == (
+        200,
+        {"partialSuccess": {"errorMessage": "the request holds no spans: nothing was stored"}},
+    )
+    assert empty_scope.json() == {
+        "partialSuccess": {"errorMessage": "resourceSpans[0].scopeSpans[0] holds no spans"}
+    }
+
+
 async def test_fixture_posted_as_json() -> None:
     raw = json.loads(SEMCONV_MAIN.read_bytes())
     raw_spans = [s for rs in raw["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
