@@ -23,7 +23,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
 from ingest.metrics import Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
-from ingest.receivers.connections import cannot_listen
 from ingest.receivers.disclosure import INTERNAL_ERROR
 from ingest.receivers.export import (
     OUTCOME_UNAUTHENTICATED,
@@ -32,6 +31,7 @@ from ingest.receivers.export import (
     export_response_for,
     retry_status,
 )
+from ingest.receivers.listening import cannot_listen
 from ingest.receivers.tls import grpc_server_credentials, tls_files
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer

@@ -6,7 +6,7 @@ ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in
 ``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered (``schemas.results``),
 and for a trace without rows a 404 saying why; ``GET /healthz`` (liveness) and ``GET /readyz``
 (readiness) each component's state (error texts as ``ingest.receivers.disclosure`` allows the caller);
-``GET /metrics`` Prometheus metrics.
+``GET /metrics`` Prometheus metrics. Connections pass a gate first (``ingest.receivers.connections``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from ingest.decode import (
 )
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
-from ingest.receivers.connections import ConnectionGate, GatedSite, cannot_listen, default_cap
+from ingest.receivers.connections import receiver_gate
 from ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
 from ingest.receivers.export import (
     OUTCOME_INVALID,
@@ -49,6 +49,7 @@ from ingest.receivers.export import (
     export_response_for,
     retry_status,
 )
+from ingest.receivers.listening import GatedSite, cannot_listen
 from ingest.receivers.tls import server_ssl_context
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
@@ -138,7 +139,10 @@ class HttpReceiver:
         if self._runner is not None:
             return
         self._token = configured_token(self._config)
-        middlewares = [self._authenticate] if self._token else []
+        config = self._config
+        gate = receiver_gate(config, self._metrics)
+        # The gate's middleware first: a request is "busy" (never evicted) from its headers on.
+        middlewares = [gate.middleware, *([self._authenticate] if self._token else [])]
         app = web.Application(client_max_size=self._config.max_request_bytes, middlewares=middlewares)
         app.router.add_post(TRACES_PATH, self._export_handler(SIGNAL_TRACES))
         app.router.add_post(LOGS_PATH, self._export_handler(SIGNAL_LOGS))
@@ -156,15 +160,12 @@ class HttpReceiver:
             shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
         )
         await runner.setup()
-        cap = self._config.max_connections or default_cap()
-        gate = ConnectionGate(cap, self._metrics.connections_refused.inc)
         try:
-            ssl_context = server_ssl_context(self._config)  # HTTPS with receiver.tls_cert / tls_key
-            site = GatedSite(runner, self._config.host, self._config.http_port, gate, ssl_context)
+            ssl_context = server_ssl_context(config)  # HTTPS with receiver.tls_cert / tls_key
+            site = GatedSite(runner, config.host, config.http_port, gate, ssl_context)
             try:
                 await site.start()
             except OSError as exc:
-                config = self._config
                 raise OSError(cannot_listen("OTLP/HTTP", config.host, config.http_port, exc)) from exc
         except BaseException:
             await runner.cleanup()
