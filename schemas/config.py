@@ -83,6 +83,10 @@ class ReceiverConfig(_Config):
     host: str = DEFAULT_HOST
     grpc_port: int = Field(default=DEFAULT_GRPC_PORT, ge=0, le=65535)
     http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=0, le=65535)
+    # A port of its own for /healthz and /readyz (plain HTTP, served by a small process of its own):
+    # probes answer there however many clients crowd the OTLP ports (ingest.receivers.health_lane).
+    # Default: none (the probes are served on the OTLP/HTTP port only).
+    health_port: int | None = Field(default=None, ge=0, le=65535)
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     # Spans or log records in one export request (the collector sends a few thousand at most).
     max_request_items: int = Field(default=DEFAULT_MAX_REQUEST_ITEMS, gt=0)
@@ -121,6 +125,13 @@ class ReceiverConfig(_Config):
     def _one_token_source(self) -> ReceiverConfig:
         if self.auth_token is not None and self.auth_token_file:
             raise ValueError("give receiver.auth_token or receiver.auth_token_file, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _health_port_of_its_own(self) -> ReceiverConfig:
+        if self.health_port and self.health_port in (self.http_port, self.grpc_port):
+            other = "http_port" if self.health_port == self.http_port else "grpc_port"
+            raise ValueError(f"receiver.health_port must differ from receiver.{other} ({self.health_port})")
         return self
 
     @model_validator(mode="after")
@@ -347,6 +358,7 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_HOST": "receiver.host",
     "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
     "TRACESCORE_HTTP_PORT": "receiver.http_port",
+    "TRACESCORE_HEALTH_PORT": "receiver.health_port",
     "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
     "TRACESCORE_BODY_TIMEOUT_SECONDS": "receiver.body_timeout_seconds",
     "TRACESCORE_HEADER_TIMEOUT_SECONDS": "receiver.header_timeout_seconds",

@@ -6,7 +6,8 @@ ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in
 ``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered (``schemas.results``),
 and for a trace without rows a 404 saying why; ``GET /healthz`` (liveness) and ``GET /readyz``
 (readiness) each component's state (error texts as ``ingest.receivers.disclosure`` allows the caller);
-``GET /metrics`` Prometheus metrics. Connections pass a gate first (``ingest.receivers.connections``).
+``GET /metrics`` Prometheus metrics. Connections pass a gate first (``ingest.receivers.connections``);
+with ``receiver.health_port``, the probes are also served on a port of their own (``health_lane``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from ingest.receivers.export import (
     export_response_for,
     retry_status,
 )
+from ingest.receivers.health_lane import HealthLane
 from ingest.receivers.listening import GatedSite, cannot_listen
 from ingest.receivers.tls import server_ssl_context
 from schemas.config import ReceiverConfig
@@ -127,6 +129,7 @@ class HttpReceiver:
         self._scores = scores
         self._health = health
         self._runner: web.AppRunner | None = None
+        self._lane: HealthLane | None = None
         self._port = 0
         self._token: str | None = None
 
@@ -134,6 +137,11 @@ class HttpReceiver:
     def port(self) -> int:
         """The bound port once started (config port 0 picks a free one); 0 before start."""
         return self._port
+
+    @property
+    def health_port(self) -> int | None:
+        """The health lane's bound port once started; None without ``receiver.health_port``."""
+        return self._lane.port if self._lane is not None else None
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -171,10 +179,20 @@ class HttpReceiver:
             await runner.cleanup()
             raise
         self._runner, self._port = runner, runner.addresses[0][1]
+        if config.health_port is not None:
+            timeouts = (config.header_timeout_seconds, config.idle_timeout_seconds)
+            self._lane = HealthLane(config.host, config.health_port, *timeouts, self._probe_view)
+            try:
+                await self._lane.start()
+            except BaseException:
+                await self.shutdown()
+                raise
 
     async def shutdown(self) -> None:
         """Stop listening and let in-flight requests finish (up to a grace period)."""
-        runner, self._runner = self._runner, None
+        lane, runner, self._lane, self._runner = self._lane, self._runner, None, None
+        if lane is not None:
+            await lane.shutdown()
         if runner is not None:
             await runner.cleanup()
 
@@ -330,6 +348,13 @@ class HttpReceiver:
         if isinstance(found, TraceStatus):
             return web.json_response(found.model_dump(exclude_none=True), status=404)
         return web.json_response(found, dumps=_dumps)
+
+    def _probe_view(self) -> tuple[dict[str, Any], bool]:
+        """What the health lane shows: the health body as a caller without the token sees it, and
+        readiness."""
+        body = self._health.health() if self._health else {"status": "ok"}
+        public = public_health(body, authenticated=False, token_configured=self._token is not None)
+        return public, self._health.ready() if self._health else True
 
     def _public_health(self, request: web.Request) -> dict[str, Any]:
         """The health body as this caller may see it (see ingest.receivers.disclosure)."""

@@ -73,6 +73,7 @@ class GatedSite(web.BaseSite):
 _PORT_SETTINGS = {
     "OTLP/gRPC": ("--grpc-port", "TRACESCORE_GRPC_PORT", "receiver.grpc_port"),
     "OTLP/HTTP": ("--http-port", "TRACESCORE_HTTP_PORT", "receiver.http_port"),
+    "health": ("--health-port", "TRACESCORE_HEALTH_PORT", "receiver.health_port"),
 }
 
 

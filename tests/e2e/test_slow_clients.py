@@ -2,9 +2,10 @@
 
 The issue's experiment first: 20,000 connections that send their headers one byte every 3 s (and
 come back when closed), from 200 addresses, against the default limits, while ``/healthz`` and
-``/readyz`` are probed as a kubelet does (a new connection each time, a 1 s timeout) and
-OpenTelemetry SDK exporters send spans. Then each limit on its own, against one service with small
-limits: the header timeout, the idle timeout, the per-client cap, making room at the connection cap.
+``/readyz`` are probed as a kubelet does (a new connection each time, a 1 s timeout) on the OTLP/HTTP
+port and on the health lane, and OpenTelemetry SDK exporters send spans. Then each limit on its own,
+against one service with small limits: the header timeout, the idle timeout, the per-client cap, making
+room at the connection cap, the health lane when every connection is busy.
 """
 
 from __future__ import annotations
@@ -146,28 +147,32 @@ def port_of(base: str) -> int:
 
 def test_twenty_thousand_slow_clients_starve_neither_probes_nor_exporters(tmp_path: Path) -> None:
     raise_open_file_limit()  # 10,000 sockets in each of two worker processes
-    proc, http_port, _ = start(tmp_path)  # the default limits
+    health_port = free_port()
+    proc, http_port, _ = start(tmp_path, health_port=health_port)  # otherwise the default limits
+    lane = f"http://127.0.0.1:{health_port}"
     try:
         base = wait_healthy(proc, http_port)
         # 100 from each of 200 addresses: a distributed attack, which no per-client cap stops.
         with slow_clients(port_of(base), 20_000, loopback_sources(200)) as attack:
             time.sleep(3)  # every client has had its turn: the attack is in full swing
             held = established(port_of(base))
-            with probing(base) as probes:
+            with probing(base) as probes, probing(lane) as lane_probes:
                 threads, results = export_meanwhile(base, exporters=3, exports=20, every_s=0.35)
                 for thread in threads:
                     thread.join(timeout=120)
             held = max(held, established(port_of(base)))
         acknowledged = results.count(SpanExportResult.SUCCESS)
         summary = (
-            f"{attack}; {held} connections held; OTLP/HTTP port: {probes}; "
+            f"{attack}; {held} connections held; OTLP/HTTP port: {probes}; health lane: {lane_probes}; "
             f"exports acknowledged {acknowledged} of {len(results)}"
         )
         print(f"\n{summary}")
         assert attack.connects > 20_000 and held >= 4_096, summary  # the attack was real
-        # Probes answered (none were before); how many the attack delays (in the kernel's accept
-        # queue, and behind the event loop's work) depends on the CPU the service gets against it.
-        assert len(probes.latencies) > 30 and probes.failed < len(probes.latencies), summary
+        # The health lane answers every probe within the second. The OTLP/HTTP port's probes are
+        # reported, not asserted: how many the attack delays there (in the kernel's accept queue, and
+        # behind the event loop's work) depends on the CPU the service gets against the attacker
+        # (see docs/operations/slow-clients.md for the numbers).
+        assert len(lane_probes.latencies) > 40 and lane_probes.failed == 0, summary
         assert results == [SpanExportResult.SUCCESS] * 60, summary
     finally:
         assert stop(proc) == 0
@@ -188,6 +193,7 @@ PER_CLIENT = 5
 class Limited:
     base: str
     grpc_port: int
+    lane: str  # the health lane's base URL
 
     @property
     def port(self) -> int:
@@ -201,30 +207,32 @@ class Limited:
         return 0.0
 
 
-Starting = tuple[subprocess.Popen[str], int, int]  # the process, its HTTP and gRPC ports
+Starting = tuple[subprocess.Popen[str], int, int, int]  # the process, its HTTP, gRPC and health ports
 
 
 @pytest.fixture(scope="module", autouse=True)
 def limited_starting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Starting]:
     """The service with small limits, started with the module (it comes up while the first test
     runs) and stopped after it."""
+    health_port = free_port()
     proc, http_port, grpc_port = start(
         tmp_path_factory.mktemp("limited"),
         header_timeout_seconds=HEADER_TIMEOUT_S,
         idle_timeout_seconds=IDLE_TIMEOUT_S,
         max_connections=MAX_CONNECTIONS,
         max_connections_per_client=PER_CLIENT,
+        health_port=health_port,
     )
     try:
-        yield proc, http_port, grpc_port
+        yield proc, http_port, grpc_port, health_port
     finally:
         assert stop(proc) == 0
 
 
 @pytest.fixture
 def limited(limited_starting: Starting) -> Limited:
-    proc, http_port, grpc_port = limited_starting
-    return Limited(wait_healthy(proc, http_port), grpc_port)
+    proc, http_port, grpc_port, health_port = limited_starting
+    return Limited(wait_healthy(proc, http_port), grpc_port, f"http://127.0.0.1:{health_port}")
 
 
 @pytest.fixture
@@ -358,3 +366,15 @@ def test_at_the_connection_cap_the_longest_stalled_make_room(
     assert all(closed and answer.startswith(b"HTTP/1.1 408") for closed, answer in evicted), evicted
     assert not any(closed_within(sock, 0.01)[0] for sock in sockets[3:])
     assert limited.metric(CLOSED_EVICTED) == evicted_before + 3
+
+
+def test_when_every_connection_is_busy_the_health_lane_still_answers(
+    limited: Limited, sockets: list[socket.socket]
+) -> None:
+    for n in range(MAX_CONNECTIONS // PER_CLIENT):  # uploads being handled: none closed to make room
+        sockets += [stalled_upload(limited.port, f"127.0.2.{n + 1}") for _ in range(PER_CLIENT)]
+    time.sleep(0.2)
+    with probing(limited.base) as probes, probing(limited.lane) as lane_probes:
+        time.sleep(1)
+    assert probes.latencies and probes.failed == len(probes.latencies), probes  # refused on arrival
+    assert lane_probes.latencies and lane_probes.failed == 0, lane_probes

@@ -124,6 +124,7 @@ def test_the_connection_limits_default_to_named_constants() -> None:
     assert receiver.body_timeout_seconds == 30.0
     # None: sized from the open-file limit when the receivers start (ingest.receivers.connections)
     assert receiver.max_connections is None and receiver.max_connections_per_client is None
+    assert receiver.health_port is None  # the probes on the OTLP/HTTP port only
 
 
 def test_the_connection_limits_come_from_the_environment() -> None:
@@ -133,11 +134,13 @@ def test_the_connection_limits_come_from_the_environment() -> None:
         "TRACESCORE_BODY_TIMEOUT_SECONDS": "20",
         "TRACESCORE_MAX_CONNECTIONS": "1000",
         "TRACESCORE_MAX_CONNECTIONS_PER_CLIENT": "100",
+        "TRACESCORE_HEALTH_PORT": "13133",
     }
     receiver = load_config(environ=env).receiver
     assert (receiver.header_timeout_seconds, receiver.idle_timeout_seconds) == (5.0, 30.5)
     assert receiver.body_timeout_seconds == 20.0
     assert (receiver.max_connections, receiver.max_connections_per_client) == (1000, 100)
+    assert receiver.health_port == 13133
     assert {var for var, key in ENV_KEYS.items() if key.startswith("receiver.")} >= set(env)
 
 
@@ -145,6 +148,10 @@ def test_the_connection_limits_come_from_the_environment() -> None:
     ("data", "message"),
     [
         ("receiver: {max_connections: 100, max_connections_per_client: 200}\n", "must not exceed"),
+        (
+            "receiver: {http_port: 4318, health_port: 4318}\n",
+            "health_port must differ from receiver.http_port",
+        ),
         ("receiver: {header_timeout_seconds: 0}\n", "greater than 0"),
         ("receiver: {idle_timeout_seconds: -1}\n", "greater than 0"),
     ],
