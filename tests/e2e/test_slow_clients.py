@@ -5,7 +5,7 @@ come back when closed), from 200 addresses, against the default limits, while ``
 ``/readyz`` are probed as a kubelet does (a new connection each time, a 1 s timeout) on the OTLP/HTTP
 port and on the health lane, and OpenTelemetry SDK exporters send spans. Then each limit on its own,
 against one service with small limits: the header timeout, the idle timeout, the per-client cap, making
-room at the connection cap, the health lane when every connection is busy.
+room at the connection cap, and a slowloris on the OTLP/gRPC port.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
@@ -378,3 +379,27 @@ def test_when_every_connection_is_busy_the_health_lane_still_answers(
         time.sleep(1)
     assert probes.latencies and probes.failed == len(probes.latencies), probes  # refused on arrival
     assert lane_probes.latencies and lane_probes.failed == 0, lane_probes
+
+
+def test_a_slowloris_on_the_grpc_port_is_capped_and_timed_out(
+    limited: Limited, sockets: list[socket.socket]
+) -> None:
+    with probing(limited.base) as probes:
+        for _ in range(3 * MAX_CONNECTIONS):
+            sock = connect(limited.grpc_port)
+            sockets.append(sock)
+            sock.sendall(b"PRI * HTTP/2.0\r\n")  # the HTTP/2 preface, begun and never finished
+        time.sleep(0.3)
+        held = established(limited.grpc_port)
+        deadline = time.monotonic() + HEADER_TIMEOUT_S + 2
+        while established(limited.grpc_port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        after_timeout = established(limited.grpc_port)
+        # a real exporter gets through once the stalled ones are gone
+        exporter = GrpcSpanExporter(endpoint=f"127.0.0.1:{limited.grpc_port}", insecure=True, timeout=10)
+        exported = exporter.export(sdk_spans(3))
+        exporter.shutdown()
+    assert 0 < held <= MAX_CONNECTIONS  # at most the cap: the process keeps its file descriptors
+    assert after_timeout == 0  # every stalled handshake was closed after the header timeout
+    assert exported == SpanExportResult.SUCCESS
+    assert probes.latencies and probes.failed == 0, probes  # OTLP/HTTP's health never waited
