@@ -22,6 +22,8 @@ async def test_the_header_timeout_does_not_cut_a_request_whose_body_is_coming() 
         assert not answered.done()
         answer = await asyncio.wait_for(answered, 5)
         writer.close()
+        await writer.wait_closed()
+        await asyncio.sleep(0.1)  # gone on the server too: its shutdown need not wait for it
         assert answer.startswith(b"HTTP/1.1 408")
         assert b"request body did not arrive within 1.5 s" in answer
         assert counter(running.metrics, "tracescore_http_connections_closed", reason="header_timeout") == 0
