@@ -35,8 +35,9 @@ USER tracescore
 VOLUME ["/var/lib/tracescore"]
 # OTLP/gRPC; OTLP/HTTP with /healthz, /readyz, /metrics and /api/*
 EXPOSE 4317 4318
-# Liveness: /healthz answers while the process serves (slim images have no curl, so Python asks).
+# Liveness: /healthz answers while the process serves (slim images have no curl, so Python asks), on
+# the health lane when TRACESCORE_HEALTH_PORT sets one (docs/operations/slow-clients.md).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('TRACESCORE_HTTP_PORT', '4318'), timeout=4)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % (os.environ.get('TRACESCORE_HEALTH_PORT') or os.environ.get('TRACESCORE_HTTP_PORT', '4318')), timeout=4)"]
 ENTRYPOINT ["tracescore"]
 CMD ["serve"]

@@ -25,8 +25,20 @@ class Metrics:
         )
         self.connections_refused = Counter(
             "tracescore_http_connections_refused",
-            "OTLP/HTTP connections closed on arrival: receiver.max_connections were open",
+            "OTLP/HTTP connections closed on arrival: receiver.max_connections were open, every one "
+            "busy with a request",
             registry=r,
+        )
+        self.connections_closed = Counter(
+            "tracescore_http_connections_closed",
+            "OTLP/HTTP connections closed by the connection limits, by reason: header_timeout, "
+            "idle_timeout, evicted (stalled or idle, to admit a new one), max_connections_per_client "
+            "(on arrival), max_connections (on arrival, as tracescore_http_connections_refused)",
+            ["reason"],
+            registry=r,
+        )
+        self.connections_open = Gauge(
+            "tracescore_http_connections_open", "Open OTLP/HTTP connections", registry=r
         )
         self.spans_received = Counter(
             "tracescore_spans_received", "Spans accepted from receivers", ["transport"], registry=r

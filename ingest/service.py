@@ -152,6 +152,7 @@ class Service:
                 self.config,
                 grpc_port=self.grpc.port,
                 http_port=self.http.port,
+                health_port=self.http.health_port,
                 store=self.store.description,
                 replica=self.membership.replica_id,
             ),

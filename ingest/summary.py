@@ -21,7 +21,13 @@ from schemas.version import __version__
 
 
 def startup_summary(
-    config: ServiceConfig, *, grpc_port: int, http_port: int, store: str, replica: str
+    config: ServiceConfig,
+    *,
+    grpc_port: int,
+    http_port: int,
+    store: str,
+    replica: str,
+    health_port: int | None = None,
 ) -> str:
     receiver = config.receiver
     tls = " (TLS)" if receiver.tls else ""
@@ -30,6 +36,7 @@ def startup_summary(
     rows = [
         ("OTLP/gRPC", f"{receiver.host}:{grpc_port}{tls}{auth}"),
         ("OTLP/HTTP", f"{receiver.host}:{http_port}{tls}{auth} (also /api/scores, /healthz, /metrics)"),
+        *([("health", f"{receiver.host}:{health_port} (/healthz, /readyz)")] if health_port else []),
         ("store", store + (" (embedded: one process at a time)" if embedded else "")),
         ("kafka", _kafka(config)),
         ("judge", _judge(config)),

@@ -51,6 +51,15 @@ DEFAULT_MAX_REQUEST_ITEMS = 100_000
 # conversations into attributes (OpenLLMetry's gen_ai.prompt.<i>.*).
 DEFAULT_MAX_ATTRIBUTES_PER_ITEM = 1_000
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
+# Request headers arrive in one packet from any real client; nginx (client_header_timeout), Envoy
+# (request_headers_timeout) and Go servers (ReadHeaderTimeout) bound them likewise.
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
+# A kept-alive connection without a request is closed after this (nginx: keepalive_timeout, 75 s);
+# when every connection is taken, the idle ones are closed first (see ingest.receivers.connections).
+DEFAULT_IDLE_TIMEOUT_SECONDS = 60.0
+# One client address's share of receiver.max_connections (unless set): half, so a proxy in
+# front of many exporters still gets room, while one noisy host cannot take every connection.
+PER_CLIENT_SHARE = 2
 DEFAULT_IDLE_SECONDS = 2.0
 DEFAULT_MAX_WAIT_SECONDS = 300.0
 DEFAULT_MAX_TRACES = 100_000
@@ -77,6 +86,10 @@ class ReceiverConfig(_Config):
     host: str = DEFAULT_HOST
     grpc_port: int = Field(default=DEFAULT_GRPC_PORT, ge=0, le=65535)
     http_port: int = Field(default=DEFAULT_HTTP_PORT, ge=0, le=65535)
+    # A port of its own for /healthz and /readyz (plain HTTP, served by a small process of its own):
+    # probes answer there however many clients crowd the OTLP ports (ingest.receivers.health_lane).
+    # Default: none (the probes are served on the OTLP/HTTP port only).
+    health_port: int | None = Field(default=None, ge=0, le=65535)
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
     # Spans or log records in one export request (the collector sends a few thousand at most).
     max_request_items: int = Field(default=DEFAULT_MAX_REQUEST_ITEMS, gt=0)
@@ -85,9 +98,20 @@ class ReceiverConfig(_Config):
     max_attributes_per_item: int = Field(default=DEFAULT_MAX_ATTRIBUTES_PER_ITEM, gt=0)
     # A request body that does not arrive within this long is answered 408 and its connection closed.
     body_timeout_seconds: float = Field(default=DEFAULT_BODY_TIMEOUT_SECONDS, gt=0)
-    # Open OTLP/HTTP connections; a new one beyond it is closed at once (refusals logged once a minute).
-    # Default: half the process's open-file limit, at most 4,096.
+    # Request headers that have not all arrived this long after the connection opened (or, kept
+    # alive, after the next request's first byte) are answered 408 and the connection closed; the
+    # TLS handshake has the same deadline. OTLP/gRPC: the HTTP/2 handshake's deadline.
+    header_timeout_seconds: float = Field(default=DEFAULT_HEADER_TIMEOUT_SECONDS, gt=0)
+    # A kept-alive connection without a request for this long is closed (OTLP/gRPC: sent GOAWAY).
+    idle_timeout_seconds: float = Field(default=DEFAULT_IDLE_TIMEOUT_SECONDS, gt=0)
+    # Open connections of each receiver. When all are taken, the OTLP/HTTP receiver closes the one
+    # that has waited longest for its headers (or idled longest) to admit a new one, never one whose
+    # request is being handled (see ingest.receivers.connections); OTLP/gRPC closes newcomers.
+    # Default: OTLP/HTTP half the process's open-file limit, OTLP/gRPC a quarter, each at most 4,096.
     max_connections: int | None = Field(default=None, gt=0)
+    # Open OTLP/HTTP connections from one client address; beyond it, a new one takes the place of
+    # its own longest-waiting (or idle) one, or is closed at once. Default: half of max_connections.
+    max_connections_per_client: int | None = Field(default=None, gt=0)
     # Bearer token wanted on OTLP/HTTP, OTLP/gRPC, /api/* and /metrics (see ingest.receivers.auth):
     # TRACESCORE_AUTH_TOKEN, or a file holding it (a mounted secret). Neither: no authentication.
     auth_token: SecretStr | None = None
@@ -104,6 +128,23 @@ class ReceiverConfig(_Config):
     def _one_token_source(self) -> ReceiverConfig:
         if self.auth_token is not None and self.auth_token_file:
             raise ValueError("give receiver.auth_token or receiver.auth_token_file, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _health_port_of_its_own(self) -> ReceiverConfig:
+        if self.health_port and self.health_port in (self.http_port, self.grpc_port):
+            other = "http_port" if self.health_port == self.http_port else "grpc_port"
+            raise ValueError(f"receiver.health_port must differ from receiver.{other} ({self.health_port})")
+        return self
+
+    @model_validator(mode="after")
+    def _per_client_within_the_cap(self) -> ReceiverConfig:
+        per_client, cap = self.max_connections_per_client, self.max_connections
+        if per_client is not None and cap is not None and per_client > cap:
+            raise ValueError(
+                f"receiver.max_connections_per_client ({per_client}) must not exceed "
+                f"receiver.max_connections ({cap})"
+            )
         return self
 
     @model_validator(mode="after")
@@ -326,7 +367,13 @@ ENV_KEYS: dict[str, str] = {
     "TRACESCORE_HOST": "receiver.host",
     "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
     "TRACESCORE_HTTP_PORT": "receiver.http_port",
+    "TRACESCORE_HEALTH_PORT": "receiver.health_port",
     "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
+    "TRACESCORE_BODY_TIMEOUT_SECONDS": "receiver.body_timeout_seconds",
+    "TRACESCORE_HEADER_TIMEOUT_SECONDS": "receiver.header_timeout_seconds",
+    "TRACESCORE_IDLE_TIMEOUT_SECONDS": "receiver.idle_timeout_seconds",
+    "TRACESCORE_MAX_CONNECTIONS": "receiver.max_connections",
+    "TRACESCORE_MAX_CONNECTIONS_PER_CLIENT": "receiver.max_connections_per_client",
     "TRACESCORE_AUTH_TOKEN": "receiver.auth_token",
     "TRACESCORE_AUTH_TOKEN_FILE": "receiver.auth_token_file",
     "TRACESCORE_TLS_CERT": "receiver.tls_cert",

@@ -28,6 +28,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--host", help="address the receivers listen on (default 127.0.0.1)")
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317)")
     parser.add_argument("--http-port", type=int, help="OTLP/HTTP and API port (default 4318)")
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        help="a port of its own for /healthz and /readyz, which crowds on the OTLP/HTTP port cannot reach",
+    )
     parser.add_argument("--tls-cert", help="PEM certificate: both receivers speak TLS (with --tls-key)")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--kafka-bootstrap", help="Kafka bootstrap servers HOST:PORT[,HOST:PORT]")
@@ -65,6 +70,7 @@ FLAG_KEYS = {
     "--host": "receiver.host",
     "--grpc-port": "receiver.grpc_port",
     "--http-port": "receiver.http_port",
+    "--health-port": "receiver.health_port",
     "--tls-cert": "receiver.tls_cert",
     "--tls-key": "receiver.tls_key",
     "--kafka-bootstrap": "kafka.bootstrap",

@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
 from ingest.metrics import Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
-from ingest.receivers.connections import cannot_listen
+from ingest.receivers.connections import default_cap
 from ingest.receivers.disclosure import INTERNAL_ERROR
 from ingest.receivers.export import (
     OUTCOME_UNAUTHENTICATED,
@@ -33,6 +33,7 @@ from ingest.receivers.export import (
     refusal_codes,
     retry_status,
 )
+from ingest.receivers.listening import cannot_listen
 from ingest.receivers.tls import grpc_server_credentials, tls_files
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
@@ -56,6 +57,35 @@ _GRPC_CODES = {
     code_pb2.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
 }
 SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+# Streams (concurrent RPCs) on one connection: exporters send one or a few exports at a time (the
+# Collector's sending queue: 10 consumers); grpc-go's servers allow 250 unless told otherwise.
+MAX_CONCURRENT_STREAMS = 100
+# A connection lives at most this long (with 10 % jitter, applied by gRPC) before it is sent GOAWAY
+# and its client reconnects; its RPCs then have receiver.body_timeout_seconds to finish. This bounds
+# a stream whose request never finishes arriving, which nothing else times out.
+MAX_CONNECTION_AGE_SECONDS = 600
+
+
+def server_options(config: ReceiverConfig) -> list[tuple[str, int]]:
+    """The gRPC server's channel arguments: the size limit, and the connection limits of the OTLP/HTTP
+    receiver as gRPC core names them (it serves connections on threads of its own, off the event loop;
+    these keep them from taking the process's file descriptors)."""
+    return [
+        ("grpc.max_receive_message_length", config.max_request_bytes),
+        # gRPC turns SO_REUSEPORT on by default, which would let a second service share a busy port
+        # silently and split the traffic; a clash must fail loudly instead.
+        ("grpc.so_reuseport", 0),
+        # New connections beyond it are closed at once (gRPC has no eviction).
+        ("grpc.max_allowed_incoming_connections", config.max_connections or default_cap(share=4)),
+        # The HTTP/2 preface and settings (and the TLS handshake) must arrive within the header timeout.
+        ("grpc.server_handshake_timeout_ms", round(config.header_timeout_seconds * 1000)),
+        ("grpc.max_connection_idle_ms", round(config.idle_timeout_seconds * 1000)),
+        ("grpc.max_connection_age_ms", MAX_CONNECTION_AGE_SECONDS * 1000),
+        ("grpc.max_connection_age_grace_ms", round(config.body_timeout_seconds * 1000)),
+        ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS),
+    ]
 
 
 class GrpcReceiver:
@@ -84,11 +114,7 @@ class GrpcReceiver:
             return
         self._token = configured_token(self._config)
         tls = tls_files(self._config)  # a bad file fails the start, naming its key
-        limit = self._config.max_request_bytes
-        # gRPC turns SO_REUSEPORT on by default, which would let a second service share a busy port
-        # silently and split the traffic; a clash must fail loudly instead.
-        options = [("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)]
-        server = grpc.aio.server(options=options)
+        server = grpc.aio.server(options=server_options(self._config))
         handlers = []
         for service, (signal, response_type) in _SERVICES.items():
             handler = grpc.unary_unary_rpc_method_handler(

@@ -6,7 +6,8 @@ ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in
 ``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered (``schemas.results``),
 and for a trace without rows a 404 saying why; ``GET /healthz`` (liveness) and ``GET /readyz``
 (readiness) each component's state (error texts as ``ingest.receivers.disclosure`` allows the caller);
-``GET /metrics`` Prometheus metrics.
+``GET /metrics`` Prometheus metrics. Connections pass a gate first (``ingest.receivers.connections``);
+with ``receiver.health_port``, the probes are also served on a port of their own (``health_lane``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ingest.decode import (
 )
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
-from ingest.receivers.connections import ConnectionGate, GatedSite, cannot_listen, default_cap
+from ingest.receivers.connections import receiver_gate
 from ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
 from ingest.receivers.export import (
     OUTCOME_INVALID,
@@ -50,6 +51,8 @@ from ingest.receivers.export import (
     refusal_codes,
     retry_status,
 )
+from ingest.receivers.health_lane import HealthLane
+from ingest.receivers.listening import GatedSite, cannot_listen
 from ingest.receivers.tls import server_ssl_context
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
@@ -127,6 +130,7 @@ class HttpReceiver:
         self._scores = scores
         self._health = health
         self._runner: web.AppRunner | None = None
+        self._lane: HealthLane | None = None
         self._port = 0
         self._token: str | None = None
 
@@ -135,11 +139,19 @@ class HttpReceiver:
         """The bound port once started (config port 0 picks a free one); 0 before start."""
         return self._port
 
+    @property
+    def health_port(self) -> int | None:
+        """The health lane's bound port once started; None without ``receiver.health_port``."""
+        return self._lane.port if self._lane is not None else None
+
     async def start(self) -> None:
         if self._runner is not None:
             return
         self._token = configured_token(self._config)
-        middlewares = [self._authenticate] if self._token else []
+        config = self._config
+        gate = receiver_gate(config, self._metrics)
+        # The gate's middleware first: a request is "busy" (never evicted) from its headers on.
+        middlewares = [gate.middleware, *([self._authenticate] if self._token else [])]
         app = web.Application(client_max_size=self._config.max_request_bytes, middlewares=middlewares)
         app.router.add_post(TRACES_PATH, self._export_handler(SIGNAL_TRACES))
         app.router.add_post(LOGS_PATH, self._export_handler(SIGNAL_LOGS))
@@ -157,24 +169,31 @@ class HttpReceiver:
             shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
         )
         await runner.setup()
-        cap = self._config.max_connections or default_cap()
-        gate = ConnectionGate(cap, self._metrics.connections_refused.inc)
         try:
-            ssl_context = server_ssl_context(self._config)  # HTTPS with receiver.tls_cert / tls_key
-            site = GatedSite(runner, self._config.host, self._config.http_port, gate, ssl_context)
+            ssl_context = server_ssl_context(config)  # HTTPS with receiver.tls_cert / tls_key
+            site = GatedSite(runner, config.host, config.http_port, gate, ssl_context)
             try:
                 await site.start()
             except OSError as exc:
-                config = self._config
                 raise OSError(cannot_listen("OTLP/HTTP", config.host, config.http_port, exc)) from exc
         except BaseException:
             await runner.cleanup()
             raise
         self._runner, self._port = runner, runner.addresses[0][1]
+        if config.health_port is not None:
+            timeouts = (config.header_timeout_seconds, config.idle_timeout_seconds)
+            self._lane = HealthLane(config.host, config.health_port, *timeouts, self._probe_view)
+            try:
+                await self._lane.start()
+            except BaseException:
+                await self.shutdown()
+                raise
 
     async def shutdown(self) -> None:
         """Stop listening and let in-flight requests finish (up to a grace period)."""
-        runner, self._runner = self._runner, None
+        lane, runner, self._lane, self._runner = self._lane, self._runner, None, None
+        if lane is not None:
+            await lane.shutdown()
         if runner is not None:
             await runner.cleanup()
 
@@ -329,6 +348,13 @@ class HttpReceiver:
         if isinstance(found, TraceStatus):
             return web.json_response(found.model_dump(exclude_none=True), status=404)
         return web.json_response(found, dumps=_dumps)
+
+    def _probe_view(self) -> tuple[dict[str, Any], bool]:
+        """What the health lane shows: the health body as a caller without the token sees it, and
+        readiness."""
+        body = self._health.health() if self._health else {"status": "ok"}
+        public = public_health(body, authenticated=False, token_configured=self._token is not None)
+        return public, self._health.ready() if self._health else True
 
     def _public_health(self, request: web.Request) -> dict[str, Any]:
         """The health body as this caller may see it (see ingest.receivers.disclosure)."""

@@ -565,14 +565,19 @@ def test_the_health_check_passes_on_healthz_and_fails_without_a_server(probe_por
     (check,) = instructions("HEALTHCHECK")
     code = exec_form(check.split(" CMD ", 1)[1])[2]
 
-    def run(port: int) -> int:
+    def run(port: int, health_port: int | None = None) -> int:
         env = {"TRACESCORE_HTTP_PORT": str(port), "PATH": "/usr/bin:/bin"}
+        if health_port is not None:
+            env["TRACESCORE_HEALTH_PORT"] = str(health_port)
         return subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, timeout=30
         ).returncode
 
     assert run(probe_port) == 0
     assert run(unused_port()) != 0
+    # With a health lane, the check asks it (and only it).
+    assert run(unused_port(), health_port=probe_port) == 0
+    assert run(probe_port, health_port=unused_port()) != 0
 
 
 def unused_port() -> int:

@@ -179,21 +179,26 @@ def test_stalled_uploads_are_timed_out_and_the_service_keeps_answering(tmp_path:
 
 
 def test_connections_beyond_the_cap_are_closed_on_arrival(tmp_path: Path) -> None:
-    proc, base = serve(tmp_path, receiver={"max_connections": 50, "body_timeout_seconds": 30.0})
-    port = int(base.rsplit(":", 1)[1])
-    held = [_stalled_upload(port) for _ in range(50)]
+    # All from one address: its own cap (half of max_connections by default) lifted to the whole.
+    limits = {"max_connections": 50, "max_connections_per_client": 50, "body_timeout_seconds": 30.0}
+    proc, base = serve(tmp_path, receiver=limits)
     try:
-        time.sleep(0.5)
-        extra = socket.create_connection(("127.0.0.1", port), timeout=10)
-        extra.settimeout(10)
-        closed = extra.recv(1) == b""  # closed by the server at once, nothing sent
-        extra.close()
-        assert closed
+        port = int(base.rsplit(":", 1)[1])
+        held = [_stalled_upload(port) for _ in range(50)]
+        try:
+            time.sleep(0.5)
+            extra = socket.create_connection(("127.0.0.1", port), timeout=10)
+            extra.settimeout(10)
+            closed = extra.recv(1) == b""  # closed by the server at once, nothing sent
+            extra.close()
+            assert closed
+        finally:
+            for sock in held:
+                sock.close()
+        time.sleep(0.5)  # the held connections are gone: room again
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as resp:
+            metrics = resp.read().decode()
+        # Uploads being handled are never closed to make room: the newcomer was refused.
+        assert "tracescore_http_connections_refused_total 1.0" in metrics
     finally:
-        for sock in held:
-            sock.close()
-    time.sleep(0.5)  # the held connections are gone: room again
-    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as resp:
-        metrics = resp.read().decode()
-    assert "tracescore_http_connections_refused_total 1.0" in metrics
-    assert stop(proc) == 0  # type: ignore[arg-type]
+        assert stop(proc) == 0  # type: ignore[arg-type]

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config import ConfigError, ServiceConfig, load_config
+from schemas.config import (
+    DEFAULT_HEADER_TIMEOUT_SECONDS,
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
+    ENV_KEYS,
+    ConfigError,
+    ServiceConfig,
+    load_config,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "tracescore.example.yaml"
 
@@ -20,6 +27,7 @@ def test_example_config_file_loads_as_documented() -> None:
     assert config.kafka.dlq_topic == "otlp_spans.dlq"
     assert config.kafka.security_protocol == "PLAINTEXT" and config.kafka.sasl_mechanism is None
     assert config.receiver.max_attributes_per_item == 1000 and not config.receiver.tls
+    assert (config.receiver.header_timeout_seconds, config.receiver.idle_timeout_seconds) == (10, 60)
     assert config.assembly.idle_seconds == 2 and config.assembly.max_wait_seconds == 300
     assert [r.scorer for r in config.scoring.rules] == [
         "content-similarity",
@@ -101,3 +109,55 @@ def test_the_judge_comes_from_file_and_environment(tmp_path: Path) -> None:
     only_env = load_config(environ={"TRACESCORE_JUDGE_MODEL": "openai/gpt-4o-mini"}).scoring.judge
     assert only_env is not None and only_env.model == "openai/gpt-4o-mini" and only_env.api_base is None
     assert load_config(environ={}).scoring.judge is None
+
+
+def test_the_connection_limits_default_to_named_constants() -> None:
+    receiver = load_config(environ={}).receiver
+    assert (
+        (receiver.header_timeout_seconds, receiver.idle_timeout_seconds)
+        == (
+            DEFAULT_HEADER_TIMEOUT_SECONDS,
+            DEFAULT_IDLE_TIMEOUT_SECONDS,
+        )
+        == (10.0, 60.0)
+    )
+    assert receiver.body_timeout_seconds == 30.0
+    # None: sized from the open-file limit when the receivers start (ingest.receivers.connections)
+    assert receiver.max_connections is None and receiver.max_connections_per_client is None
+    assert receiver.health_port is None  # the probes on the OTLP/HTTP port only
+
+
+def test_the_connection_limits_come_from_the_environment() -> None:
+    env = {
+        "TRACESCORE_HEADER_TIMEOUT_SECONDS": "5",
+        "TRACESCORE_IDLE_TIMEOUT_SECONDS": "30.5",
+        "TRACESCORE_BODY_TIMEOUT_SECONDS": "20",
+        "TRACESCORE_MAX_CONNECTIONS": "1000",
+        "TRACESCORE_MAX_CONNECTIONS_PER_CLIENT": "100",
+        "TRACESCORE_HEALTH_PORT": "13133",
+    }
+    receiver = load_config(environ=env).receiver
+    assert (receiver.header_timeout_seconds, receiver.idle_timeout_seconds) == (5.0, 30.5)
+    assert receiver.body_timeout_seconds == 20.0
+    assert (receiver.max_connections, receiver.max_connections_per_client) == (1000, 100)
+    assert receiver.health_port == 13133
+    assert {var for var, key in ENV_KEYS.items() if key.startswith("receiver.")} >= set(env)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("receiver: {max_connections: 100, max_connections_per_client: 200}\n", "must not exceed"),
+        (
+            "receiver: {http_port: 4318, health_port: 4318}\n",
+            "health_port must differ from receiver.http_port",
+        ),
+        ("receiver: {header_timeout_seconds: 0}\n", "greater than 0"),
+        ("receiver: {idle_timeout_seconds: -1}\n", "greater than 0"),
+    ],
+)
+def test_connection_limits_that_cannot_hold_are_rejected(tmp_path: Path, data: str, message: str) -> None:
+    file = tmp_path / "bad.yaml"
+    file.write_text(data)
+    with pytest.raises(ConfigError, match=message):
+        load_config(file, environ={})

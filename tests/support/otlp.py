@@ -125,8 +125,10 @@ class Running:
         return f"http://{LOOPBACK}:{self.port}"
 
 
-def receiver_config(max_request_bytes: int = 4 * 1024 * 1024) -> ReceiverConfig:
-    return ReceiverConfig(host=LOOPBACK, grpc_port=0, http_port=0, max_request_bytes=max_request_bytes)
+def receiver_config(max_request_bytes: int = 4 * 1024 * 1024, **settings: Any) -> ReceiverConfig:
+    return ReceiverConfig(
+        host=LOOPBACK, grpc_port=0, http_port=0, max_request_bytes=max_request_bytes, **settings
+    )
 
 
 @asynccontextmanager
@@ -135,11 +137,13 @@ async def running_http(
     scores: Any = None,
     health: StaticHealth | None = None,
     max_request_bytes: int = 4 * 1024 * 1024,
+    **settings: Any,
 ) -> AsyncIterator[Running]:
+    """An OTLP/HTTP receiver on a free loopback port; ``settings`` are more ``ReceiverConfig`` keys."""
     next = Recorder() if next is None else next
     metrics = Metrics()
     receiver = HttpReceiver(
-        receiver_config(max_request_bytes),
+        receiver_config(max_request_bytes, **settings),
         next=next,
         metrics=metrics,
         scores=scores if scores is not None else StaticScores(),
