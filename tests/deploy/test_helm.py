@@ -205,27 +205,33 @@ def test_the_container_runs_serve_with_the_mounted_config(default: Rendered, cus
     assert extra.container["args"] == ["serve", "--config", CONFIG_FILE, "--idle", "5"]
 
 
-def test_the_probes_ask_health_and_readiness_on_the_http_port(default: Rendered) -> None:
+def test_the_probes_ask_health_and_readiness_on_the_health_lane(default: Rendered) -> None:
+    # A port of their own: slow or hostile OTLP clients cannot crowd them out (docs/operations).
     container = default.container
     probes = {name: container[name]["httpGet"] for name in PROBES}
     assert probes["livenessProbe"]["path"] == "/healthz"
     assert probes["startupProbe"]["path"] == "/healthz"
     assert probes["readinessProbe"]["path"] == "/readyz"
     for probe in probes.values():
-        assert named_port(default, probe["port"]) == 4318 == default.config["receiver"]["http_port"]
+        assert named_port(default, probe["port"]) == 13133 == default.config["receiver"]["health_port"]
         assert probe["scheme"] == "HTTP"
+    without_lane = render({"config": {"receiver": {"health_port": None}}})
+    for name in PROBES:
+        probe = without_lane.container[name]["httpGet"]
+        assert named_port(without_lane, probe["port"]) == 4318 and probe["scheme"] == "HTTP"
 
 
 def test_probes_and_scrapes_speak_https_when_the_receivers_serve_tls() -> None:
     tls_config = {"ca": {"secret": {"name": "tracescore-tls", "key": "ca.crt"}}, "serverName": "tracescore"}
+    receiver = {"tls_cert": "/tls/tls.crt", "tls_key": "/tls/tls.key", "health_port": None}
     rendered = render(
-        {
-            "config": {"receiver": {"tls_cert": "/tls/tls.crt", "tls_key": "/tls/tls.key"}},
-            "serviceMonitor": {"enabled": True, "tlsConfig": tls_config},
-        }
+        {"config": {"receiver": receiver}, "serviceMonitor": {"enabled": True, "tlsConfig": tls_config}}
     )
     for name in PROBES:
         assert rendered.container[name]["httpGet"]["scheme"] == "HTTPS"
+    with_lane = render({"config": {"receiver": {**receiver, "health_port": 13133}}})
+    for name in PROBES:  # the health lane speaks plain HTTP inside the pod
+        assert with_lane.container[name]["httpGet"]["scheme"] == "HTTP"
     (endpoint,) = rendered.one("ServiceMonitor")["spec"]["endpoints"]
     assert endpoint["scheme"] == "https"
     assert endpoint["tlsConfig"] == tls_config

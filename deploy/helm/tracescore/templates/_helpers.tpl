@@ -159,7 +159,11 @@ Secrets written into the config itself are refused: they would sit in a ConfigMa
 {{- (.Values.config.receiver | default dict).http_port | default 4318 | int -}}
 {{- end -}}
 
-{{/* HTTPS when the receivers serve TLS (the probes then use it too). */}}
+{{- define "tracescore.healthPort" -}}
+{{- (.Values.config.receiver | default dict).health_port | default "" -}}
+{{- end -}}
+
+{{/* HTTPS when the receivers serve TLS (the probes on the OTLP/HTTP port then use it too). */}}
 {{- define "tracescore.scheme" -}}
 {{- if (.Values.config.receiver | default dict).tls_cert -}}HTTPS{{- else -}}HTTP{{- end -}}
 {{- end -}}
