@@ -23,8 +23,9 @@ Every item dropped and every trace spilled is counted. All work per item is O(1)
 finding the ready traces: tracked traces are kept in the order of their last item (the idle rule) and
 of their first (``max_wait``), so a release looks only at the traces due. The tick loop sleeps until
 the next trace is due (at most ``tick_seconds``), releases starting at least
-``MIN_RELEASE_GAP_SECONDS`` apart: each release asks the store about its traces once, so the traces
-due close together go together, and a release that took longer is followed at once.
+``MIN_RELEASE_GAP_SECONDS`` apart: each release asks the store about all its traces at once
+(``assembly_state.rounds_of``), so the traces due close together go together, and a release that
+took longer is followed at once.
 """
 
 from __future__ import annotations
@@ -36,12 +37,11 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
-from ingest.assembly_state import TracedItems, item_key, round_of
+from ingest.assembly_state import TracedItems, TraceLoader, item_key, rounds_of
 from ingest.metrics import Metrics
-from ingest.store.ledger import StoredTrace, TraceStatus, Undecided
-from schemas import LogRecord, RoundReason, Span, SpanBatch
+from ingest.store.ledger import Undecided
+from schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
 from schemas.consumers import TraceConsumer
 
@@ -68,14 +68,6 @@ class ManualClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-class TraceLoader(Protocol):
-    """Where the assembler reads traces back (``ingest.store.ledger.Ledger``)."""
-
-    async def load(self, trace_ids: Sequence[str]) -> dict[str, StoredTrace]: ...
-
-    async def status(self, trace_ids: Sequence[str]) -> dict[str, TraceStatus]: ...
 
 
 class TraceAssembler:
@@ -437,16 +429,11 @@ class TraceAssembler:
             self._stop_tracking(trace)
             self._unhold(trace)
         try:
-            status: dict[str, TraceStatus] = {}
-            stored: dict[str, StoredTrace] = {}
-            if self._loader is not None:
-                status = await self._loader.status([trace.trace_id for trace, _ in ready])
-                to_load = [t.trace_id for t, _ in ready if t.stored or t.trace_id in status]
-                stored = await self._loader.load(to_load)
-            for trace, reason in ready:
+            rounds = await rounds_of(ready, self._loader, self._config.max_spans_per_trace)
+            for (trace, _), (round, spans, logs) in zip(ready, rounds, strict=True):
                 self._untrack(trace)
                 self._update_gauges()
-                await self._emit(trace, reason, status.get(trace.trace_id), stored.get(trace.trace_id))
+                await self._emit(trace, round, spans, logs)
                 self._emitting.pop(trace.trace_id, None)
         except BaseException:
             for trace, _ in ready:  # not handed on: track them again so nothing is lost
@@ -465,13 +452,8 @@ class TraceAssembler:
             raise
 
     async def _emit(
-        self,
-        trace: TracedItems,
-        reason: RoundReason,
-        status: TraceStatus | None,
-        stored: StoredTrace | None,
+        self, trace: TracedItems, round: TraceRound, spans: list[Span], logs: list[LogRecord]
     ) -> None:
-        round, spans, logs = round_of(trace, reason, status, stored, self._config.max_spans_per_trace)
         self._metrics.traces_assembled.labels(round.reason).inc()
         try:
             await self._next.consume_trace(spans, logs, round)

@@ -1,17 +1,20 @@
-"""What the assembler keeps per trace, and how a released trace becomes a round.
+"""What the assembler keeps per trace, and how released traces become rounds.
 
 A tracked trace may hold its items in memory, or only know of them (spilled, adopted by recovery,
-seen before): then the round is built from the span ledger, merged with what memory holds.
+seen before): then the round is built from the span ledger, merged with what memory holds. The
+store is asked about a whole release at once, never about one trace at a time.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ingest.store.ledger import StoredTrace, TraceStatus
 from schemas import LogRecord, RoundReason, Span, TraceRound
+from schemas.consumers import PriorOutcomes
 
 # Log records with neither timestamp cannot be told from one another cheaply; each gets its own key.
 _untimed = itertools.count()
@@ -30,6 +33,16 @@ def item_key(item: Span | LogRecord) -> Hashable:
         item.event_name,
         item.severity_number,
     )
+
+
+class TraceLoader(Protocol):
+    """Where the assembler reads traces back (``ingest.store.ledger.Ledger``)."""
+
+    async def load(self, trace_ids: Sequence[str]) -> dict[str, StoredTrace]: ...
+
+    async def status(self, trace_ids: Sequence[str]) -> dict[str, TraceStatus]: ...
+
+    async def prior_outcomes(self, since: Mapping[str, int]) -> dict[str, PriorOutcomes]: ...
 
 
 @dataclass(eq=False)
@@ -105,3 +118,37 @@ def round_of(
     spans = [item for _, item in kept if isinstance(item, Span)]
     logs = [item for _, item in kept if isinstance(item, LogRecord)]
     return round, spans, logs
+
+
+async def rounds_of(
+    ready: Sequence[tuple[TracedItems, RoundReason]], loader: TraceLoader | None, max_items: int
+) -> list[tuple[TraceRound, list[Span], list[LogRecord]]]:
+    """The rounds of released traces and their items, with what the store knows of them: at most
+    three queries for the whole release, each waiting for the store's worker once (the traces'
+    status; the items of those it holds more of than memory; what earlier attempts wrote, for the
+    traces it says have rows)."""
+    status: dict[str, TraceStatus] = {}
+    stored: dict[str, StoredTrace] = {}
+    if loader is not None:
+        status = await loader.status([trace.trace_id for trace, _ in ready])
+        to_load = [t.trace_id for t, _ in ready if t.stored or t.trace_id in status]
+        stored = await loader.load(to_load)
+    rounds = [
+        round_of(trace, reason, status.get(trace.trace_id), stored.get(trace.trace_id), max_items)
+        for trace, reason in ready
+    ]
+    if loader is None:
+        return rounds  # no store: the executor asks its sink about a resumed round
+    written = {
+        round.trace_id: round.through_unix_nano
+        for round, _, _ in rounds
+        if round.resumed and (known := status.get(round.trace_id)) is not None and known.has_rows
+    }
+    prior = await loader.prior_outcomes(written) if written else {}
+    # A resumed round the store knows no rows of carries that (nothing to reuse): not asked again.
+    return [
+        (round.model_copy(update={"prior": prior.get(round.trace_id, PriorOutcomes())}), spans, logs)
+        if round.resumed
+        else (round, spans, logs)
+        for round, spans, logs in rounds
+    ]

@@ -4,7 +4,7 @@ store; the spans go through the real group-commit span sink, as in the service).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -17,8 +17,10 @@ from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
 from schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
+from schemas.consumers import PriorOutcomes
 from schemas.errors import StoreError
 from tests.support.fixture_files import make_span
+from tests.support.store import count_queries
 
 TRACE_A, TRACE_B = "a" * 32, "b" * 32
 ROOT, CHILD, CHILD2 = (f"{i:016x}" for i in range(1, 4))
@@ -68,6 +70,7 @@ class FlakyLoader:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self.down = False
+        self.prior_asked: list[dict[str, int]] = []  # each bulk read of earlier outcomes
 
     async def load(self, trace_ids: Sequence[str]) -> dict[str, StoredTrace]:
         return await self.ledger.load(trace_ids)
@@ -76,6 +79,10 @@ class FlakyLoader:
         if self.down:
             raise StoreError("cannot reach ClickHouse", retriable=True)
         return await self.ledger.status(trace_ids)
+
+    async def prior_outcomes(self, since: Mapping[str, int]) -> dict[str, PriorOutcomes]:
+        self.prior_asked.append(dict(since))
+        return await self.ledger.prior_outcomes(since)
 
 
 @pytest.fixture
@@ -222,3 +229,27 @@ async def test_a_late_log_record_rebuilds_the_trace_with_its_earlier_spans_and_l
         ([ROOT, CHILD], ["gen_ai.user.message"]),
         ([ROOT, CHILD], ["gen_ai.user.message", "gen_ai.choice"]),
     ]
+
+
+async def test_a_recovered_release_asks_the_store_in_bulk_and_prior_outcomes_only_where_rows_are(
+    rig: Rig,
+) -> None:
+    traces = [f"{i:032x}" for i in range(1, 6)]
+    orphan = await make_rig(rig.store)
+    await orphan.send(*(span(trace, ROOT) for trace in traces))
+    await orphan.sink.shutdown()
+    # The process wrote one decision of the third trace, then died before marking it done.
+    written = Decision(trace_id=traces[2], span_id=ROOT, scorer_id="content-similarity", decision="scored")
+    await ClickHouseScoreSink(rig.store).write_scores([], [written])
+    assert rig.assembler.adopt(await Ledger(rig.store).undecided(0, 100)) == len(traces)
+
+    queries = count_queries(rig.store)
+    await rig.after(2)
+    assert queries == [3]  # status, items, earlier outcomes: for the whole release, not per trace
+    loader = rig.assembler._loader
+    assert isinstance(loader, FlakyLoader)
+    [asked] = loader.prior_asked
+    assert list(asked) == [traces[2]]  # only the trace the store has rows of
+    prior = {round.trace_id: round.prior for round in rig.recorder.rounds}
+    assert prior[traces[2]] == PriorOutcomes(decided=frozenset({(ROOT, "content-similarity")}))
+    assert all(prior[trace] == PriorOutcomes() for trace in traces if trace != traces[2])
