@@ -7,6 +7,7 @@ store is asked about a whole release at once, never about one trace at a time.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +76,70 @@ class TracedItems:
         self.items.clear()
         self.held_bytes = 0
         self.span_count = 0
+
+
+def due_at(trace: TracedItems, idle_seconds: float, max_wait_seconds: float) -> float:
+    """When the trace is ready (monotonic seconds): quiet for ``idle_seconds`` once its root has ended
+    or an earlier round took it; ``max_wait_seconds`` after its first item in any case."""
+    due = trace.first_seen + max_wait_seconds
+    if trace.root_ended or trace.late:
+        due = min(due, trace.last_seen + idle_seconds)
+    return due
+
+
+class DueOrder:
+    """Tracked traces whose times came from elsewhere (adopted from the store, put back after a failed
+    release), in the order they fall due. They fit neither arrival order, so without it every release
+    would look at each of them (100,000 after a long outage); here it looks only at those due, O(log n)
+    each. Entries whose trace left or changed are skipped when they come up (lazy deletion)."""
+
+    def __init__(self, idle_seconds: float, max_wait_seconds: float) -> None:
+        self._idle = idle_seconds
+        self._max_wait = max_wait_seconds
+        self._due: dict[str, float] = {}  # trace id -> when it is due (its live heap entry)
+        self._traces: dict[str, TracedItems] = {}
+        self._heap: list[tuple[float, int, str]] = []
+        self._order = itertools.count()
+
+    def __contains__(self, trace_id: str) -> bool:
+        return trace_id in self._due
+
+    def __len__(self) -> int:
+        return len(self._due)
+
+    def push(self, trace: TracedItems) -> None:
+        """Add the trace, or place it again after its times changed."""
+        due = due_at(trace, self._idle, self._max_wait)
+        self._traces[trace.trace_id] = trace
+        if self._due.get(trace.trace_id) == due:
+            return
+        self._due[trace.trace_id] = due
+        heapq.heappush(self._heap, (due, next(self._order), trace.trace_id))
+        if len(self._heap) > 2 * len(self._due) + 1_000:  # mostly stale entries: rebuild
+            self._heap = [entry for entry in self._heap if self._due.get(entry[2]) == entry[0]]
+            heapq.heapify(self._heap)
+
+    def discard(self, trace_id: str) -> None:
+        if self._due.pop(trace_id, None) is not None:
+            del self._traces[trace_id]
+
+    def next_due(self) -> float | None:
+        """When the first trace is due (maybe earlier: a stale entry)."""
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, now: float) -> TracedItems | None:
+        """The next trace due at ``now``, out of the order; None when none is."""
+        while self._heap:
+            due, _, trace_id = self._heap[0]
+            if self._due.get(trace_id) != due:
+                heapq.heappop(self._heap)  # it left, or was placed again later
+                continue
+            if due > now:
+                return None
+            heapq.heappop(self._heap)
+            del self._due[trace_id]
+            return self._traces.pop(trace_id)
+        return None
 
 
 def round_of(
