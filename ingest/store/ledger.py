@@ -133,10 +133,12 @@ class Ledger:
         return await read_prior_outcomes(self._store, since)
 
     async def undecided(
-        self, since_ns: int, limit: int, trace_ids: Sequence[str] | None = None
+        self, since_ns: int, limit: int, trace_ids: Sequence[str] | None = None, *, after: str = ""
     ) -> list[Undecided]:
         """Traces with items that arrived at or after ``since_ns`` and are not decided yet, oldest
-        first; only among ``trace_ids`` when given."""
+        first (by their first such item, then by id); only among ``trace_ids`` when given. A page
+        of a longer scan: ``after`` skips the traces whose first item arrived at ``since_ns`` with
+        an id up to it (the previous page's last)."""
         database = self._store.quoted_database
         among = "TraceId IN {ids:Array(String)}"
         scope = (
@@ -161,11 +163,12 @@ class Ledger:
             WHERE l.Arrived >= fromUnixTimestamp64Nano({{since:Int64}}) AND l.Arrived > d.Through
                   {"AND l." + among if trace_ids is not None else ""}
             GROUP BY l.TraceId
-            ORDER BY First
+            HAVING (First, TraceId) > ({{since:Int64}}, {{after:String}})
+            ORDER BY First, TraceId
             LIMIT {{limit:UInt64}}
             SETTINGS join_use_nulls = 0
             """,
-            {"since": since_ns, "limit": limit, "ids": list(trace_ids or [])},
+            {"since": since_ns, "limit": limit, "ids": list(trace_ids or []), "after": after},
         )
         return [
             Undecided(

@@ -21,23 +21,27 @@ import signal
 import subprocess
 import time
 import urllib.request
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ingest.store.clickhouse import Store
 from tests.support.otlp import agent_trace_requests
-from tests.support.serve import decision_outcome, start_serve, stop, wait_healthy
+from tests.support.serve import start_serve, stop, wait_healthy
 
+LIVE = 1_000  # traces scored as they come, for this run's live rate
 HELD = 2_000  # undecided traces in the store at the restart
 NEW = 10  # traces sent right after the restart, while recovery runs
 PER_REQUEST = 50  # traces per export request (an SDK exporter's batch)
 SCORERS = 2  # the default rules
 IDLE_SECONDS = 2.0  # the default idle of the restarted service
-# Recovery must reach this rate whatever the machine: 20 times what it managed when every recovered
-# trace asked the store for its earlier outcomes alone (12-75 traces/s measured here), and a fraction
-# of this run's own live rate.
-FLOOR_PER_SECOND = 300.0
-OF_LIVE = 0.5
+# Recovery must keep up with this run's own live rate (measured with the client sending alongside,
+# so recovery, which has no client, usually beats it), and reach this floor however busy the machine:
+# twice the best that recovery managed when each recovered trace asked the store about itself alone
+# (12-97 traces/s measured here).
+OF_LIVE = 0.8
+FLOOR_PER_SECOND = 200.0
 NEW_TRACE_SLACK_SECONDS = 3.0  # past its idle window, a new trace is decided within this
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
@@ -83,56 +87,62 @@ def _wait_for_decisions(base: str, count: int, limit_s: float) -> bool:
     return True
 
 
-def _decided_at(store_dir: Path, trace_ids: list[str]) -> dict[str, int]:
-    """When each trace's last decision was made (ns since the epoch), read from the stopped store."""
+def _unix_ns(iso: str) -> int:
+    moment = datetime.fromisoformat(iso)
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
 
-    async def read() -> dict[str, int]:
+
+@dataclass
+class Outcome:
+    decisions: dict[str, tuple[int, int]]  # trace id -> its current decisions, when the last was made (ns)
+    doubled: list[dict[str, Any]]  # (span, scorer) pairs with two current decisions or score rows
+
+
+def _outcome(store_dir: Path) -> Outcome:
+    """What the stopped service left in its store (each decision's Timestamp is when it was made)."""
+
+    async def read() -> Outcome:
         store = Store(str(store_dir))
         await store.start()
         try:
-            rows = await store.query(
-                "SELECT TraceId, toUnixTimestamp64Nano(max(Timestamp)) AS At FROM score_decisions FINAL "
-                "WHERE TraceId IN {ids:Array(String)} GROUP BY TraceId",
-                {"ids": trace_ids},
+            decisions = await store.query(
+                "SELECT TraceId, count() AS n, toUnixTimestamp64Nano(max(Timestamp)) AS At "
+                "FROM score_decisions FINAL GROUP BY TraceId"
+            )
+            doubled = await store.query(
+                "SELECT 'decision' AS Row, SpanId, ScorerId, count() AS n FROM score_decisions FINAL "
+                "GROUP BY TraceId, SpanId, ScorerId HAVING n > 1 "
+                "UNION ALL SELECT 'score' AS Row, SpanId, ScorerId, count() AS n FROM scores FINAL "
+                "GROUP BY TraceId, SpanId, ScorerId HAVING n > 1"
             )
         finally:
             await store.shutdown()
-        return {row["TraceId"]: int(row["At"]) for row in rows}
+        return Outcome({row["TraceId"]: (int(row["n"]), int(row["At"])) for row in decisions}, doubled)
 
     return asyncio.run(read())
 
 
 def test_recovery_of_thousands_of_traces_runs_at_live_speed_beside_new_traffic(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    live = agent_trace_requests(HELD, service="live")
-    held = agent_trace_requests(HELD, service="held")
-    new = agent_trace_requests(NEW, service="new")
+    requests = agent_trace_requests(HELD + NEW + LIVE)
+    held, new, live = requests[:HELD], requests[HELD : HELD + NEW], requests[HELD + NEW :]
 
-    # 1. The live rate: from the first request sent to the last trace decided.
-    proc, http_port = start_serve(store, "--idle", "0.2")
-    try:
-        base = wait_healthy(proc, http_port)
-        live_started = time.time_ns()
-        _post(base, live)
-        assert _wait_for_decisions(base, SCORERS * HELD, 60), "live traces not decided in 60 s"
-    finally:
-        assert stop(proc) == 0
-
-    # 2. Acknowledged, held undecided, killed.
+    # Acknowledged, held undecided (a long idle), killed.
     proc, http_port = start_serve(store, "--idle", "60")
     try:
         base = wait_healthy(proc, http_port)
         _post(base, held)
+        held_acked = time.time_ns()
         assert _decisions_made(base) == 0
     finally:
         _kill(proc)
 
-    # 3. Restarted: recovery and new traffic at once.
+    # Restarted with the default idle: recovery, and new traffic at once.
     proc, http_port = start_serve(store, stderr_file=tmp_path / "restarted.log")
     all_decided = False
     try:
         base = wait_healthy(proc, http_port)
-        restarted = time.time_ns()  # recovery's scan is done once the service answers
+        restarted = time.time_ns()  # recovery's first scan is done once the service answers
         during = _get(f"{base}/healthz").get("recovery")
         new_sent = time.time_ns()
         _post(base, new)
@@ -140,26 +150,38 @@ def test_recovery_of_thousands_of_traces_runs_at_live_speed_beside_new_traffic(t
         all_decided = _wait_for_decisions(base, SCORERS * (HELD + NEW), limit)
         after = _get(f"{base}/healthz").get("recovery")
         recovered_metric = _metric_lines(base, "tracescore_traces_recovered_total")
+        if all_decided:
+            # This run's live rate, on the same process, store and machine load: traces scored as
+            # they come, from the first request to the last decision, less the idle window each waits.
+            live_sent = time.time_ns()
+            _post(base, live)
+            assert _wait_for_decisions(base, SCORERS * (HELD + NEW + LIVE), 60), "live traces not decided"
     finally:
         if all_decided:
             assert stop(proc) == 0
         else:  # what was decided so far is in the store; scoring the rest on shutdown takes long
             _kill(proc)
 
-    live_at = _decided_at(store, [trace_id for trace_id, _ in live])
-    held_at = _decided_at(store, [trace_id for trace_id, _ in held])
-    new_at = _decided_at(store, [trace_id for trace_id, _ in new])
-    live_rate = HELD / ((max(live_at.values()) - live_started) / 1e9)
+    outcome = _outcome(store)
+    decided_at = {trace_id: at for trace_id, (_, at) in outcome.decisions.items()}
+    held_at, new_at = ({t: decided_at[t] for t, _ in part if t in decided_at} for part in (held, new))
     recovered = len(held_at)
-    recovery_s = (max(held_at.values(), default=restarted) - restarted) / 1e9
+    # From the start of recovery's scan (before the service answers; /healthz tells when), or from
+    # when the last held trace was due, if later (a trace is not released before its idle window).
+    began = _unix_ns(during["started_at"]) if during and "started_at" in during else restarted
+    began = max(began, held_acked + int(IDLE_SECONDS * 1e9))
+    recovery_s = (max(held_at.values(), default=began) - began) / 1e9
     recovery_rate = recovered / max(recovery_s, 1e-3)
     new_delays = sorted(round((at - new_sent) / 1e9 - IDLE_SECONDS, 2) for at in new_at.values())
     numbers = (
-        f"live {live_rate:.0f} traces/s; recovered {recovered} of {HELD} in {recovery_s:.1f} s "
-        f"({recovery_rate:.0f} traces/s); new traces decided {new_delays} s past their idle window"
+        f"recovered {recovered} of {HELD} in {recovery_s:.1f} s ({recovery_rate:.0f} traces/s); "
+        f"new traces decided {new_delays} s past their idle window"
     )
-    print(numbers)
     assert all_decided, f"not every trace decided within {limit:.0f} s of the restart: {numbers}"
+    live_s = (max(decided_at[t] for t, _ in live) - live_sent) / 1e9 - IDLE_SECONDS
+    live_rate = LIVE / max(live_s, 1e-3)
+    numbers = f"live {live_rate:.0f} traces/s; {numbers}"
+    print(numbers)
     assert recovered == HELD, numbers
     assert recovery_rate >= FLOOR_PER_SECOND and recovery_rate >= OF_LIVE * live_rate, numbers
     assert len(new_at) == NEW and max(new_delays, default=math.inf) <= NEW_TRACE_SLACK_SECONDS, numbers
@@ -173,7 +195,6 @@ def test_recovery_of_thousands_of_traces_runs_at_live_speed_beside_new_traffic(t
     assert recovered_metric == [f"tracescore_traces_recovered_total {float(HELD)}"]
 
     # Exactly once: one decision per rule for every acknowledged trace, no score row twice.
-    per_trace, doubled_decisions, doubled_scores = decision_outcome(store)
-    everything = [trace_id for trace_id, _ in (*live, *held, *new)]
-    assert per_trace == dict.fromkeys(everything, SCORERS)
-    assert doubled_decisions == [] and doubled_scores == []
+    counts = {trace_id: count for trace_id, (count, _) in outcome.decisions.items()}
+    assert counts == {trace_id: SCORERS for trace_id, _ in requests}
+    assert outcome.doubled == []
