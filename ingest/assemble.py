@@ -21,10 +21,13 @@ Every item reaching the assembler is already in the span ledger, so memory only 
 Log records are held with the spans of their trace; records without a trace id are only stored.
 Every item dropped and every trace spilled is counted. All work per item is O(1) amortised, and so is
 finding the ready traces: tracked traces are kept in the order of their last item (the idle rule) and
-of their first (``max_wait``), so a release looks only at the traces due. The tick loop sleeps until
-the next trace is due (at most ``tick_seconds``), releases starting at least
-``MIN_RELEASE_GAP_SECONDS`` apart: each release asks the store about its traces once, so the traces
-due close together go together, and a release that took longer is followed at once.
+of their first (``max_wait``), those whose times came from the store (adopted by recovery) in the
+order they fall due, so a release looks only at the traces due. The tick loop sleeps until the next
+trace is due (at most ``tick_seconds``), releases starting at least ``MIN_RELEASE_GAP_SECONDS``
+apart: each release asks the store about all its traces at once (``assembly_state.rounds_of``), so
+the traces due close together go together, and a release that took longer is followed at once. A
+recovery of thousands of traces goes out ``ADOPTED_PER_RELEASE`` at a time, each share after the new
+traces due by then, so new traffic is not held up behind it.
 """
 
 from __future__ import annotations
@@ -36,12 +39,11 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
-from ingest.assembly_state import TracedItems, item_key, round_of
+from ingest.assembly_state import DueOrder, TracedItems, TraceLoader, item_key, rounds_of
 from ingest.metrics import Metrics
-from ingest.store.ledger import StoredTrace, TraceStatus, Undecided
-from schemas import LogRecord, RoundReason, Span, SpanBatch
+from ingest.store.ledger import Undecided
+from schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
 from schemas.consumers import TraceConsumer
 
@@ -54,6 +56,9 @@ MAX_TICK_SECONDS = 0.5
 MIN_RELEASE_GAP_SECONDS = 0.1
 MAX_COMMIT_SECONDS = 1.0  # a batch older than this (a stalled store) counts as arriving when handed on
 YIELD_EVERY = 2_000  # items (or traces) handled between two yields to the event loop
+# Adopted traces (a recovery) one release takes at most, after the new traces due: a release of them
+# takes about a millisecond each, so new traffic waits at most that long behind a recovery.
+ADOPTED_PER_RELEASE = 500
 EMITTED_IDS = 100_000  # ids of released traces remembered, to know a later item makes a late round
 
 
@@ -68,14 +73,6 @@ class ManualClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-class TraceLoader(Protocol):
-    """Where the assembler reads traces back (``ingest.store.ledger.Ledger``)."""
-
-    async def load(self, trace_ids: Sequence[str]) -> dict[str, StoredTrace]: ...
-
-    async def status(self, trace_ids: Sequence[str]) -> dict[str, TraceStatus]: ...
 
 
 class TraceAssembler:
@@ -102,10 +99,12 @@ class TraceAssembler:
         self._held: OrderedDict[str, TracedItems] = OrderedDict()
         # The tracked traces not yet quiet for idle_seconds, in the order of their last item (a quiet
         # one without an ended root leaves it and waits for max_wait or its next item); and those
-        # whose times came from elsewhere (adopted, put back), which are out of order and checked
-        # each release in full.
+        # whose times came from elsewhere (adopted, put back), in the order they fall due.
         self._quiet: OrderedDict[str, TracedItems] = OrderedDict()
-        self._unordered: dict[str, TracedItems] = {}
+        self._unordered = DueOrder(config.idle_seconds, config.max_wait_seconds)
+        self._resumed = 0  # tracked traces adopted by recovery (its work still to do)
+        self._resumed_released = 0  # and those released so far
+        self._read_back_new = False  # recovery has undecided traces left to adopt (see read_back_new)
         self._held_bytes = 0
         self._held_spans = 0
         self._held_logs = 0
@@ -127,6 +126,8 @@ class TraceAssembler:
         """Seconds until the next trace is due, at most ``tick_seconds``."""
         due = [trace.last_seen + self._config.idle_seconds for trace in self._first(self._quiet)]
         due.extend(trace.first_seen + self._config.max_wait_seconds for trace in self._first(self._traces))
+        if (unordered := self._unordered.next_due()) is not None:
+            due.append(unordered)
         return max(0.0, min(min(due, default=math.inf) - self._clock(), self.tick_seconds))
 
     @staticmethod
@@ -140,6 +141,23 @@ class TraceAssembler:
     @property
     def held_bytes(self) -> int:
         return self._held_bytes
+
+    @property
+    def resumed(self) -> int:
+        """Traces adopted by recovery and not yet released (tracked, or in a release under way): what
+        recovery has left to do."""
+        return self._resumed + sum(trace.resumed for trace in self._emitting.values())
+
+    @property
+    def resumed_released(self) -> int:
+        """Traces adopted by recovery and released so far (handed on to scoring)."""
+        return self._resumed_released
+
+    def read_back_new(self, on: bool) -> None:
+        """While recovery still has undecided traces to adopt from the store (more than fit here at
+        once), a trace new here may have older items only the store holds: its round is then read
+        from the store, whole."""
+        self._read_back_new = on
 
     @property
     def max_traces(self) -> int:
@@ -222,13 +240,15 @@ class TraceAssembler:
                 trace = TracedItems(found.trace_id, now - age, now - quiet, found.first_arrived)
                 self._traces[found.trace_id] = trace
                 adopted += 1
-            self._unorder(trace)  # its times come from the store: out of arrival order
             trace.since = min(trace.since, found.first_arrived) if trace.since else found.first_arrived
             trace.through = max(trace.through, found.last_arrived)
             trace.root_ended = trace.root_ended or found.root_ended
             trace.late = trace.late or found.done_through > 0
             trace.stored = True
-            trace.resumed = trace.resumed or resumed
+            if resumed and not trace.resumed:
+                trace.resumed = True
+                self._resumed += 1
+            self._unorder(trace)  # its times come from the store: out of arrival order
         self._enforce_bounds()
         self._update_gauges()
         return adopted
@@ -258,42 +278,55 @@ class TraceAssembler:
         for trace in traces:
             trace.stored = True  # its items were dropped: the round is read from the store
             if trace.trace_id not in self._traces:
-                self._traces[trace.trace_id] = trace
-                self._unorder(trace)
+                self._track_again(trace)
         self._update_gauges()
 
     async def flush_ready(self) -> None:
-        """Release every trace that is ready now (the tick loop calls this; tests may too)."""
-        now = self._clock()
-        while ready := self._due(now, YIELD_EVERY):
+        """Release every trace that is ready now (the tick loop calls this; tests may too). Each
+        release looks at the clock again, so traces new traffic made due meanwhile go first, before
+        the next share of a recovery."""
+        while ready := self._due(self._clock(), YIELD_EVERY):
             await self._release(ready)
             await asyncio.sleep(0)
 
     def _due(self, now: float, limit: int) -> list[tuple[TracedItems, RoundReason]]:
-        """Up to ``limit`` traces ready at ``now``, looking only at the ones due (O(ready))."""
+        """Up to ``limit`` traces ready at ``now``, looking only at the ones due (O(ready)): first
+        those in arrival order, then at most ``ADOPTED_PER_RELEASE`` of those out of it."""
         ready: list[tuple[TracedItems, RoundReason]] = []
         taken: set[str] = set()
 
-        def take(trace: TracedItems) -> None:
-            if trace.trace_id not in taken and (reason := self._ready_reason(trace, now)):
-                ready.append((trace, reason))
-                taken.add(trace.trace_id)
+        def take(trace: TracedItems) -> bool:
+            if trace.trace_id in taken:
+                return True
+            if (reason := self._ready_reason(trace, now)) is None:
+                return False
+            ready.append((trace, reason))
+            taken.add(trace.trace_id)
+            return True
 
         idle = self._config.idle_seconds
         while self._quiet and len(ready) < limit:
             trace = next(iter(self._quiet.values()))
-            if now - trace.last_seen < idle:
+            if trace.last_seen + idle > now:
                 break
             del self._quiet[trace.trace_id]  # without an ended root it waits for max_wait (below)
             take(trace)
+        adopted = 0  # traces out of arrival order taken
         for trace in self._traces.values():  # oldest first item first
-            if len(ready) >= limit or now - trace.first_seen < self._config.max_wait_seconds:
+            if len(ready) >= limit or trace.first_seen + self._config.max_wait_seconds > now:
                 break
+            if trace.trace_id in self._unordered:
+                if adopted >= ADOPTED_PER_RELEASE:
+                    break
+                adopted += 1
             take(trace)
-        for trace in list(self._unordered.values()):
-            if len(ready) >= limit:
+        while len(ready) < limit and adopted < ADOPTED_PER_RELEASE:
+            if (due := self._unordered.pop_due(now)) is None:
                 break
-            take(trace)
+            if not take(due):  # its times moved without being placed again: place it now
+                self._unordered.push(due)
+                break
+            adopted += 1
         return ready
 
     async def flush_all(self, reason: RoundReason = "flush") -> None:
@@ -304,13 +337,13 @@ class TraceAssembler:
             await self._release([(trace, "late" if trace.late else reason) for trace in chunk])
 
     def _ready_reason(self, trace: TracedItems, now: float) -> RoundReason | None:
-        quiet = now - trace.last_seen >= self._config.idle_seconds
+        quiet = trace.last_seen + self._config.idle_seconds <= now
         if trace.late and quiet:
             # The root went out with an earlier round: quiet is enough.
             return "late" if not trace.resumed else "recovered"
         if trace.root_ended and quiet:
             return "recovered" if trace.resumed else "idle"
-        if now - trace.first_seen >= self._config.max_wait_seconds:
+        if trace.first_seen + self._config.max_wait_seconds <= now:
             return "max_wait"
         return None
 
@@ -321,6 +354,8 @@ class TraceAssembler:
             self._traces[item.trace_id] = trace
             if item.trace_id in self._emitted or item.trace_id in self._emitting:
                 trace.late = trace.stored = True  # the round must start from the whole stored trace
+            elif self._read_back_new:
+                trace.stored = True
         key = item_key(item)
         if key in trace.items:
             labels = (
@@ -329,13 +364,15 @@ class TraceAssembler:
             labels.labels("duplicate").inc()
             return
         trace.last_seen = now
-        if trace.trace_id not in self._unordered:
-            self._quiet[trace.trace_id] = trace
-            self._quiet.move_to_end(trace.trace_id)
         trace.since = min(trace.since, arrived) if trace.since else arrived
         trace.through = max(trace.through, arrived)
         if isinstance(item, Span) and not item.parent_span_id and item.end_time_unix_nano > 0:
             trace.root_ended = True
+        if trace.trace_id in self._unordered:
+            self._unordered.push(trace)  # its due time moved
+        else:
+            self._quiet[trace.trace_id] = trace
+            self._quiet.move_to_end(trace.trace_id)
         if trace.spilled:
             return  # the store has it; the trace is reassembled from there
         if len(trace.items) >= self._config.max_spans_per_trace:
@@ -411,15 +448,22 @@ class TraceAssembler:
             self._held_logs += len(trace.items) - trace.span_count
 
     def _unorder(self, trace: TracedItems) -> None:
-        """Check the trace at every release: its times are not those of its place in the orders."""
+        """Order the trace by when it is due: its times are not those of its place in the orders."""
         self._quiet.pop(trace.trace_id, None)
-        self._unordered[trace.trace_id] = trace
+        self._unordered.push(trace)
+
+    def _track_again(self, trace: TracedItems) -> None:
+        """Track a trace taken out again (a failed release or hand-off)."""
+        self._traces[trace.trace_id] = trace
+        self._resumed += trace.resumed
+        self._unorder(trace)
 
     def _stop_tracking(self, trace: TracedItems) -> None:
         """Stop tracking the trace (it is released, taken or forgotten)."""
-        self._traces.pop(trace.trace_id, None)
+        if self._traces.pop(trace.trace_id, None) is not None:
+            self._resumed -= trace.resumed
         self._quiet.pop(trace.trace_id, None)
-        self._unordered.pop(trace.trace_id, None)
+        self._unordered.discard(trace.trace_id)
 
     def _untrack(self, trace: TracedItems) -> None:
         self._emitted[trace.trace_id] = trace.through
@@ -437,41 +481,34 @@ class TraceAssembler:
             self._stop_tracking(trace)
             self._unhold(trace)
         try:
-            status: dict[str, TraceStatus] = {}
-            stored: dict[str, StoredTrace] = {}
-            if self._loader is not None:
-                status = await self._loader.status([trace.trace_id for trace, _ in ready])
-                to_load = [t.trace_id for t, _ in ready if t.stored or t.trace_id in status]
-                stored = await self._loader.load(to_load)
-            for trace, reason in ready:
+            rounds = await rounds_of(ready, self._loader, self._config.max_spans_per_trace)
+            for (trace, _), (round, spans, logs) in zip(ready, rounds, strict=True):
                 self._untrack(trace)
                 self._update_gauges()
-                await self._emit(trace, reason, status.get(trace.trace_id), stored.get(trace.trace_id))
+                await self._emit(trace, round, spans, logs)
                 self._emitting.pop(trace.trace_id, None)
+                self._resumed_released += trace.resumed
         except BaseException:
             for trace, _ in ready:  # not handed on: track them again so nothing is lost
                 if self._emitting.pop(trace.trace_id, None) is None:
                     continue
                 newer = self._traces.get(trace.trace_id)
                 if newer is None:
-                    self._traces[trace.trace_id] = trace
-                    self._unorder(trace)
+                    self._track_again(trace)
                     self._hold_counts(trace)
                 else:  # items came meanwhile: the next round reads the whole trace from the store
                     newer.stored = True
                     newer.since = min(newer.since, trace.since) if newer.since else trace.since
                     newer.root_ended = newer.root_ended or trace.root_ended
+                    if trace.resumed and not newer.resumed:  # recovery's work goes on in it
+                        newer.resumed = True
+                        self._resumed += 1
             self._update_gauges()
             raise
 
     async def _emit(
-        self,
-        trace: TracedItems,
-        reason: RoundReason,
-        status: TraceStatus | None,
-        stored: StoredTrace | None,
+        self, trace: TracedItems, round: TraceRound, spans: list[Span], logs: list[LogRecord]
     ) -> None:
-        round, spans, logs = round_of(trace, reason, status, stored, self._config.max_spans_per_trace)
         self._metrics.traces_assembled.labels(round.reason).inc()
         try:
             await self._next.consume_trace(spans, logs, round)

@@ -107,6 +107,11 @@ class Metrics:
             "Undecided traces found in the store and adopted (after a restart, or forgotten)",
             registry=r,
         )
+        self.recovery_remaining = Gauge(
+            "tracescore_recovery_remaining_traces",
+            "Traces adopted by recovery and not yet handed on to scoring (0 when no recovery runs)",
+            registry=r,
+        )
         self.traces_handed = Counter(
             "tracescore_traces_handed",
             "Traces handed between replicas: out (to the replica that owns them), in (handed to this one)",

@@ -112,6 +112,7 @@ class Service:
         backlog.labels("commit").set_function(lambda: self.span_sink.uncommitted_items)
         backlog.labels("scoring_queue").set_function(lambda: self.executor.queued)
         backlog.labels("rows_buffered").set_function(lambda: self.executor.rows_buffered)
+        self.metrics.recovery_remaining.set_function(lambda: self.assembler.resumed)
         self.drift = DriftMonitor(
             self.store,
             config.drift,
@@ -247,6 +248,7 @@ class Service:
                 "limit_bytes": self.memory.limit,
                 "refusing": self.memory.refusing,
             },
+            "recovery": self.recovery.progress(),
             "watermark_lag_seconds": round(max(0.0, (time.time_ns() - self.recovery.watermark()) / 1e9), 3),
             "uptime_seconds": round(uptime, 3),
         }

@@ -8,11 +8,12 @@ and retry, or record the failure and move on), so a consumer raises a ``Tracesco
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch, TraceRound
+from schemas.rounds import PriorOutcomes as PriorOutcomes  # re-exported: the sinks' protocol uses it
 from schemas.units import TraceView
 
 
@@ -35,18 +36,6 @@ class RunConsumer(Protocol):
     ) -> None:
         """Take the agent runs built from one trace (``round``: which items they were built from;
         ``trace``: its spans and model-call units, for span filters and targets)."""
-
-
-@dataclass(frozen=True)
-class PriorOutcomes:
-    """What an earlier attempt at a round already wrote, by (span id, scorer id)."""
-
-    decided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
-    # Score rows whose decision row was not written (a crash between the two inserts).
-    scored_undecided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
-    # Decisions of earlier scoring (a backfill reads them): a pair already scored is left alone, and
-    # a pair routed to the same decision again is not written again.
-    earlier: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 class ScoreSink(Protocol):

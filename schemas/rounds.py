@@ -3,14 +3,28 @@ marked durably (the store's ``trace_done``) and a recovered round can find what 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 # Why the assembler released the trace: its root ended and it went quiet (idle), it waited too long
 # for its root (max_wait), items came after an earlier round (late), it was found undecided in the
 # store after a restart (recovered), or the service stopped or was asked to flush everything.
 RoundReason = Literal["idle", "max_wait", "late", "recovered", "shutdown", "flush"]
+
+
+@dataclass(frozen=True)
+class PriorOutcomes:
+    """What an earlier attempt at a round already wrote, by (span id, scorer id)."""
+
+    decided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # Score rows whose decision row was not written (a crash between the two inserts).
+    scored_undecided: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # Decisions of earlier scoring (a backfill reads them): a pair already scored is left alone, and
+    # a pair routed to the same decision again is not written again.
+    earlier: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 class TraceRound(BaseModel):
@@ -26,5 +40,8 @@ class TraceRound(BaseModel):
     # An earlier attempt at this round may have written decisions or scores (before a crash): the
     # executor reuses them instead of judging again.
     resumed: bool = False
+    # What that earlier attempt wrote, when it was read with the round (the assembler asks the store
+    # once for a whole release); None: the executor asks for this round alone.
+    prior: PriorOutcomes | None = Field(default=None, repr=False)
     # Nothing new since the last decided round (only re-sent copies): mark it decided, score nothing.
     unchanged: bool = False

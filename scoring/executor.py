@@ -173,8 +173,9 @@ class ScoringExecutor:
 
         A rule's units are the runs, or (``target``) the trace's model calls or the spans it names,
         which ``trace`` carries. With ``round``, the trace round is marked done
-        (``ScoreSink.mark_done``) once every decision of its units is written; a resumed round first
-        asks what an earlier attempt already wrote; ``prior`` gives it directly (a backfill).
+        (``ScoreSink.mark_done``) once every decision of its units is written; a resumed round reuses
+        what an earlier attempt already wrote: ``round.prior`` when the assembler read it, else asked
+        of the sink here; ``prior`` gives it directly (a backfill).
         """
         if self._state != "running":
             raise RuntimeError(f"ScoringExecutor.consume_runs while {self._state} (call start() first)")
@@ -182,10 +183,13 @@ class ScoringExecutor:
         self._producers_idle.clear()
         state = self._rounds.open(round) if round is not None else None
         try:
+            if prior is None and round is not None and round.resumed:
+                # Read with its release when the assembler has a store (in bulk); else asked here.
+                prior = round.prior
+                if prior is None:
+                    prior = await self._sink.prior_outcomes(round.trace_id, round.through_unix_nano)
             if prior is None:
                 prior = PriorOutcomes()
-                if round is not None and round.resumed:
-                    prior = await self._sink.prior_outcomes(round.trace_id, round.through_unix_nano)
             if round is not None and round.unchanged:
                 runs = []
             own: dict[str, bool] = {}  # the loop guard's answer per unit span

@@ -9,11 +9,13 @@ every item is decided, so recovery scans only what came after it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ingest.store.clickhouse import Store
+from ingest.store.score_sink import read_prior_outcomes
 from schemas import LogRecord, Span, SpanBatch
+from schemas.consumers import PriorOutcomes
 
 LEDGER_COLUMNS = ("TraceId", "Arrived", "Kind", "SpanId", "EndedRoot", "Body")
 WATERMARK_COLUMNS = ("Owner", "Watermark", "Updated")
@@ -56,6 +58,12 @@ class TraceStatus:
 
     done_through: int  # Through of its last decided round (ns), 0 if none
     has_decisions: bool  # some decision rows exist (maybe from a round that never got marked done)
+    has_scores: bool = False  # some score rows exist (maybe written without their decisions)
+
+    @property
+    def has_rows(self) -> bool:
+        """An earlier attempt wrote something: its round asks what (``prior_outcomes``)."""
+        return self.has_decisions or self.has_scores
 
 
 @dataclass(frozen=True)
@@ -95,28 +103,42 @@ class Ledger:
         return traces
 
     async def status(self, trace_ids: Sequence[str]) -> dict[str, TraceStatus]:
-        """Earlier decided rounds and decision rows of these traces (absent: the store knows none), in
-        one query: it waits for the store's worker once."""
+        """Earlier decided rounds, decision rows and score rows of these traces (absent: the store
+        knows none), in one query: it waits for the store's worker once."""
         if not trace_ids:
             return {}
         database = self._store.quoted_database
         rows = await self._store.query(
-            "SELECT TraceId, max(Through) AS Through, max(Decided) AS Decided FROM ("
-            "SELECT TraceId, toUnixTimestamp64Nano(max(Through)) AS Through, 0 AS Decided "
+            "SELECT TraceId, max(Through) AS Through, max(Decided) AS Decided, max(Scored) AS Scored "
+            "FROM ("
+            "SELECT TraceId, toUnixTimestamp64Nano(max(Through)) AS Through, 0 AS Decided, 0 AS Scored "
             f"FROM {database}.trace_done WHERE TraceId IN {{ids:Array(String)}} GROUP BY TraceId "
             "UNION ALL "
-            "SELECT DISTINCT TraceId, toInt64(0) AS Through, 1 AS Decided "
-            f"FROM {database}.score_decisions WHERE TraceId IN {{ids:Array(String)}}"
+            "SELECT DISTINCT TraceId, toInt64(0) AS Through, 1 AS Decided, 0 AS Scored "
+            f"FROM {database}.score_decisions WHERE TraceId IN {{ids:Array(String)}} "
+            "UNION ALL "
+            "SELECT DISTINCT TraceId, toInt64(0) AS Through, 0 AS Decided, 1 AS Scored "
+            f"FROM {database}.scores WHERE TraceId IN {{ids:Array(String)}}"
             ") GROUP BY TraceId",
             {"ids": list(trace_ids)},
         )
-        return {row["TraceId"]: TraceStatus(int(row["Through"]), bool(row["Decided"])) for row in rows}
+        return {
+            row["TraceId"]: TraceStatus(int(row["Through"]), bool(row["Decided"]), bool(row["Scored"]))
+            for row in rows
+        }
+
+    async def prior_outcomes(self, since: Mapping[str, int]) -> dict[str, PriorOutcomes]:
+        """What earlier attempts wrote for each of these traces at or after its ``since`` (ns), in
+        one query (``ingest.store.score_sink.read_prior_outcomes``)."""
+        return await read_prior_outcomes(self._store, since)
 
     async def undecided(
-        self, since_ns: int, limit: int, trace_ids: Sequence[str] | None = None
+        self, since_ns: int, limit: int, trace_ids: Sequence[str] | None = None, *, after: str = ""
     ) -> list[Undecided]:
         """Traces with items that arrived at or after ``since_ns`` and are not decided yet, oldest
-        first; only among ``trace_ids`` when given."""
+        first (by their first such item, then by id); only among ``trace_ids`` when given. A page
+        of a longer scan: ``after`` skips the traces whose first item arrived at ``since_ns`` with
+        an id up to it (the previous page's last)."""
         database = self._store.quoted_database
         among = "TraceId IN {ids:Array(String)}"
         scope = (
@@ -141,11 +163,12 @@ class Ledger:
             WHERE l.Arrived >= fromUnixTimestamp64Nano({{since:Int64}}) AND l.Arrived > d.Through
                   {"AND l." + among if trace_ids is not None else ""}
             GROUP BY l.TraceId
-            ORDER BY First
+            HAVING (First, TraceId) > ({{since:Int64}}, {{after:String}})
+            ORDER BY First, TraceId
             LIMIT {{limit:UInt64}}
             SETTINGS join_use_nulls = 0
             """,
-            {"since": since_ns, "limit": limit, "ids": list(trace_ids or [])},
+            {"since": since_ns, "limit": limit, "ids": list(trace_ids or []), "after": after},
         )
         return [
             Undecided(

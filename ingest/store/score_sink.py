@@ -7,7 +7,7 @@ scorer) pair (decisions), so a replay overwrites rather than duplicates; reads u
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ingest.store.clickhouse import Store, TableRows
@@ -43,6 +43,44 @@ ORDER BY SpanId, ScorerId
 """
 
 
+# Each trace's rows from its own ``since`` on (``transform`` maps a trace id to it: one query for
+# a whole batch).
+_PRIOR_WHERE = """
+WHERE TraceId IN {{ids:Array(String)}}
+  AND Timestamp >= fromUnixTimestamp64Nano(transform(TraceId, {{ids:Array(String)}},
+                                                     {{since:Array(Int64)}}, toInt64(0)))
+"""
+_PRIOR_SELECT = f"""
+SELECT TraceId, SpanId, ScorerId, 1 AS Decided FROM {{database}}.score_decisions FINAL {_PRIOR_WHERE}
+UNION ALL
+SELECT TraceId, SpanId, ScorerId, 0 AS Decided FROM {{database}}.scores FINAL {_PRIOR_WHERE}
+"""
+
+
+async def read_prior_outcomes(store: Store, since: Mapping[str, int]) -> dict[str, PriorOutcomes]:
+    """What was written for each trace at or after its ``since`` (ns): the decisions, and the score
+    rows without theirs. One query for all of them, however many (a recovery releases hundreds at
+    once); traces with nothing written are absent."""
+    if not since:
+        return {}
+    rows = await store.query(
+        _PRIOR_SELECT.format(database=store.quoted_database),
+        {"ids": list(since), "since": list(since.values())},
+    )
+    decided: dict[str, set[tuple[str, str]]] = {}
+    scored: dict[str, set[tuple[str, str]]] = {}
+    for row in rows:
+        into = decided if row["Decided"] else scored
+        into.setdefault(row["TraceId"], set()).add((row["SpanId"], row["ScorerId"]))
+    return {
+        trace_id: PriorOutcomes(
+            decided=frozenset(decided.get(trace_id, ())),
+            scored_undecided=frozenset(scored.get(trace_id, set()) - decided.get(trace_id, set())),
+        )
+        for trace_id in decided.keys() | scored.keys()
+    }
+
+
 class ClickHouseScoreSink:
     """Implements ``schemas.consumers.ScoreSink`` over a ``Store`` (scores, decisions, decided
     rounds in ``trace_done``), ``SpendStore`` (judge budgets' ``judge_spend``), and the API's score
@@ -72,18 +110,8 @@ class ClickHouseScoreSink:
             await self._store.insert("trace_done", rows, DONE_COLUMNS)
 
     async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
-        database = self._store.quoted_database
-        where = "WHERE TraceId = {trace_id:String} AND Timestamp >= fromUnixTimestamp64Nano({since:Int64})"
-        parameters = {"trace_id": trace_id, "since": since_unix_nano}
-        decided = await self._store.query(
-            f"SELECT SpanId, ScorerId FROM {database}.score_decisions FINAL {where}", parameters
-        )
-        scored = await self._store.query(
-            f"SELECT SpanId, ScorerId FROM {database}.scores FINAL {where}", parameters
-        )
-        decided_keys = frozenset((row["SpanId"], row["ScorerId"]) for row in decided)
-        scored_keys = frozenset((row["SpanId"], row["ScorerId"]) for row in scored)
-        return PriorOutcomes(decided=decided_keys, scored_undecided=scored_keys - decided_keys)
+        found = await read_prior_outcomes(self._store, {trace_id: since_unix_nano})
+        return found.get(trace_id, PriorOutcomes())
 
     async def save_spend(self, rows: Sequence[SpendRow]) -> None:
         if rows:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 
 import pytest
 
 from ingest.assemble import ManualClock, TraceAssembler
+from ingest.assembly_state import TracedItems
 from ingest.metrics import Metrics
-from schemas import LogRecord, Span, SpanBatch, TraceRound
+from ingest.store.ledger import Undecided
+from schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
 from tests.support.fixture_files import make_span
 
@@ -384,3 +387,32 @@ async def test_log_records_count_toward_the_per_trace_cap_and_resends_are_held_o
 
     await assembler.flush_all()
     assert consumer.traces == [([ROOT], ["gen_ai.user.message", "gen_ai.choice"])]
+
+
+async def test_a_release_looks_only_at_the_adopted_traces_due_not_at_all_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assembler, consumer, _, clock = build(max_traces=20_000)
+    wall = time.time_ns()
+    # 10,000 traces found undecided whose root never ended: due only at max_wait, 300 s on.
+    waiting = [Undecided(f"{i:032x}", wall, wall, root_ended=False, done_through=0) for i in range(10_000)]
+    done = [
+        Undecided(f"{i:032x}", wall, wall, root_ended=True, done_through=0) for i in range(10_000, 10_003)
+    ]
+    assert assembler.adopt([*waiting, *done]) == 10_003
+    looked: list[str] = []
+    ready_reason = assembler._ready_reason
+
+    def counting(trace: TracedItems, now: float) -> RoundReason | None:
+        looked.append(trace.trace_id)
+        return ready_reason(trace, now)
+
+    monkeypatch.setattr(assembler, "_ready_reason", counting)
+    for _ in range(5):  # releases while they wait
+        clock.advance(0.5)
+        await assembler.flush_ready()
+    assert len(consumer.rounds) == 3 and len(looked) == 3  # the three due, each looked at once
+    clock.advance(300)
+    await assembler.flush_ready()
+    assert len(consumer.rounds) == 10_003
+    assert {round.reason for round in consumer.rounds[3:] if round is not None} == {"max_wait"}

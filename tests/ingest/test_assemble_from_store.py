@@ -4,11 +4,12 @@ store; the spans go through the real group-commit span sink, as in the service).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
 
+from ingest import assemble
 from ingest.assemble import ManualClock, TraceAssembler
 from ingest.metrics import Metrics
 from ingest.store.clickhouse import Store
@@ -17,8 +18,10 @@ from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
 from schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
+from schemas.consumers import PriorOutcomes
 from schemas.errors import StoreError
 from tests.support.fixture_files import make_span
+from tests.support.store import count_queries
 
 TRACE_A, TRACE_B = "a" * 32, "b" * 32
 ROOT, CHILD, CHILD2 = (f"{i:016x}" for i in range(1, 4))
@@ -31,11 +34,14 @@ def span(trace: str, span_id: str, parent: str = "") -> Span:
 class Recorder:
     def __init__(self) -> None:
         self.released: list[tuple[list[str], list[str], TraceRound | None]] = []
+        self.on_release: Callable[[str], Awaitable[None]] | None = None  # called with each trace id
 
     async def consume_trace(
         self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), round: TraceRound | None = None
     ) -> None:
         self.released.append(([s.span_id for s in spans], [r.event_name for r in logs], round))
+        if self.on_release is not None and round is not None:
+            await self.on_release(round.trace_id)
 
     def span_ids(self) -> list[list[str]]:
         return [spans for spans, _, _ in self.released]
@@ -68,6 +74,7 @@ class FlakyLoader:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self.down = False
+        self.prior_asked: list[dict[str, int]] = []  # each bulk read of earlier outcomes
 
     async def load(self, trace_ids: Sequence[str]) -> dict[str, StoredTrace]:
         return await self.ledger.load(trace_ids)
@@ -76,6 +83,10 @@ class FlakyLoader:
         if self.down:
             raise StoreError("cannot reach ClickHouse", retriable=True)
         return await self.ledger.status(trace_ids)
+
+    async def prior_outcomes(self, since: Mapping[str, int]) -> dict[str, PriorOutcomes]:
+        self.prior_asked.append(dict(since))
+        return await self.ledger.prior_outcomes(since)
 
 
 @pytest.fixture
@@ -222,3 +233,64 @@ async def test_a_late_log_record_rebuilds_the_trace_with_its_earlier_spans_and_l
         ([ROOT, CHILD], ["gen_ai.user.message"]),
         ([ROOT, CHILD], ["gen_ai.user.message", "gen_ai.choice"]),
     ]
+
+
+async def test_a_recovered_release_asks_the_store_in_bulk_and_prior_outcomes_only_where_rows_are(
+    rig: Rig,
+) -> None:
+    traces = [f"{i:032x}" for i in range(1, 6)]
+    orphan = await make_rig(rig.store)
+    await orphan.send(*(span(trace, ROOT) for trace in traces))
+    await orphan.sink.shutdown()
+    # The process wrote one decision of the third trace, then died before marking it done.
+    written = Decision(trace_id=traces[2], span_id=ROOT, scorer_id="content-similarity", decision="scored")
+    await ClickHouseScoreSink(rig.store).write_scores([], [written])
+    assert rig.assembler.adopt(await Ledger(rig.store).undecided(0, 100)) == len(traces)
+
+    queries = count_queries(rig.store)
+    await rig.after(2)
+    assert queries == [3]  # status, items, earlier outcomes: for the whole release, not per trace
+    loader = rig.assembler._loader
+    assert isinstance(loader, FlakyLoader)
+    [asked] = loader.prior_asked
+    assert list(asked) == [traces[2]]  # only the trace the store has rows of
+    prior = {round.trace_id: round.prior for round in rig.recorder.rounds}
+    assert prior[traces[2]] == PriorOutcomes(decided=frozenset({(ROOT, "content-similarity")}))
+    assert all(prior[trace] == PriorOutcomes() for trace in traces if trace != traces[2])
+
+
+async def test_new_traces_go_first_and_a_recovery_is_released_a_share_at_a_time(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(assemble, "ADOPTED_PER_RELEASE", 2)
+    adopted = [f"{i:032x}" for i in range(1, 6)]
+    orphan = await make_rig(rig.store)
+    await orphan.send(*(span(trace, ROOT) for trace in adopted))
+    await orphan.sink.shutdown()
+    rig.assembler.adopt(await Ledger(rig.store).undecided(0, 100))
+    await rig.send(span(TRACE_A, ROOT))  # new traffic, due with them
+
+    async def new_trace_while_recovering(trace: str) -> None:
+        if trace == adopted[0]:  # in the middle of the recovery, a new trace goes quiet
+            await rig.send(span(TRACE_B, ROOT))
+            rig.clock.advance(2)
+
+    rig.recorder.on_release = new_trace_while_recovering
+    await rig.after(2)
+    order = [round.trace_id for round in rig.recorder.rounds]
+    # Each release: the new traces due, then two adopted ones (in the order they fall due).
+    assert (order[0], order[3]) == (TRACE_A, TRACE_B)
+    assert sorted(order[1:3] + order[4:]) == adopted
+
+
+async def test_an_adopted_trace_that_gets_new_items_waits_for_its_new_idle(rig: Rig) -> None:
+    orphan = await make_rig(rig.store)
+    await orphan.send(span(TRACE_A, ROOT))
+    await orphan.sink.shutdown()
+    rig.assembler.adopt(await Ledger(rig.store).undecided(0, 100))
+    await rig.after(1.5)
+    await rig.send(span(TRACE_A, CHILD, ROOT))  # it goes on: quiet again only 2 s from now
+    await rig.after(0.5)
+    assert rig.recorder.released == []
+    await rig.after(1.5)
+    assert rig.recorder.span_ids() == [[ROOT, CHILD]]

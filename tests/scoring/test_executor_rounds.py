@@ -116,6 +116,21 @@ async def test_a_resumed_round_reuses_what_was_written_before_a_crash() -> None:
     assert sink.done == [round]
 
 
+async def test_a_resumed_round_read_with_its_release_does_not_ask_the_sink_again() -> None:
+    sink = RecordingSink()
+    # The sink would answer that nothing was written; the round says what its release read.
+    read = PriorOutcomes(decided=frozenset({(RUN.span_id, "textual-difference-scorer")}))
+    executor = await running(sink)
+    try:
+        round = round_of("recovered", resumed=True).model_copy(update={"prior": read})
+        await executor.consume_runs([RUN], round)
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+    assert sink.prior_asked == []
+    assert [d.scorer_id for d in sink.decisions] == ["content-similarity-scorer"]  # the other one only
+
+
 async def test_runs_released_at_max_wait_say_so_in_their_decisions() -> None:
     sink = RecordingSink()
     executor = await running(sink)

@@ -18,6 +18,7 @@ class RecordingSink:
         self.attempts = 0
         self.done: list[TraceRound] = []  # rounds marked done, in order
         self.prior: dict[str, PriorOutcomes] = {}  # what an earlier attempt wrote, by trace id
+        self.prior_asked: list[str] = []  # the trace ids asked about, in order
 
     async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
         self.attempts += 1
@@ -42,4 +43,5 @@ class RecordingSink:
         self.done.extend(rounds)
 
     async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
+        self.prior_asked.append(trace_id)
         return self.prior.get(trace_id, PriorOutcomes())

@@ -9,9 +9,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from ingest.store.clickhouse import Store
-from ingest.store.score_sink import ClickHouseScoreSink
+from ingest.store.ledger import Ledger, TraceStatus
+from ingest.store.score_sink import ClickHouseScoreSink, read_prior_outcomes
 from ingest.store.span_sink import insert_spans
 from schemas import Decision
+from schemas.consumers import PriorOutcomes
 from schemas.score import score_id
 from tests.ingest.store.samples import (
     CHILD_SPAN,
@@ -24,6 +26,7 @@ from tests.ingest.store.samples import (
     relevancy,
     tool_span,
 )
+from tests.support.store import count_queries
 
 
 async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> None:
@@ -160,3 +163,48 @@ async def test_the_by_scorer_companions_order_by_time_and_count_a_replayed_pair_
         f"SELECT Decision, ServiceName, AgentName FROM {database}.decisions_by_scorer FINAL", {}
     )
     assert decisions == [{"Decision": "scored", "ServiceName": "weather-svc", "AgentName": "weather_agent"}]
+
+
+async def test_prior_outcomes_of_a_whole_batch_come_in_one_query_each_trace_from_its_own_since(
+    store: Store,
+) -> None:
+    sink = ClickHouseScoreSink(store)
+    at = datetime(2025, 1, 2, 3, 4, 0, tzinfo=UTC)
+    decided = Decision(trace_id=TRACE, span_id=ROOT_SPAN, scorer_id="answer-relevancy", decision="scored")
+    # TRACE: one decision, and a score whose decision was never written (a crash between the two).
+    # OTHER_TRACE: a decision written before its since (an earlier round's): not this round's.
+    await sink.write_scores(
+        [relevancy(span_id=CHILD_SPAN, created_at=LATER)],
+        [
+            decided.model_copy(update={"created_at": LATER}),
+            decided.model_copy(update={"trace_id": OTHER_TRACE, "created_at": at}),
+        ],
+    )
+    since = {TRACE: _ns(CREATED), OTHER_TRACE: _ns(CREATED), "f" * 32: 0}
+    queries = count_queries(store)
+    prior = await read_prior_outcomes(store, since)
+    assert queries == [1]
+    assert set(prior) == {TRACE}  # nothing written at or after its since: absent
+    assert prior[TRACE].decided == {(ROOT_SPAN, "answer-relevancy")}
+    assert prior[TRACE].scored_undecided == {(CHILD_SPAN, "answer-relevancy")}
+    # One trace alone, as the executor asks when it has no store-read round: the same answer.
+    assert await sink.prior_outcomes(TRACE, _ns(CREATED)) == prior[TRACE]
+    assert await sink.prior_outcomes(OTHER_TRACE, _ns(at)) != PriorOutcomes()
+
+
+async def test_status_tells_score_rows_written_without_their_decisions(store: Store) -> None:
+    sink = ClickHouseScoreSink(store)
+    await sink.write_scores([relevancy()], [])
+    await sink.write_scores(
+        [], [Decision(trace_id=OTHER_TRACE, span_id=ROOT_SPAN, scorer_id="x", decision="scored")]
+    )
+    status = await Ledger(store).status([TRACE, OTHER_TRACE, "f" * 32])
+    assert status == {
+        TRACE: TraceStatus(done_through=0, has_decisions=False, has_scores=True),
+        OTHER_TRACE: TraceStatus(done_through=0, has_decisions=True, has_scores=False),
+    }
+    assert status[TRACE].has_rows and status[OTHER_TRACE].has_rows
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
