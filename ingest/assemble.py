@@ -46,6 +46,7 @@ from ingest.store.ledger import Undecided
 from schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
 from schemas.config import AssemblyConfig
 from schemas.consumers import TraceConsumer
+from schemas.errors import is_retriable
 
 log = logging.getLogger(__name__)
 
@@ -512,7 +513,9 @@ class TraceAssembler:
         self._metrics.traces_assembled.labels(round.reason).inc()
         try:
             await self._next.consume_trace(spans, logs, round)
-        except Exception:
+        except Exception as exc:
+            if is_retriable(exc):
+                raise  # the store could not be read: tracked again, tried at the next release
             self._metrics.transform_errors.inc()
             log.exception("processing assembled trace %s failed", trace.trace_id)
 

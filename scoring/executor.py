@@ -202,6 +202,17 @@ class ScoringExecutor:
                         continue  # tracescore's own judge call: never scored (the loop guard)
                     await self._room.wait()
                     await self._route(unit, group, round, state, prior, trace)
+        except BaseException as exc:
+            if state is not None:
+                # Never marked done with decisions missing. A store that could not be read (retriable):
+                # the round is dropped and the assembler, which gets the error, tries the trace again.
+                # Anything else (a bug, shutdown): held open, so the next start scores the trace again.
+                if is_retriable(exc):
+                    self._rounds.abandon(state)
+                else:
+                    self._rounds.set_aside([state], set())
+                state = None
+            raise
         finally:
             if state is not None:
                 self._rounds.routed(state)

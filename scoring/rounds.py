@@ -76,6 +76,12 @@ class RoundTracker:
             held += state.set_aside
         return held
 
+    def abandon(self, state: RoundState) -> None:
+        """Forget a round that will be handed in again (its routing failed on a retriable error): it
+        is never marked done, and no longer holds the watermark (whoever retries it does)."""
+        state.set_aside = True
+        self._open.pop(state.key, None)
+
     def close(self, states: list[RoundState]) -> None:
         """Their marks are written (or given up): they no longer hold the watermark back."""
         for state in states:

@@ -32,10 +32,11 @@ ROOT, CHILD, CHILD2, CHILD3, CHILD4 = (f"{i:016x}" for i in range(1, 6))
 class RecordingConsumer:
     """A TraceConsumer that keeps what it receives; can fail on purpose."""
 
-    def __init__(self, fail_times: int = 0) -> None:
+    def __init__(self, fail_times: int = 0, error: Exception | None = None) -> None:
         self.traces: list[list[Span]] = []
         self.rounds: list[TraceRound | None] = []
         self.fail_times = fail_times
+        self.error = error or RuntimeError("transform exploded")
         self.calls = 0
         self._called = asyncio.Event()
 
@@ -51,7 +52,7 @@ class RecordingConsumer:
         self._called.set()
         if self.fail_times:
             self.fail_times -= 1
-            raise RuntimeError("transform exploded")
+            raise self.error
         self.traces.append(list(spans))
         self.rounds.append(round)
 
@@ -111,6 +112,22 @@ async def test_ready_after_idle_once_root_has_ended() -> None:
     assert assembled(metrics, "idle") == 1
     assert sample(metrics, "tracescore_assembly_traces_pending") == 0
     assert sample(metrics, "tracescore_assembly_spans_pending") == 0
+    assert assembler.oldest_open() is None
+
+
+async def test_a_trace_whose_scoring_could_not_read_the_store_is_released_again() -> None:
+    from schemas.errors import StoreError
+
+    assembler, consumer, metrics, clock = build(idle=2.0)
+    consumer.fail_times, consumer.error = 1, StoreError("query failed: Code: 209. timeout", retriable=True)
+    await assembler.consume_spans(batch(span(TRACE_A, ROOT), arrived=1_000))
+    clock.advance(2.0)
+    with pytest.raises(StoreError):
+        await assembler.flush_ready()
+    assert assembler.oldest_open() == 1_000  # tracked again: the watermark stays below it
+    await assembler.flush_ready()
+    assert consumer.span_ids() == [[ROOT]] and consumer.calls == 2
+    assert sample(metrics, "tracescore_transform_errors_total") == 0
     assert assembler.oldest_open() is None
 
 

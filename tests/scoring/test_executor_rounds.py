@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
+
 from schemas import TraceRound
 from schemas.config import ScorerRule, ScoringConfig
 from schemas.consumers import PriorOutcomes
@@ -192,3 +194,32 @@ async def test_rows_refused_for_good_keep_their_round_open_so_the_next_start_sco
     finally:
         await executor.shutdown()
     assert executor.oldest_open() == 100  # still after shutdown: the final checkpoint keeps it
+
+
+class _PriorUnreadable(RecordingSink):
+    """A sink whose earlier outcomes cannot be read (the store fails the query)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.read_error = error
+
+    async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
+        raise self.read_error
+
+
+async def test_a_resumed_round_whose_earlier_outcomes_cannot_be_read_is_never_marked_done() -> None:
+    from schemas.errors import StoreError
+
+    for retriable, held_open in ((True, None), (False, 100)):
+        sink = _PriorUnreadable(StoreError("query failed: Code: 209. timeout", retriable=retriable))
+        executor = await running(sink)
+        try:
+            with pytest.raises(StoreError):
+                await executor.consume_runs([RUN], round_of("recovered", resumed=True))
+            await executor.drain()
+            assert sink.done == [] and sink.decisions == []  # not decided without its decisions
+            # Retriable: the assembler gets the error and hands the trace in again; else the round
+            # holds the watermark, so that the next start scores the trace again.
+            assert executor.oldest_open() == held_open
+        finally:
+            await executor.shutdown()
