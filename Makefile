@@ -33,7 +33,7 @@ run: $(INSTALLED) ## create .venv, install tracescore and run `tracescore demo` 
 	$(BIN)/tracescore demo
 
 test: $(TEST_INSTALLED) ## install the test needs and run the whole suite (real OTel SDK, chDB, Kafka)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(TEST_INSTALLED) ## ruff check, ruff format --check and mypy --strict
 	$(BIN)/ruff check schemas ingest scoring tests bench

@@ -9,6 +9,17 @@
 Runs to score are built with ``tests.support.runs.agent_run``.
 """
 
+import pytest
+
 from tests.support.kafka import kafka_bootstrap  # noqa: F401
 from tests.support.llm_server import judge, llm_server  # noqa: F401
 from tests.support.store import store  # noqa: F401
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``make test`` runs two pytest-xdist workers; the end-to-end tests (real ``tracescore serve``
+    processes under load: SIGKILL, floods, full disks, timing bounds) run one after another on one of
+    them (one ``xdist_group``), the rest of the suite beside them."""
+    for item in items:
+        if item.path.parts[-3:-1] == ("tests", "e2e"):
+            item.add_marker(pytest.mark.xdist_group("e2e"))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
 
 Floats = NDArray[np.float64]
 
@@ -130,6 +130,8 @@ def two_proportions(x1: float, n1: float, x2: float, n2: float) -> float:
         return 1.0
     expected = min(n1, n2) * min(pooled, 1 - pooled)
     if expected < 5:
+        from scipy import stats  # half a second to import: only where it is used
+
         table = [[int(x1), int(n1 - x1)], [int(x2), int(n2 - x2)]]
         return float(stats.fisher_exact(table).pvalue)
     z = (x2 / n2 - x1 / n1) / math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
@@ -144,6 +146,8 @@ def benjamini_hochberg(p_values: list[float]) -> list[float]:
     matters over thousands of series.)"""
     if not p_values:
         return []
+    from scipy import stats
+
     return [float(q) for q in stats.false_discovery_control(np.array(p_values), method="bh")]
 
 
