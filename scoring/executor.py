@@ -64,6 +64,16 @@ class _Job:
     first_failed: float | None = None  # monotonic time of the first
 
 
+@dataclass(slots=True)
+class _Write:
+    """One flush: score and decision rows, then the rounds they complete."""
+
+    records: list[ScoreRecord]
+    decisions: list[Decision]
+    finished: list[RoundState]
+    rows_written: bool = False
+
+
 class _RetryLater(Exception):
     """The judge is unavailable: try the job again later instead of failing it."""
 
@@ -385,35 +395,58 @@ class ScoringExecutor:
         async with self._flush_lock:
             if not self._records and not self._decisions and not self._rounds.has_finished():
                 return
-            records, decisions = self._records, self._decisions
-            finished = self._rounds.take_finished()  # taken with their decisions: marked after them
+            batch = _Write(self._records, self._decisions, self._rounds.take_finished())
             self._records, self._decisions = [], []
             self._buffered.clear()
+            write = asyncio.ensure_future(self._write(batch))
             try:
-                await self._sink.write_scores(records, decisions)
-                await self._sink.mark_done([state.round for state in finished])
+                # Shielded: the store's worker thread finishes a write it has begun whatever happens
+                # here, so a flush cancelled at shutdown learns how it ended rather than guessing (a
+                # guess of "not written" wrote every row a second time).
+                await asyncio.shield(write)
+            except asyncio.CancelledError:
+                await asyncio.wait([write])
+                if write.cancelled() or write.exception() is not None:
+                    self._keep(batch)  # for the final flush
+                else:
+                    self._written(batch)
+                raise
             except Exception as exc:
                 self.write_error = f"{type(exc).__name__}: {exc}"
                 if not is_retriable(exc):
-                    self._set_aside(records, decisions, finished, exc)
+                    written = batch.rows_written  # only the marks were refused: no row is set aside
+                    self._set_aside(
+                        [] if written else batch.records,
+                        [] if written else batch.decisions,
+                        batch.finished,
+                        exc,
+                    )
                     return
-                self._keep(records, decisions, finished)  # a transient failure: try them all again
+                self._keep(batch)  # a transient failure: try again what is not written
                 raise
-            except BaseException:  # cancelled mid-write: keep the rows for the final flush
-                self._keep(records, decisions, finished)
-                raise
-            self._rounds.close(finished)
-            self.write_error = None
-            self._metrics.scores_written.inc(len(records))
-            self._update_room()
+            self._written(batch)
 
-    def _keep(
-        self, records: list[ScoreRecord], decisions: list[Decision], finished: list[RoundState]
-    ) -> None:
-        """Put rows that could not be written back in front of newer ones (rewriting replaces them)."""
-        self._records[:0] = records
-        self._decisions[:0] = decisions
-        self._rounds.put_back(finished)
+    async def _write(self, batch: _Write) -> None:
+        """Scores and decisions, then the marks of the rounds they complete (after them: a crash in
+        between leaves the rounds undecided, and recovery reuses the rows)."""
+        if not batch.rows_written:
+            await self._sink.write_scores(batch.records, batch.decisions)
+            batch.rows_written = True
+        await self._sink.mark_done([state.round for state in batch.finished])
+
+    def _written(self, batch: _Write) -> None:
+        self._rounds.close(batch.finished)
+        self.write_error = None
+        self._metrics.scores_written.inc(len(batch.records))
+        self._update_room()
+
+    def _keep(self, batch: _Write) -> None:
+        """Put what could not be written back in front of newer rows and rounds: the rows unless they
+        were written (only the marks failed), the rounds to mark."""
+        if not batch.rows_written:
+            self._records[:0] = batch.records
+            self._decisions[:0] = batch.decisions
+        self._rounds.put_back(batch.finished)
         self._buffered.set()
         self._update_room()
 

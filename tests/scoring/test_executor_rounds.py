@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Sequence
 
 import pytest
 
-from schemas import TraceRound
+from schemas import Decision, ScoreRecord, TraceRound
 from schemas.config import ScorerRule, ScoringConfig
 from schemas.consumers import PriorOutcomes
 from scoring import create_scorer
@@ -223,3 +225,34 @@ async def test_a_resumed_round_whose_earlier_outcomes_cannot_be_read_is_never_ma
             assert executor.oldest_open() == held_open
         finally:
             await executor.shutdown()
+
+
+class _SlowSink(RecordingSink):
+    """A sink whose score writes take a while on a worker thread, as the store's do: a write that has
+    begun ends on its thread whatever happens to the coroutine waiting for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = asyncio.Event()
+
+    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
+        self.writing.set()
+
+        def write() -> None:
+            time.sleep(0.3)
+            self.attempts += 1
+            self.writes.append((list(records), list(decisions)))
+
+        await asyncio.to_thread(write)
+
+
+async def test_a_shutdown_during_a_write_writes_each_row_once_and_marks_the_round() -> None:
+    sink = _SlowSink()
+    executor = ScoringExecutor(ScoringConfig(rules=RULES), sink, ScoringMetrics(), flush_interval=0.01)
+    await executor.start()
+    round = round_of()
+    await executor.consume_runs([RUN], round)
+    await asyncio.wait_for(sink.writing.wait(), 5)  # the periodic flush is writing
+    await executor.shutdown()  # cancels it mid-write
+    assert sink.attempts == 1 and len(sink.decisions) == 2  # not written a second time
+    assert sink.done == [round]
