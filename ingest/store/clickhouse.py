@@ -240,7 +240,11 @@ class Store:
                 # Slices: the embedded engine holds the GIL while it inserts, and the event loop
                 # must get it back every few milliseconds.
                 for start in range(0, len(rows), INSERT_SLICE_ROWS):
-                    self._insert(client, table, rows[start : start + INSERT_SLICE_ROWS], columns)
+                    part = rows[start : start + INSERT_SLICE_ROWS]
+                    self._insert(client, table, part, columns)
+                    # clickhouse-connect's insert context is a reference cycle holding this list: it
+                    # lives until the cycle collector runs, its rows need not.
+                    part.clear()
 
         await self._on_worker(run, what=what)
 
