@@ -54,7 +54,9 @@ MAX_TICK_SECONDS = 0.5
 MIN_RELEASE_GAP_SECONDS = 0.1
 MAX_COMMIT_SECONDS = 1.0  # a batch older than this (a stalled store) counts as arriving when handed on
 YIELD_EVERY = 2_000  # items (or traces) handled between two yields to the event loop
-EMITTED_IDS = 100_000  # ids of released traces remembered, to know a later item makes a late round
+# Ids of released traces remembered, to know a later item makes a late round: as many as traces are
+# tracked (a late item of a trace forgotten here is found in the store when its round is released).
+EMITTED_IDS = 100_000
 
 
 class ManualClock:
@@ -270,28 +272,36 @@ class TraceAssembler:
             await asyncio.sleep(0)
 
     def _due(self, now: float, limit: int) -> list[tuple[TracedItems, RoundReason]]:
-        """Up to ``limit`` traces ready at ``now``, looking only at the ones due (O(ready))."""
+        """Up to ``limit`` traces ready at ``now``, looking only at the ones due (O(ready)), and no
+        more than ``max_held_bytes`` of items: a release reads its spilled traces back from the store
+        at once, and that must fit in memory as held items do."""
         ready: list[tuple[TracedItems, RoundReason]] = []
         taken: set[str] = set()
+        size = 0
+
+        def full() -> bool:
+            return len(ready) >= limit or size >= self._config.max_held_bytes
 
         def take(trace: TracedItems) -> None:
+            nonlocal size
             if trace.trace_id not in taken and (reason := self._ready_reason(trace, now)):
                 ready.append((trace, reason))
                 taken.add(trace.trace_id)
+                size += trace.arrived_bytes
 
         idle = self._config.idle_seconds
-        while self._quiet and len(ready) < limit:
+        while self._quiet and not full():
             trace = next(iter(self._quiet.values()))
             if now - trace.last_seen < idle:
                 break
             del self._quiet[trace.trace_id]  # without an ended root it waits for max_wait (below)
             take(trace)
         for trace in self._traces.values():  # oldest first item first
-            if len(ready) >= limit or now - trace.first_seen < self._config.max_wait_seconds:
+            if full() or now - trace.first_seen < self._config.max_wait_seconds:
                 break
             take(trace)
         for trace in list(self._unordered.values()):
-            if len(ready) >= limit:
+            if full():
                 break
             take(trace)
         return ready
@@ -329,6 +339,7 @@ class TraceAssembler:
             labels.labels("duplicate").inc()
             return
         trace.last_seen = now
+        trace.arrived_bytes += size
         if trace.trace_id not in self._unordered:
             self._quiet[trace.trace_id] = trace
             self._quiet.move_to_end(trace.trace_id)
@@ -424,7 +435,7 @@ class TraceAssembler:
     def _untrack(self, trace: TracedItems) -> None:
         self._emitted[trace.trace_id] = trace.through
         self._emitted.move_to_end(trace.trace_id)
-        while len(self._emitted) > EMITTED_IDS:
+        while len(self._emitted) > min(EMITTED_IDS, self._config.max_traces):
             self._emitted.popitem(last=False)
 
     async def _release(self, ready: list[tuple[TracedItems, RoundReason]]) -> None:

@@ -32,7 +32,7 @@ def item_key(item: Span | LogRecord) -> Hashable:
     )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: up to assembly.max_traces of them are tracked at once
 class TracedItems:
     """One tracked trace: when its items came (monotonic and ledger time), and those held in memory."""
 
@@ -50,6 +50,7 @@ class TracedItems:
     items: dict[Hashable, Span | LogRecord] = field(default_factory=dict)  # in arrival order
     held_bytes: int = 0
     span_count: int = 0
+    arrived_bytes: int = 0  # stored size of the items that came for this round, held or not
 
     def hold(self, key: Hashable, item: Span | LogRecord, size: int) -> None:
         self.items[key] = item
