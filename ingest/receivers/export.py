@@ -24,8 +24,9 @@ from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, Payload, read
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodedRequest, DecodeError, Payload, read
 from ingest.decode.batch import MAX_ERROR_MESSAGES
+from ingest.memory import RequestTooLarge
 from ingest.metrics import Metrics
 from ingest.receivers.disclosure import STORE_REFUSED, STORE_UNAVAILABLE
 from schemas.consumers import SpanConsumer
@@ -35,6 +36,10 @@ from schemas.spans import SpanBatch
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
+# Called once a request's envelopes are read and its largest item is known, before any of it is turned
+# into spans: it reserves what the request will cost (ingest.memory), raising Overloaded when that
+# does not fit now or RequestTooLarge when it never will.
+Measured = Callable[[DecodedRequest], None]
 
 # Above this size decoding runs in a worker thread so one large request does not stall the event loop;
 # below it the thread hop costs more than the decode.
@@ -93,23 +98,18 @@ async def export(
     transport: str,
     signal: str = SIGNAL_TRACES,
     max_items: int | None = None,
-    admit: Callable[[], None] | None = None,
+    measured: Measured | None = None,
     max_attributes: int | None = None,
 ) -> SpanBatch:
     """Decode one export request of ``signal`` and hand its spans or log records on, slice by slice;
     returns what was left out of it (the spans themselves are with ``next``).
 
-    ``admit`` is asked first (it raises Overloaded while the process is over its memory bound).
+    ``measured`` is told the request's size once its envelopes are read (see ``Measured``).
     Raises DecodeError when the payload is unreadable, Overloaded when the pipeline asks the client
-    to slow down, ConsumerFailed when ``next`` fails (slices handed on before stay stored: a client
-    that sends the request again stores them twice, which assembly and scoring take as a replay).
+    to slow down, RequestTooLarge when it can never take the request, ConsumerFailed when ``next``
+    fails (slices handed on before stay stored: a client that sends the request again stores them
+    twice, which assembly and scoring take as a replay).
     """
-    if admit is not None:
-        try:
-            admit()
-        except Overloaded:
-            metrics.requests.labels(transport, OUTCOME_REFUSED).inc()
-            raise
     in_thread = len(payload) >= DECODE_IN_THREAD_BYTES
     try:
         if in_thread:
@@ -120,6 +120,15 @@ async def export(
         metrics.requests.labels(transport, OUTCOME_INVALID).inc()
         log.info("%s %s export request rejected: %s", transport, signal, exc)
         raise
+    if measured is not None:
+        try:
+            measured(decoded)
+        except Overloaded:
+            metrics.requests.labels(transport, OUTCOME_REFUSED).inc()
+            raise
+        except RequestTooLarge:
+            metrics.requests.labels(transport, OUTCOME_TOO_LARGE).inc()
+            raise
     left_out = SpanBatch()
     slices = decoded.slices()
     while True:
