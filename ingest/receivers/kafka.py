@@ -73,6 +73,7 @@ PARTITION_FETCH_BYTES = 1024 * 1024
 MIN_FETCH_BYTES = 1024 * 1024
 # Fetched records are held twice at worst: the batch being handled and the next one fetched meanwhile.
 FETCHES_HELD = 2
+DEAD_LETTER_OVERHEAD_BYTES = 64 * 1024  # a parked record's headers and framing
 
 
 class KafkaReceiver:
@@ -193,6 +194,9 @@ class KafkaReceiver:
             producer = KafkaProducer(
                 bootstrap_servers=self._config.bootstrap,
                 acks="all",
+                # A parked record is up to receiver.max_request_bytes, and its headers (the client's
+                # default, 1 MiB, would leave a larger one unparkable and its batch retried for ever).
+                max_request_size=self._limits.max_request_bytes + DEAD_LETTER_OVERHEAD_BYTES,
                 client_id="tracescore",
                 bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
                 **self._client_options,

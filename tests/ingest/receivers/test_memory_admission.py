@@ -1,12 +1,14 @@
 """Admission on the receivers: a request reserves what it will cost before its body is read (OTLP/HTTP)
-or before it is decoded (OTLP/gRPC); one that could fit later is asked to come back (429 with
-Retry-After, RESOURCE_EXHAUSTED with RetryInfo), one that never could is refused for good naming the
-fix, and the reservation is held until the request's spans are stored, then released."""
+or before it is decoded (OTLP/gRPC, Kafka); one that could fit later is asked to come back (429 with
+Retry-After, RESOURCE_EXHAUSTED with RetryInfo, the Kafka consumer pauses), one that never could is
+refused for good naming the fix (a Kafka record parked in the dead-letter topic), and the reservation
+is held until the request's spans are stored, then released."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
+import time
 from typing import Any
 
 import grpc
@@ -15,7 +17,10 @@ from google.rpc import error_details_pb2, status_pb2
 from ingest.decode.cost import request_cost
 from ingest.memory import MemoryGuard, Reservation
 from ingest.metrics import Metrics
+from ingest.receivers.kafka import KafkaReceiver
+from schemas.config import KafkaConfig, ReceiverConfig
 from schemas.spans import SpanBatch
+from tests.ingest.receivers.test_limits import TOPIC, _parked, _produce
 from tests.support.otlp import (
     EXPORT_METHOD,
     Recorder,
@@ -156,4 +161,38 @@ async def test_grpc_refuses_before_decoding_for_now_with_retry_info_or_for_good_
     assert isinstance(never, grpc.aio.AioRpcError) and never.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert _retry_info(never) is None and "raise memory_limit" in (never.details() or "")
     assert taken == b"" and len(running.next.spans) == 3
+    assert guard.reserved == 0
+
+
+async def test_kafka_pauses_while_a_batch_does_not_fit_and_parks_a_record_that_never_could(
+    kafka_bootstrap: str,
+) -> None:
+    metrics, recorder = Metrics(), Recorder()
+    guard = await settled_guard(metrics, resident=410 * MIB)  # about 50 MiB left for requests
+    held = guard.reserve(guard.admittable - 100, "requests in flight")
+    # 7 MiB of text in one span: it fits the batch's first reservation, not once its largest item is known.
+    large = proto_request(proto_span("large", attributes=[kv("t", "a" * (7 * MIB))])).SerializeToString()
+    await asyncio.to_thread(_produce, kafka_bootstrap, body(), large)
+    config = KafkaConfig(bootstrap=kafka_bootstrap, topic=TOPIC, group="memory", session_timeout_ms=6000)
+    limits = ReceiverConfig(max_request_bytes=16 * MIB)
+    receiver = KafkaReceiver(config, next=recorder, metrics=metrics, limits=limits, memory=guard)
+    await receiver.start()
+    try:
+        await receiver.wait_assigned()
+        deadline = time.monotonic() + 30
+        while not metrics.registry.get_sample_value("tracescore_kafka_pauses_total"):
+            assert time.monotonic() < deadline, "the consumer did not pause"
+            await asyncio.sleep(0.05)
+        assert recorder.spans == []  # nothing decoded while the batch does not fit
+        held.release()
+        while metrics.registry.get_sample_value("tracescore_dead_letters_total") != 1 or not recorder.spans:
+            assert time.monotonic() < deadline, "timed out"
+            await asyncio.sleep(0.1)
+    finally:
+        await receiver.shutdown()
+    assert [span.name for span in recorder.spans] == ["s0", "s1", "s2"]
+    parked = await asyncio.to_thread(_parked, kafka_bootstrap)
+    assert len(parked) == 1 and parked[0].value == large
+    reason = dict(parked[0].headers)["tracescore.error"].decode()
+    assert "needs" in reason and "raise memory_limit" in reason
     assert guard.reserved == 0
