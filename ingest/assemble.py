@@ -60,7 +60,9 @@ YIELD_EVERY = 2_000  # items (or traces) handled between two yields to the event
 # Adopted traces (a recovery) one release takes at most, after the new traces due: a release of them
 # takes about a millisecond each, so new traffic waits at most that long behind a recovery.
 ADOPTED_PER_RELEASE = 500
-EMITTED_IDS = 100_000  # ids of released traces remembered, to know a later item makes a late round
+# Ids of released traces remembered, to know a later item makes a late round: as many as traces are
+# tracked (a late item of a trace forgotten here is found in the store when its round is released).
+EMITTED_IDS = 100_000
 
 
 class ManualClock:
@@ -292,21 +294,29 @@ class TraceAssembler:
 
     def _due(self, now: float, limit: int) -> list[tuple[TracedItems, RoundReason]]:
         """Up to ``limit`` traces ready at ``now``, looking only at the ones due (O(ready)): first
-        those in arrival order, then at most ``ADOPTED_PER_RELEASE`` of those out of it."""
+        those in arrival order, then at most ``ADOPTED_PER_RELEASE`` of those out of it; and no more
+        than ``max_held_bytes`` of items: a release reads its spilled traces back from the store at
+        once, and that must fit in memory as held items do."""
         ready: list[tuple[TracedItems, RoundReason]] = []
         taken: set[str] = set()
+        size = 0
+
+        def full() -> bool:
+            return len(ready) >= limit or size >= self._config.max_held_bytes
 
         def take(trace: TracedItems) -> bool:
+            nonlocal size
             if trace.trace_id in taken:
                 return True
             if (reason := self._ready_reason(trace, now)) is None:
                 return False
             ready.append((trace, reason))
             taken.add(trace.trace_id)
+            size += trace.arrived_bytes
             return True
 
         idle = self._config.idle_seconds
-        while self._quiet and len(ready) < limit:
+        while self._quiet and not full():
             trace = next(iter(self._quiet.values()))
             if trace.last_seen + idle > now:
                 break
@@ -314,14 +324,14 @@ class TraceAssembler:
             take(trace)
         adopted = 0  # traces out of arrival order taken
         for trace in self._traces.values():  # oldest first item first
-            if len(ready) >= limit or trace.first_seen + self._config.max_wait_seconds > now:
+            if full() or trace.first_seen + self._config.max_wait_seconds > now:
                 break
             if trace.trace_id in self._unordered:
                 if adopted >= ADOPTED_PER_RELEASE:
                     break
                 adopted += 1
             take(trace)
-        while len(ready) < limit and adopted < ADOPTED_PER_RELEASE:
+        while not full() and adopted < ADOPTED_PER_RELEASE:
             if (due := self._unordered.pop_due(now)) is None:
                 break
             if not take(due):  # its times moved without being placed again: place it now
@@ -365,6 +375,7 @@ class TraceAssembler:
             labels.labels("duplicate").inc()
             return
         trace.last_seen = now
+        trace.arrived_bytes += size
         trace.since = min(trace.since, arrived) if trace.since else arrived
         trace.through = max(trace.through, arrived)
         if isinstance(item, Span) and not item.parent_span_id and item.end_time_unix_nano > 0:
@@ -469,7 +480,7 @@ class TraceAssembler:
     def _untrack(self, trace: TracedItems) -> None:
         self._emitted[trace.trace_id] = trace.through
         self._emitted.move_to_end(trace.trace_id)
-        while len(self._emitted) > EMITTED_IDS:
+        while len(self._emitted) > min(EMITTED_IDS, self._config.max_traces):
             self._emitted.popitem(last=False)
 
     async def _release(self, ready: list[tuple[TracedItems, RoundReason]]) -> None:

@@ -46,7 +46,7 @@ class TraceLoader(Protocol):
     async def prior_outcomes(self, since: Mapping[str, int]) -> dict[str, PriorOutcomes]: ...
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: up to assembly.max_traces of them are tracked at once
 class TracedItems:
     """One tracked trace: when its items came (monotonic and ledger time), and those held in memory."""
 
@@ -64,6 +64,7 @@ class TracedItems:
     items: dict[Hashable, Span | LogRecord] = field(default_factory=dict)  # in arrival order
     held_bytes: int = 0
     span_count: int = 0
+    arrived_bytes: int = 0  # stored size of the items that came for this round, held or not
 
     def hold(self, key: Hashable, item: Span | LogRecord, size: int) -> None:
         self.items[key] = item

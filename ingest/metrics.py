@@ -52,7 +52,8 @@ class Metrics:
         )
         self.requests_refused = Counter(
             "tracescore_requests_refused",
-            "Export requests and Kafka batches refused to slow intake down, by the bound reached",
+            "Export requests and Kafka batches refused to slow intake down, by the bound reached (memory: "
+            "no room for now; memory_too_large: could never fit under memory_limit)",
             ["reason"],
             registry=r,
         )
@@ -95,6 +96,16 @@ class Metrics:
             "tracescore_memory_resident_bytes", "The process's resident memory (sampled)", registry=r
         )
         self.memory_limit = Gauge("tracescore_memory_limit_bytes", "The configured memory_limit", registry=r)
+        self.memory_reserved = Gauge(
+            "tracescore_memory_reserved_bytes",
+            "Memory reserved by the requests being read, decoded and stored (what they cost at most)",
+            registry=r,
+        )
+        self.memory_rest = Gauge(
+            "tracescore_memory_rest_bytes",
+            "The process's resident memory once started, before any request (measured at start)",
+            registry=r,
+        )
         self.traces_spilled = Counter(
             "tracescore_assembly_traces_spilled",
             "Traces whose items left memory (memory: over max_held_bytes) or that were forgotten until "

@@ -17,16 +17,16 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest.assemble import TraceAssembler
+from ingest.decode.cost import request_cost
 from ingest.drift.monitor import DriftMonitor
 from ingest.export import EvaluationEventExporter, exporting
-from ingest.memory import MemoryGuard
+from ingest.memory import ADMIT_SHARE, MemoryGuard, Rest, mib, resident_parts
 from ingest.metrics import Metrics
-from ingest.receivers.grpc import GrpcReceiver
+from ingest.receivers.grpc import MESSAGE_COPIES, GrpcReceiver
 from ingest.receivers.http import HttpReceiver
-from ingest.receivers.kafka import KafkaReceiver
 from ingest.recovery import Recovery
 from ingest.replicas import Membership
 from ingest.store.clickhouse import Store
@@ -37,9 +37,13 @@ from ingest.store.score_sink import ClickHouseScoreSink
 from ingest.store.span_sink import SpanSink
 from ingest.summary import startup_summary
 from ingest.transform.run_builder import RunBuilder
-from schemas.config import ServiceConfig
+from schemas.config import HELD_BYTES_SHARE, ServiceConfig
+from schemas.errors import TracescoreError
 from scoring.executor import ScoringExecutor
 from scoring.judge import close_clients
+
+if TYPE_CHECKING:
+    from ingest.receivers.kafka import KafkaReceiver
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,26 @@ PENDING_ITEM_SHARE = 8 * 3_000
 MIN_PENDING_ITEMS = 10_000
 # The ring key whose owner among the live replicas runs the periodic drift pass.
 DRIFT_KEY = "drift"
+# What the embedded store allocates beside the rest size while spans flow in (its inserts and merges),
+# and the scoring pipeline with it: measured 110 to 300 MiB under a flood or a 20 MB request, given
+# back within seconds once it stops. Set aside from the start (ingest.memory).
+STORE_WORKING_BYTES = 256 * 2**20
+# What memory_limit leaves beside the rest size, the store's working memory and one request of
+# receiver.max_request_bytes ("room") is shared: a quarter for the spans the assembler holds, a quarter
+# for the traces it tracks, half for more requests in flight.
+HELD_SHARE_OF_ROOM = 4
+TRACKED_SHARE_OF_ROOM = 4
+# A span held by the assembler takes about four times its stored size in Python; a tracked trace about
+# 700 bytes, with the id it is remembered by once released (measured).
+HELD_PYTHON_FACTOR = 4
+TRACKED_TRACE_BYTES = 700
+MIN_TRACKED_TRACES = 1_000
+MAX_GRPC_STREAMS = 100
+
+
+class MemoryLimitTooLow(TracescoreError, ValueError):
+    """memory_limit cannot hold what the service needs at rest, the store's working memory and one
+    request (a configuration error: ``serve`` exits 2 with this message)."""
 
 
 class Service:
@@ -83,7 +107,6 @@ class Service:
             self.assembler,
             self.metrics,
             router=self.membership,
-            admit=self.memory.admit,
             max_pending_items=max(MIN_PENDING_ITEMS, int(config.memory_limit) // PENDING_ITEM_SHARE),
         )
         self.recovery = Recovery(
@@ -94,20 +117,22 @@ class Service:
             self.membership,
             self.replicas,
         )
-        self.grpc = GrpcReceiver(config.receiver, next=sink, metrics=self.metrics, admit=self.memory.admit)
+        self.grpc = GrpcReceiver(config.receiver, next=sink, metrics=self.metrics, memory=self.memory)
         self.http = HttpReceiver(
             config.receiver,
             next=sink,
             metrics=self.metrics,
             scores=ScoreResults(self.store),
             health=self,
-            admit=self.memory.admit,
+            memory=self.memory,
         )
-        self.kafka = (
-            KafkaReceiver(config.kafka, next=sink, metrics=self.metrics, limits=config.receiver)
-            if config.kafka.enabled
-            else None
-        )
+        self.kafka: KafkaReceiver | None = None
+        if config.kafka.enabled:
+            from ingest.receivers.kafka import KafkaReceiver  # its client is only loaded when used
+
+            self.kafka = KafkaReceiver(
+                config.kafka, next=sink, metrics=self.metrics, limits=config.receiver, memory=self.memory
+            )
         backlog = self.metrics.backlog
         backlog.labels("commit").set_function(lambda: self.span_sink.uncommitted_items)
         backlog.labels("scoring_queue").set_function(lambda: self.executor.queued)
@@ -131,6 +156,7 @@ class Service:
             await self.span_sink.start()
             await self.membership.start()  # the live replicas decide which traces are this one's
             await self.recovery.start()  # what the store holds undecided is adopted before new spans
+            self._fit_memory(await self.memory.settle(STORE_WORKING_BYTES))  # before the first request
             await self.grpc.start()
             await self.http.start()
             if self.kafka is not None:
@@ -157,6 +183,43 @@ class Service:
                 store=self.store.description,
                 replica=self.membership.replica_id,
             ),
+        )
+
+    def _fit_memory(self, rest: Rest) -> None:
+        """Refuse a memory_limit that cannot hold the rest size, the store's working memory and one
+        request of receiver.max_request_bytes; size the bounds that come out of what is left."""
+        limit, largest = int(self.config.memory_limit), self.config.receiver.max_request_bytes
+        request = request_cost("otlp_proto", largest)
+        needed = rest.floor + request
+        if needed > limit * ADMIT_SHARE:
+            raise MemoryLimitTooLow(
+                f"memory_limit {mib(limit)} is too low: tracescore holds {mib(rest.resident)} at rest, its "
+                f"store needs about {mib(rest.working)} more while it stores spans, and one request of "
+                f"receiver.max_request_bytes ({mib(largest)}) up to {mib(request)}: set memory_limit to at "
+                f"least {mib(needed / ADMIT_SHARE + 2**20)}, or lower receiver.max_request_bytes"
+            )
+        room = int(limit * ADMIT_SHARE) - needed  # for the assembler and requests beyond the first
+        assembly = self.config.assembly
+        if "max_held_bytes" not in assembly.model_fields_set:
+            held = room // HELD_SHARE_OF_ROOM // HELD_PYTHON_FACTOR
+            assembly.max_held_bytes = max(2**20, min(held, limit // HELD_BYTES_SHARE))
+            assembly.model_fields_set.discard("max_held_bytes")
+        if "max_traces" not in assembly.model_fields_set:
+            tracked = room // TRACKED_SHARE_OF_ROOM // TRACKED_TRACE_BYTES
+            assembly.max_traces = max(MIN_TRACKED_TRACES, min(tracked, assembly.max_traces))
+            assembly.model_fields_set.discard("max_traces")
+        # Messages grpcio reads before admission can weigh them: as many per connection as fit.
+        self.grpc.max_streams = max(1, min(MAX_GRPC_STREAMS, (room + request) // (MESSAGE_COPIES * largest)))
+        if self.kafka is not None:
+            self.kafka.fit_fetches(room + request)
+        log.info(
+            "memory: %s at rest (and %s mapped from library files, not counted) of memory_limit %s; "
+            "held spans up to %s as stored, %d traces tracked; requests are admitted as their cost fits",
+            mib(rest.resident),
+            mib(resident_parts().get("file_backed_bytes", 0)),
+            mib(limit),
+            mib(assembly.max_held_bytes),
+            assembly.max_traces,
         )
 
     async def shutdown(self) -> None:
@@ -244,8 +307,12 @@ class Service:
                 "rows_buffered": self.executor.rows_buffered,
             },
             "memory": {
-                "resident_bytes": self.memory.resident,
+                "resident_bytes": self.memory.resident,  # what memory_limit bounds (anonymous)
                 "limit_bytes": self.memory.limit,
+                "rest_bytes": self.memory.rest.resident if self.memory.rest else None,
+                "reserved_bytes": self.memory.reserved,  # by the requests in flight
+                "admittable_bytes": self.memory.admittable,  # the largest request cost it can take
+                "file_backed_bytes": resident_parts().get("file_backed_bytes"),  # library code, not counted
                 "refusing": self.memory.refusing,
             },
             "recovery": self.recovery.progress(),

@@ -70,9 +70,12 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 # The store disk's free-space floor: below it nothing is written (ingest.store.free_space). It must
 # hold the largest write in flight (a group commit, a merge's reservation) with room to spare.
 DEFAULT_STORE_MIN_FREE_BYTES = 256 * 1024**2
+# Below this no configuration can run (the service's own rest size is about 190 MiB); the service
+# measures what it needs at start and refuses a limit that cannot hold it (ingest.memory).
 MIN_MEMORY_LIMIT = 256 * 1024**2
-# The share of memory_limit the assembler's held items may take, counted as stored bytes: in Python
-# a held span takes about four times its stored size (measured), so this is about half the limit.
+# The most of memory_limit the assembler's held items may take, counted as stored bytes: in Python
+# a held span takes about four times its stored size (measured), so this is about half the limit. The
+# service lowers it from what it measures at start unless it is set.
 HELD_BYTES_SHARE = 8
 DEFAULT_HEARTBEAT_SECONDS = 2.0
 DEFAULT_REPLICA_TTL_SECONDS = 10.0
@@ -304,15 +307,19 @@ class ServiceConfig(_Config):
     export: ExportConfig = Field(default_factory=ExportConfig)
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
     drift: DriftConfig = Field(default_factory=DriftConfig)
-    # The process's resident memory bound ("2GiB", "800MB" or bytes). The assembler's held items
-    # and the commit backlog take their bounds from it; over 85 % of it, intake is refused (429,
-    # RESOURCE_EXHAUSTED, Kafka paused) until memory is back under 75 % (see ingest.memory).
+    # The bound on the memory the process allocates ("2GiB", "800MB" or bytes): its anonymous resident
+    # memory; the code its libraries map from files is not counted. A request is admitted only if
+    # what it will cost fits under it (429, RESOURCE_EXHAUSTED with RetryInfo, Kafka paused until it
+    # does); the assembler's held items and the commit backlog take their bounds from it. See
+    # ingest.memory and docs/operations/memory.md.
     memory_limit: ByteSize = Field(default=ByteSize(DEFAULT_MEMORY_LIMIT), ge=MIN_MEMORY_LIMIT)
 
     @model_validator(mode="after")
     def _bounds_from_memory_limit(self) -> ServiceConfig:
         if "max_held_bytes" not in self.assembly.model_fields_set:
             self.assembly.max_held_bytes = int(self.memory_limit) // HELD_BYTES_SHARE
+            # Still unset as far as the service is concerned: it lowers it from what it measures.
+            self.assembly.model_fields_set.discard("max_held_bytes")
         return self
 
     @field_validator("store")

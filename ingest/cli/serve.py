@@ -58,7 +58,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--memory-limit",
-        help="resident memory bound, e.g. 2GiB (default); over 85%% of it, intake is refused for a while",
+        help="bound on the memory tracescore allocates, e.g. 2GiB (default); a request is admitted when "
+        "what it will cost fits (docs/operations/memory.md)",
     )
     add_judge_arguments(parser)
     parser.set_defaults(func=cmd_serve)

@@ -1,4 +1,8 @@
-"""Collecting a decoded request: its spans or log records, and its rejected items with a few reasons."""
+"""Collecting a decoded request: its spans or log records, and its rejected items with a few reasons.
+
+A large request is handed on in slices (``ingest.decode.SliceBounds``): ``take`` returns what was
+collected since the last slice and starts the next one, so only one slice of Python objects exists
+at a time."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ MAX_ERROR_MESSAGES = 10
 
 
 class BatchBuilder:
-    """Collects converted items, and counts rejections while keeping only a few of their messages."""
+    """Collects converted items, and counts rejections while keeping only a few of their messages
+    (``MAX_ERROR_MESSAGES`` for the whole request, however many slices it is taken in)."""
 
     def __init__(
         self, rejected_spans: int = 0, errors: Iterable[str] = (), max_attributes: int | None = None
@@ -21,13 +26,15 @@ class BatchBuilder:
         self.logs: list[LogRecord] = []
         self.rejected_spans = rejected_spans
         self._errors: list[str] = []
+        self._given = 0  # messages kept over the whole request
         self._more_errors = 0
         for error in errors:
             self.error(error)
 
     def error(self, text: str) -> None:
-        if len(self._errors) < MAX_ERROR_MESSAGES:
+        if self._given < MAX_ERROR_MESSAGES:
             self._errors.append(text)
+            self._given += 1
         else:
             self._more_errors += 1
 
@@ -50,9 +57,19 @@ class BatchBuilder:
         )
 
     def build(self) -> SpanBatch:
+        """Everything collected (the last slice: with how many messages were left out)."""
         errors = list(self._errors)
         if self._more_errors:
             errors.append(f"... and {self._more_errors} more")
         return SpanBatch.model_construct(
             spans=self.spans, logs=self.logs, rejected_spans=self.rejected_spans, errors=errors
         )
+
+    def take(self) -> SpanBatch:
+        """The items and rejections collected since the last ``take``, and a fresh start for the next
+        slice of the same request."""
+        batch = SpanBatch.model_construct(
+            spans=self.spans, logs=self.logs, rejected_spans=self.rejected_spans, errors=self._errors
+        )
+        self.spans, self.logs, self.rejected_spans, self._errors = [], [], 0, []
+        return batch

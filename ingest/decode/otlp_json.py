@@ -75,17 +75,17 @@ class _Shape(Generic[_Request_co]):
     prepare: Callable[[Any, _Shape[Message], _Refusals], dict[str, Any]]
 
 
-def parse_trace_request(payload: bytes) -> ParsedRequest[ExportTraceServiceRequest]:
+def parse_trace_request(payload: bytes | bytearray) -> ParsedRequest[ExportTraceServiceRequest]:
     """Read an OTLP/JSON trace export request; JsonRequestError if the payload as a whole is unusable."""
     return _parse(payload, TRACES)
 
 
-def parse_logs_request(payload: bytes) -> ParsedRequest[ExportLogsServiceRequest]:
+def parse_logs_request(payload: bytes | bytearray) -> ParsedRequest[ExportLogsServiceRequest]:
     """Read an OTLP/JSON logs export request; JsonRequestError if the payload as a whole is unusable."""
     return _parse(payload, LOGS)
 
 
-def _parse(payload: bytes, shape: _Shape[_Request]) -> ParsedRequest[_Request]:
+def _parse(payload: bytes | bytearray, shape: _Shape[_Request]) -> ParsedRequest[_Request]:
     resources = _resources(_load_json(payload), shape)
     parsed = ParsedRequest(shape.request_type())
     prepared = [_prepare_resource(index, r, shape, parsed) for index, r in enumerate(resources)]
@@ -98,7 +98,7 @@ def _parse(payload: bytes, shape: _Shape[_Request]) -> ParsedRequest[_Request]:
     return parsed
 
 
-def _load_json(payload: bytes) -> Any:
+def _load_json(payload: bytes | bytearray) -> Any:
     try:
         return json.loads(payload)
     except RecursionError:

@@ -1,24 +1,107 @@
 """OTLP protobuf messages -> ``schemas`` spans and log records (the protobuf side of every encoding).
 
-The JSON encoding is parsed into the same protobuf request first (``ingest.decode.otlp_json``), so
-both encodings are read here. A span or record with unusable ids is rejected on its own; the rest
-of the request still gets through (OTLP partial success).
+The request comes as its resource and scope envelopes: read from the bytes with the items parsed a
+run at a time (``ingest.decode.wire``), or from a request protobuf has parsed whole (the JSON encoding
+is parsed into the protobuf request first, ``ingest.decode.otlp_json``), so both encodings are read
+here. A span or record with unusable ids is rejected on its own; the rest of the request still gets
+through (OTLP partial success).
+
+A request is walked in slices (``SliceBounds``): a slice ends once it holds enough items, attribute
+values or characters of text, so however large the request, only one slice of it exists as Python
+objects at a time (they take several times the bytes they came in; see ``ingest.decode.cost``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.logs.v1 import logs_pb2
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ingest.decode.batch import BatchBuilder
 from ingest.decode.otlp_json import SPAN_ID_BYTES, TRACE_ID_BYTES
 from ingest.decode.trusted import trusted_constructor
 from schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
+
+
+class ScopeEnvelope(Protocol):
+    """A scope of a request: its instrumentation scope, schema URL and items (spans or log records)."""
+
+    @property
+    def scope(self) -> InstrumentationScope: ...
+
+    @property
+    def schema_url(self) -> str: ...
+
+    def items(self) -> Iterator[tuple[Any, int]]:
+        """The scope's item messages, each with its size in bytes."""
+
+
+class ResourceEnvelope(Protocol):
+    """A resource of a request: its resource, schema URL and scopes."""
+
+    @property
+    def resource(self) -> Resource: ...
+
+    @property
+    def schema_url(self) -> str: ...
+
+    def scopes(self) -> Iterator[ScopeEnvelope]: ...
+
+
+@dataclass(frozen=True)
+class _ParsedScope:
+    message: trace_pb2.ScopeSpans | logs_pb2.ScopeLogs
+
+    @property
+    def scope(self) -> InstrumentationScope:
+        return self.message.scope
+
+    @property
+    def schema_url(self) -> str:
+        return self.message.schema_url
+
+    def items(self) -> Iterator[tuple[Any, int]]:
+        message = self.message
+        items = message.spans if isinstance(message, trace_pb2.ScopeSpans) else message.log_records
+        return ((item, item.ByteSize()) for item in items)
+
+
+@dataclass(frozen=True)
+class _ParsedResource:
+    message: trace_pb2.ResourceSpans | logs_pb2.ResourceLogs
+
+    @property
+    def resource(self) -> Resource:
+        return self.message.resource
+
+    @property
+    def schema_url(self) -> str:
+        return self.message.schema_url
+
+    def scopes(self) -> Iterator[ScopeEnvelope]:
+        message = self.message
+        if isinstance(message, trace_pb2.ResourceSpans):
+            return (_ParsedScope(scope) for scope in message.scope_spans)
+        return (_ParsedScope(scope) for scope in message.scope_logs)
+
+
+def parsed_resources(request: Message) -> Iterator[ResourceEnvelope]:
+    """The envelopes of a request protobuf has parsed whole."""
+    if isinstance(request, ExportTraceServiceRequest):
+        return (_ParsedResource(resource) for resource in request.resource_spans)
+    if isinstance(request, ExportLogsServiceRequest):
+        return (_ParsedResource(resource) for resource in request.resource_logs)
+    raise TypeError(f"not an export request: {type(request).__name__}")
+
 
 _ZERO_TRACE_ID = bytes(TRACE_ID_BYTES)
 _ZERO_SPAN_ID = bytes(SPAN_ID_BYTES)
@@ -28,17 +111,39 @@ _new_link = trusted_constructor(SpanLink)
 _new_log_record = trusted_constructor(LogRecord)
 
 
+@dataclass(frozen=True)
+class SliceBounds:
+    """Where a slice of a request ends: at this many items, attribute values (an item's own, its
+    events' and links'), or bytes of items as they came in, whichever comes first. One item larger
+    than a bound is a slice of its own."""
+
+    items: int
+    values: int
+    wire_bytes: int
+
+
+WHOLE = SliceBounds(sys.maxsize, sys.maxsize, sys.maxsize)  # the request in one batch
+
+
 def request_to_batch(request: ExportTraceServiceRequest, builder: BatchBuilder | None = None) -> SpanBatch:
-    builder = builder or BatchBuilder()
+    """The request's spans in one batch."""
+    return next(trace_slices(parsed_resources(request), builder or BatchBuilder(), WHOLE))
+
+
+def trace_slices(
+    resources: Iterable[ResourceEnvelope], builder: BatchBuilder, bounds: SliceBounds
+) -> Iterator[SpanBatch]:
+    """The request's spans, slice by slice; the last slice carries the count of what was left out."""
     spans = builder.spans
     limit = builder.max_attributes
-    for resource_spans in request.resource_spans:
+    values = wire = 0
+    for resource_spans in resources:
         # One dict per resource, shared by its spans: spans are frozen and this is the hot path.
         resource_attributes = _attributes(resource_spans.resource.attributes)
-        for scope_spans in resource_spans.scope_spans:
+        for scope_spans in resource_spans.scopes():
             scope = scope_spans.scope
             scope_name, scope_version = scope.name, scope.version
-            for span in scope_spans.spans:
+            for span, size in scope_spans.items():
                 attributes = span.attributes
                 if limit is not None and len(attributes) > limit:
                     too_many = builder.too_many_attributes(len(attributes))
@@ -55,6 +160,19 @@ def request_to_batch(request: ExportTraceServiceRequest, builder: BatchBuilder |
                     builder.reject(_bad_ids(span))
                     continue
                 status, events, links = span.status, span.events, span.links
+                converted = _attributes(attributes)
+                new_events = (
+                    [
+                        _new_event(
+                            name=event.name,
+                            time_unix_nano=event.time_unix_nano,
+                            attributes=_attributes(event.attributes),
+                        )
+                        for event in events
+                    ]
+                    if events
+                    else []
+                )
                 spans.append(
                     _new_span(
                         trace_id=trace_id.hex(),
@@ -66,17 +184,8 @@ def request_to_batch(request: ExportTraceServiceRequest, builder: BatchBuilder |
                         kind=int(span.kind),
                         start_time_unix_nano=span.start_time_unix_nano,
                         end_time_unix_nano=span.end_time_unix_nano,
-                        attributes=_attributes(attributes),
-                        events=[
-                            _new_event(
-                                name=event.name,
-                                time_unix_nano=event.time_unix_nano,
-                                attributes=_attributes(event.attributes),
-                            )
-                            for event in events
-                        ]
-                        if events
-                        else [],
+                        attributes=converted,
+                        events=new_events,
                         links=_links(links, span, builder) if links else [],
                         status_code=int(status.code),
                         status_message=status.message,
@@ -85,7 +194,14 @@ def request_to_batch(request: ExportTraceServiceRequest, builder: BatchBuilder |
                         scope_version=scope_version,
                     )
                 )
-    return builder.build()
+                values += len(converted) + len(links) + len(new_events)
+                for event in new_events:
+                    values += len(event.attributes)
+                wire += size
+                if len(spans) >= bounds.items or values >= bounds.values or wire >= bounds.wire_bytes:
+                    yield builder.take()
+                    spans, values, wire = builder.spans, 0, 0
+    yield builder.build()
 
 
 def _bad_ids(span: trace_pb2.Span) -> str:
@@ -125,13 +241,21 @@ def _links(
 def logs_request_to_batch(
     request: ExportLogsServiceRequest, builder: BatchBuilder | None = None
 ) -> SpanBatch:
-    builder = builder or BatchBuilder()
-    for resource_logs in request.resource_logs:
+    """The request's log records in one batch."""
+    return next(log_slices(parsed_resources(request), builder or BatchBuilder(), WHOLE))
+
+
+def log_slices(
+    resources: Iterable[ResourceEnvelope], builder: BatchBuilder, bounds: SliceBounds
+) -> Iterator[SpanBatch]:
+    """The request's log records, slice by slice; the last slice carries the count of what was left out."""
+    values = wire = 0
+    for resource_logs in resources:
         resource_attributes = _attributes(resource_logs.resource.attributes)
-        for scope_logs in resource_logs.scope_logs:
+        for scope_logs in resource_logs.scopes():
             scope = scope_logs.scope
             scope_attributes = _attributes(scope.attributes)
-            for record in scope_logs.log_records:
+            for record, size in scope_logs.items():
                 too_many = builder.too_many_attributes(len(record.attributes))
                 if too_many:
                     label = f"log record {record.event_name!r}" if record.event_name else "log record"
@@ -166,7 +290,12 @@ def logs_request_to_batch(
                         scope_attributes=scope_attributes,
                     )
                 )
-    return builder.build()
+                values += len(attributes) + 1
+                wire += size
+                if len(builder.logs) >= bounds.items or values >= bounds.values or wire >= bounds.wire_bytes:
+                    yield builder.take()
+                    values = wire = 0
+    yield builder.build()
 
 
 def _optional_id_hex(raw: bytes, name: str, size: int) -> str:

@@ -8,6 +8,13 @@ compression is handled by gRPC itself, and so is the size limit: ``grpc.max_rece
 past it and answers RESOURCE_EXHAUSTED "Decompressed message larger than max"), so a gzip bomb never
 reaches the handler. With ``receiver.tls_cert`` / ``receiver.tls_key`` the port speaks
 TLS only (see ``ingest.receivers.tls``).
+
+Memory: grpcio reads a unary request's message before the handler runs, so admission (``ingest.memory``)
+happens first thing in the handler, before decoding, counting the message as read and what decoding
+and storing it will cost; a request that does not fit is answered RESOURCE_EXHAUSTED with RetryInfo
+(the OTLP exporters' cue to send again later) and its message is let go. How many messages can be
+read at once is bounded per connection (``max_streams``: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS,
+so a client's further calls wait in the client rather than in this process's memory).
 """
 
 from __future__ import annotations
@@ -20,12 +27,16 @@ from google.rpc import code_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, TooManyItems
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodedRequest, DecodeError, TooManyItems
+from ingest.decode.cost import request_cost
+from ingest.memory import MemoryGuard, RequestTooLarge, Reservation
 from ingest.metrics import Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
 from ingest.receivers.connections import default_cap
 from ingest.receivers.disclosure import INTERNAL_ERROR
 from ingest.receivers.export import (
+    OUTCOME_REFUSED,
+    OUTCOME_TOO_LARGE,
     OUTCOME_UNAUTHENTICATED,
     ConsumerFailed,
     export,
@@ -57,18 +68,19 @@ _GRPC_CODES = {
     code_pb2.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
 }
 SHUTDOWN_GRACE_SECONDS = 5.0
-
-
-# Streams (concurrent RPCs) on one connection: exporters send one or a few exports at a time (the
-# Collector's sending queue: 10 consumers); grpc-go's servers allow 250 unless told otherwise.
-MAX_CONCURRENT_STREAMS = 100
+# grpcio holds a received message twice while the handler runs: in its own buffers and as bytes.
+MESSAGE_COPIES = 2
+# Streams (concurrent RPCs) on one connection, unless memory_limit allows fewer (the service sizes
+# it): exporters send one or a few exports at a time (the Collector's sending queue: 10 consumers);
+# grpc-go's servers allow 250 unless told otherwise.
+DEFAULT_MAX_STREAMS = 100
 # A connection lives at most this long (with 10 % jitter, applied by gRPC) before it is sent GOAWAY
 # and its client reconnects; its RPCs then have receiver.body_timeout_seconds to finish. This bounds
 # a stream whose request never finishes arriving, which nothing else times out.
 MAX_CONNECTION_AGE_SECONDS = 600
 
 
-def server_options(config: ReceiverConfig) -> list[tuple[str, int]]:
+def server_options(config: ReceiverConfig, max_streams: int = DEFAULT_MAX_STREAMS) -> list[tuple[str, int]]:
     """The gRPC server's channel arguments: the size limit, and the connection limits of the OTLP/HTTP
     receiver as gRPC core names them (it serves connections on threads of its own, off the event loop;
     these keep them from taking the process's file descriptors)."""
@@ -84,7 +96,7 @@ def server_options(config: ReceiverConfig) -> list[tuple[str, int]]:
         ("grpc.max_connection_idle_ms", round(config.idle_timeout_seconds * 1000)),
         ("grpc.max_connection_age_ms", MAX_CONNECTION_AGE_SECONDS * 1000),
         ("grpc.max_connection_age_grace_ms", round(config.body_timeout_seconds * 1000)),
-        ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS),
+        ("grpc.max_concurrent_streams", max_streams),
     ]
 
 
@@ -94,10 +106,12 @@ class GrpcReceiver:
         config: ReceiverConfig,
         next: SpanConsumer,
         metrics: Metrics,
-        admit: Callable[[], None] | None = None,
+        memory: MemoryGuard | None = None,
+        max_streams: int = DEFAULT_MAX_STREAMS,
     ) -> None:
         self._config = config
-        self._admit = admit
+        self._memory = memory
+        self.max_streams = max_streams
         self._token: str | None = None
         self._next = next
         self._metrics = metrics
@@ -114,7 +128,7 @@ class GrpcReceiver:
             return
         self._token = configured_token(self._config)
         tls = tls_files(self._config)  # a bad file fails the start, naming its key
-        server = grpc.aio.server(options=server_options(self._config))
+        server = grpc.aio.server(options=server_options(self._config, self.max_streams))
         handlers = []
         for service, (signal, response_type) in _SERVICES.items():
             handler = grpc.unary_unary_rpc_method_handler(
@@ -152,21 +166,34 @@ class GrpcReceiver:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_UNAUTHENTICATED).inc()
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
             try:
-                batch = await export(
-                    "otlp_proto",
-                    request,
-                    self._next,
-                    self._metrics,
-                    TRANSPORT,
-                    signal,
-                    self._config.max_request_items,
-                    admit=self._admit,
-                    max_attributes=self._config.max_attributes_per_item,
-                )
+                with self._reserve(len(request)) as reservation:
+
+                    def measured(decoded: DecodedRequest) -> None:
+                        size = len(request)
+                        reservation.resize(
+                            request_cost(
+                                "otlp_proto", size, (MESSAGE_COPIES - 1) * size, decoded.largest_item
+                            )
+                        )
+
+                    batch = await export(
+                        "otlp_proto",
+                        request,
+                        self._next,
+                        self._metrics,
+                        TRANSPORT,
+                        signal,
+                        self._config.max_request_items,
+                        measured=measured,
+                        max_attributes=self._config.max_attributes_per_item,
+                    )
             except TooManyItems as exc:
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
             except DecodeError as exc:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            except RequestTooLarge as exc:
+                # RESOURCE_EXHAUSTED without RetryInfo: OTLP exporters do not send it again.
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
             except Overloaded as exc:
                 # The OTLP answer to "slow down" (RESOURCE_EXHAUSTED) or "out of disk" (UNAVAILABLE),
                 # with RetryInfo in the status details: the exporter sends again.
@@ -190,3 +217,17 @@ class GrpcReceiver:
             return export_response_for(signal, batch)
 
         return export_signal
+
+    def _reserve(self, size: int) -> Reservation:
+        """Hold what a message of ``size`` bytes, already read, costs until it is stored."""
+        if self._memory is None:
+            return Reservation.unbounded()
+        cost = request_cost("otlp_proto", size, (MESSAGE_COPIES - 1) * size)
+        try:
+            return self._memory.reserve(cost, f"a request of {size} bytes")
+        except Overloaded:
+            self._metrics.requests.labels(TRANSPORT, OUTCOME_REFUSED).inc()
+            raise
+        except RequestTooLarge:
+            self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
+            raise

@@ -12,11 +12,9 @@ with ``receiver.health_port``, the probes are also served on a port of their own
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
-import zlib
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
@@ -30,19 +28,19 @@ from ingest.decode import (
     CONTENT_TYPES,
     SIGNAL_LOGS,
     SIGNAL_TRACES,
+    DecodedRequest,
     DecodeError,
     TooManyItems,
     encoding_for_content_type,
 )
+from ingest.decode.cost import request_cost
+from ingest.memory import MemoryGuard, RequestTooLarge, Reservation
 from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
 from ingest.receivers.connections import receiver_gate
 from ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
 from ingest.receivers.export import (
-    OUTCOME_INVALID,
     OUTCOME_REFUSED,
-    OUTCOME_TIMED_OUT,
-    OUTCOME_TOO_LARGE,
     OUTCOME_UNAUTHENTICATED,
     OUTCOME_UNSUPPORTED,
     ConsumerFailed,
@@ -53,6 +51,7 @@ from ingest.receivers.export import (
 )
 from ingest.receivers.health_lane import HealthLane
 from ingest.receivers.listening import GatedSite, cannot_listen
+from ingest.receivers.request_body import ExportFailed, compressed_body, read_body, too_large
 from ingest.receivers.tls import server_ssl_context
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
@@ -67,12 +66,6 @@ LOGS_PATH = "/v1/logs"
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})  # probes carry no token
 RETRY_AFTER_SECONDS = 5
 SHUTDOWN_GRACE_SECONDS = 5.0
-READ_CHUNK_BYTES = 64 * 1024
-DECOMPRESS_IN_THREAD_BYTES = 64 * 1024
-GZIP_MAGIC = b"\x1f\x8b"  # no protobuf or JSON body can start with these bytes
-# Content-Encoding -> zlib wbits: gzip framing, or the zlib framing HTTP calls "deflate".
-_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-_IDENTITY_ENCODINGS = {"", "identity"}
 _dumps = partial(json.dumps, default=str)  # score rows and health values may hold datetimes
 
 
@@ -94,25 +87,6 @@ class Health(Protocol):
         """Whether the service can take spans and score them now."""
 
 
-class _ExportFailed(Exception):
-    """An export request answered with an error status (a google.rpc.Status body)."""
-
-    def __init__(
-        self,
-        status: int,
-        code: int,
-        message: str,
-        outcome: str | None = None,
-        retry_after_s: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.outcome = outcome  # None when export() has counted the request already
-        self.retry_after_s = retry_after_s  # when the client may send again (429, 503)
-
-
 class HttpReceiver:
     def __init__(
         self,
@@ -121,10 +95,10 @@ class HttpReceiver:
         metrics: Metrics,
         scores: ScoreReader,
         health: Health | None = None,
-        admit: Callable[[], None] | None = None,
+        memory: MemoryGuard | None = None,
     ) -> None:
         self._config = config
-        self._admit = admit
+        self._memory = memory
         self._next = next
         self._metrics = metrics
         self._scores = scores
@@ -226,49 +200,16 @@ class HttpReceiver:
         encoding = encoding_for_content_type(request.content_type)
         try:
             if encoding is None:
-                raise _ExportFailed(
+                raise ExportFailed(
                     415,
                     code_pb2.INVALID_ARGUMENT,
                     f"unsupported Content-Type {request.content_type!r}; "
                     f"use {' or '.join(CONTENT_TYPES.values())}",
                     OUTCOME_UNSUPPORTED,
                 )
-            if self._admit is not None:
-                try:
-                    self._admit()  # before the body is read: a refused request costs no memory
-                except Overloaded as exc:
-                    status, code = refusal_codes(exc)
-                    raise _ExportFailed(status, code, str(exc), OUTCOME_REFUSED, exc.retry_after_s) from None
-            payload = await self._read_body(request)
-            try:
-                max_items = self._config.max_request_items
-                batch = await export(
-                    encoding,
-                    payload,
-                    self._next,
-                    self._metrics,
-                    TRANSPORT,
-                    signal,
-                    max_items,
-                    max_attributes=self._config.max_attributes_per_item,
-                )
-            except TooManyItems as exc:
-                raise _ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
-            except DecodeError as exc:
-                raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
-            except Overloaded as exc:
-                # The OTLP/HTTP answer to "slow down" (429) or "out of disk" (503), with Retry-After
-                # (and RetryInfo): the exporter sends again.
-                status, code = refusal_codes(exc)
-                raise _ExportFailed(status, code, str(exc), retry_after_s=exc.retry_after_s) from None
-            except ConsumerFailed as exc:
-                # A client retries 503 (after Retry-After); a permanent failure is 400: never retry.
-                if exc.retriable:
-                    raise _ExportFailed(
-                        503, code_pb2.UNAVAILABLE, str(exc), retry_after_s=RETRY_AFTER_SECONDS
-                    ) from None
-                raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
-        except _ExportFailed as failed:
+            with self._reserve(request, encoding) as reservation:
+                return await self._export(request, signal, encoding, reservation)
+        except ExportFailed as failed:
             if failed.outcome:
                 self._metrics.requests.labels(TRANSPORT, failed.outcome).inc()
             headers = None
@@ -279,41 +220,71 @@ class HttpReceiver:
                 headers = {"Retry-After": str(max(1, math.ceil(failed.retry_after_s)))}
             # The client cannot read a type it did not send; an unsupported one is answered in JSON.
             return _message_response(failed.status, status, encoding or "otlp_json", headers)
-        return _message_response(200, export_response_for(signal, batch), encoding)
 
-    async def _read_body(self, request: web.Request) -> bytes:
-        """The request body, decompressed if need be, never holding more than the size limit."""
+    def _reserve(self, request: web.Request, encoding: str) -> Reservation:
+        """What the request will cost, held before its body is read: a refused request costs nothing."""
+        size = request.content_length or 0
         limit = self._config.max_request_bytes
-        if request.content_length is not None and request.content_length > limit:
-            raise _too_large(f"request body of {request.content_length} bytes is over the limit of {limit}")
-        content_encoding = request.headers.get("Content-Encoding", "").strip().lower()
-        if content_encoding not in _WBITS.keys() | _IDENTITY_ENCODINGS:
-            raise _ExportFailed(
-                415,
-                code_pb2.INVALID_ARGUMENT,
-                f"unsupported Content-Encoding {content_encoding!r}; use gzip, deflate or none",
-                OUTCOME_UNSUPPORTED,
-            )
-        body = bytearray()
+        if size > limit:  # over the size limit: refused as such, whatever memory is free
+            raise too_large(f"request body of {size} bytes is over the limit of {limit}")
+        if self._memory is None:
+            return Reservation.unbounded()
+        compressed = size if compressed_body(request) else 0
+        what = f"a request of {size} bytes" if size else "a request of unknown size"
         try:
-            async with asyncio.timeout(self._config.body_timeout_seconds):
-                async for chunk in request.content.iter_chunked(READ_CHUNK_BYTES):
-                    body += chunk
-                    if len(body) > limit:
-                        raise _too_large(f"request body is over the limit of {limit} bytes")
-        except TimeoutError:
-            # A stalled upload must not hold its connection (and a file descriptor) for ever.
-            seconds = self._config.body_timeout_seconds
-            message = f"the request body did not arrive within {seconds:g} s"
-            raise _ExportFailed(408, code_pb2.DEADLINE_EXCEEDED, message, OUTCOME_TIMED_OUT) from None
-        if content_encoding not in _WBITS and body.startswith(GZIP_MAGIC):
-            content_encoding = "gzip"
-        if content_encoding not in _WBITS:
-            return bytes(body)
-        if len(body) < DECOMPRESS_IN_THREAD_BYTES:
-            return _decompress(bytes(body), content_encoding, limit)
-        # Inflating up to the limit takes tens of milliseconds: keep the event loop free meanwhile.
-        return await asyncio.to_thread(_decompress, bytes(body), content_encoding, limit)
+            return self._memory.reserve(request_cost(encoding, size, compressed), what)
+        except Overloaded as exc:
+            raise ExportFailed(
+                429, code_pb2.RESOURCE_EXHAUSTED, str(exc), OUTCOME_REFUSED, exc.retry_after_s
+            ) from None
+        except RequestTooLarge as exc:
+            raise too_large(str(exc)) from None
+
+    async def _export(
+        self, request: web.Request, signal: str, encoding: str, reservation: Reservation
+    ) -> web.Response:
+        """Read, decode and store the request under its reservation (released once this returns and
+        the body is gone)."""
+        payload = await read_body(request, self._config, encoding, reservation)
+        compressed = reservation.compressed
+
+        def measured(decoded: DecodedRequest) -> None:
+            # The body is read and its envelopes too: what it costs is known now, its largest item too.
+            cost = request_cost(encoding, len(payload), compressed, decoded.largest_item)
+            reservation.resize(cost)
+
+        try:
+            max_items = self._config.max_request_items
+            batch = await export(
+                encoding,
+                payload,
+                self._next,
+                self._metrics,
+                TRANSPORT,
+                signal,
+                max_items,
+                measured=measured,
+                max_attributes=self._config.max_attributes_per_item,
+            )
+        except TooManyItems as exc:
+            raise ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
+        except DecodeError as exc:
+            raise ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
+        except Overloaded as exc:
+            # The OTLP/HTTP answer to "slow down" (429) or "out of disk" (503), with Retry-After
+            # (and RetryInfo): the exporter sends again.
+            status, code = refusal_codes(exc)
+            raise ExportFailed(status, code, str(exc), retry_after_s=exc.retry_after_s) from None
+        except RequestTooLarge as exc:
+            raise ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
+        except ConsumerFailed as exc:
+            # A client retries 503 (after Retry-After); a permanent failure is 400: never retry.
+            if exc.retriable:
+                raise ExportFailed(
+                    503, code_pb2.UNAVAILABLE, str(exc), retry_after_s=RETRY_AFTER_SECONDS
+                ) from None
+            raise ExportFailed(400, code_pb2.INVALID_ARGUMENT, str(exc)) from None
+        return _message_response(200, export_response_for(signal, batch), encoding)
 
     async def _get_scores(self, request: web.Request) -> web.Response:
         return await self._results(request, self._scores.scores, decisions=False)
@@ -376,29 +347,6 @@ class HttpReceiver:
 
     async def _get_metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self._metrics.render(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
-
-
-def _too_large(message: str) -> _ExportFailed:
-    return _ExportFailed(413, code_pb2.RESOURCE_EXHAUSTED, message, OUTCOME_TOO_LARGE)
-
-
-def _decompress(data: bytes, name: str, limit: int) -> bytes:
-    """Decompress stream by stream (gzip allows several members), stopping once past ``limit`` bytes."""
-    out = bytearray()
-    while data:
-        decompressor = zlib.decompressobj(wbits=_WBITS[name])
-        try:
-            # max_length bounds the memory a gzip bomb can take; it is at least 1 (0 would mean no bound).
-            out += decompressor.decompress(data, limit + 1 - len(out))
-        except zlib.error as exc:
-            message = f"invalid {name} body: {exc}"
-            raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, message, OUTCOME_INVALID) from None
-        if len(out) > limit:
-            raise _too_large(f"decompressed request body is over the limit of {limit} bytes")
-        if not decompressor.eof:
-            raise _ExportFailed(400, code_pb2.INVALID_ARGUMENT, f"{name} body is truncated", OUTCOME_INVALID)
-        data = decompressor.unused_data
-    return bytes(out)
 
 
 def _message_response(

@@ -15,6 +15,12 @@ with backoff; a permanent one parks the batch's records in the dead-letter topic
 
 kafka-python is a blocking client, so the consumer loop runs on its own thread and hands each polled
 batch to the event loop, waiting until ``next.consume_spans`` has returned before it commits.
+
+Memory: a poll's records are in memory once fetched, so fetches are sized to what ``memory_limit``
+leaves (``fit_fetches``); before any record of a poll is decoded, what decoding and storing them will
+cost is reserved (``ingest.memory``), and when it does not fit the batch is rewound and the consumer
+pauses. Records are decoded slice by slice, small ones merged into one slice, each slice stored before
+the next is built; a record that could never fit under the limit is parked in the dead-letter topic.
 """
 
 from __future__ import annotations
@@ -25,14 +31,15 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.producer.future import FutureRecordMetadata
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodeError, decode
+from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, SLICE_BOUNDS, DecodeError, read
+from ingest.decode.cost import request_cost
+from ingest.memory import MemoryGuard, RequestTooLarge, Reservation
 from ingest.metrics import Metrics
 from ingest.receivers.export import (
     OUTCOME_INVALID,
@@ -60,6 +67,13 @@ RETRY_BACKOFF_MAX_S = 30.0
 BOOTSTRAP_TIMEOUT_MS = 5_000
 TRANSPORT = "kafka"
 STOP_GRACE_SECONDS = 3.0
+# kafka-python's defaults, lowered by fit_fetches when memory_limit leaves less room.
+FETCH_MAX_BYTES = 50 * 1024 * 1024
+PARTITION_FETCH_BYTES = 1024 * 1024
+MIN_FETCH_BYTES = 1024 * 1024
+# Fetched records are held twice at worst: the batch being handled and the next one fetched meanwhile.
+FETCHES_HELD = 2
+DEAD_LETTER_OVERHEAD_BYTES = 64 * 1024  # a parked record's headers and framing
 
 
 class KafkaReceiver:
@@ -69,6 +83,7 @@ class KafkaReceiver:
         next: SpanConsumer,
         metrics: Metrics,
         limits: ReceiverConfig | None = None,
+        memory: MemoryGuard | None = None,
     ) -> None:
         if not config.enabled:
             raise ValueError("KafkaReceiver needs kafka.bootstrap and kafka.topic or kafka.logs_topic")
@@ -83,6 +98,8 @@ class KafkaReceiver:
         }
         self._next = next
         self._metrics = metrics
+        self._memory = memory
+        self._fetch_max_bytes = FETCH_MAX_BYTES
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -124,6 +141,10 @@ class KafkaReceiver:
     def health(self) -> dict[str, object]:
         return {"status": self.state, "bootstrap": self._config.bootstrap, "error": self.last_error}
 
+    def fit_fetches(self, room: int) -> None:
+        """Fetch at most a quarter of ``room`` bytes of records at once (they are held while decoded)."""
+        self._fetch_max_bytes = max(MIN_FETCH_BYTES, min(FETCH_MAX_BYTES, room // (2 * FETCHES_HELD)))
+
     # -- consumer thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -161,6 +182,8 @@ class KafkaReceiver:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_records=MAX_POLL_RECORDS,
+            fetch_max_bytes=self._fetch_max_bytes,
+            max_partition_fetch_bytes=min(PARTITION_FETCH_BYTES, self._fetch_max_bytes),
             session_timeout_ms=self._config.session_timeout_ms,
             heartbeat_interval_ms=max(100, self._config.session_timeout_ms // 3),
             client_id="tracescore",
@@ -171,6 +194,9 @@ class KafkaReceiver:
             producer = KafkaProducer(
                 bootstrap_servers=self._config.bootstrap,
                 acks="all",
+                # A parked record is up to receiver.max_request_bytes, and its headers (the client's
+                # default, 1 MiB, would leave a larger one unparkable and its batch retried for ever).
+                max_request_size=self._limits.max_request_bytes + DEAD_LETTER_OVERHEAD_BYTES,
                 client_id="tracescore",
                 bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
                 **self._client_options,
@@ -220,24 +246,71 @@ class KafkaReceiver:
             backoff = RETRY_BACKOFF_INITIAL_S
             consumer.commit()
 
-    def _handle(self, records: Iterable[ConsumerRecord], producer: KafkaProducer) -> None:
-        merged = SpanBatch()
-        parked: list[FutureRecordMetadata] = []
-        carried: list[ConsumerRecord] = []  # records whose spans or log records go to the store
-        limits = self._limits
+    def _handle(self, records: list[ConsumerRecord], producer: KafkaProducer) -> None:
+        kept: list[ConsumerRecord] = []
+        refused: list[tuple[ConsumerRecord, str]] = []
         for record in records:
+            why = self._refusal(len(record.value or b""))
+            if why is None:
+                kept.append(record)
+            else:
+                refused.append((record, why))
+        # Before any record is decoded or parked: the batch's bodies and one slice (raises Overloaded,
+        # and the batch is taken again later).
+        total = sum(len(record.value or b"") for record in kept)
+        try:
+            reservation = self._reserve(total, len(kept))
+        except RequestTooLarge:
+            # Each record fits on its own, together they do not: take them in halves.
+            half = len(records) // 2
+            self._handle(records[:half], producer)
+            self._handle(records[half:], producer)
+            return
+        with reservation:
+            parked: list[FutureRecordMetadata] = []
+            for record, why in refused:
+                self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
+                parked.append(self._park(producer, record, why, rejected=None))
+            self._store_records(kept, producer, parked, reservation, total)
+            self._flush_parked(producer, parked)
+
+    def _refusal(self, size: int) -> str | None:
+        """Why a record of ``size`` bytes is parked unread, or None."""
+        limit = self._limits.max_request_bytes
+        if size > limit:
+            return f"record of {size} bytes is over the limit of {limit} bytes (receiver.max_request_bytes)"
+        if self._memory is not None and self._cost(size) > self._memory.admittable:
+            return (
+                f"record of {size} bytes needs {self._cost(size)} bytes of memory to be stored, more than "
+                f"memory_limit leaves for one batch ({self._memory.admittable}): raise memory_limit"
+            )
+        return None
+
+    def _cost(self, size: int, largest_item: int = 0) -> int:
+        return request_cost(self._config.encoding, size, largest_item=largest_item)
+
+    def _reserve(self, total: int, count: int) -> Reservation:
+        if self._memory is None or not count:
+            return Reservation.unbounded()
+        return self._memory.reserve(self._cost(total), f"a Kafka batch of {count} record(s), {total} bytes")
+
+    def _store_records(
+        self,
+        records: list[ConsumerRecord],
+        producer: KafkaProducer,
+        parked: list[FutureRecordMetadata],
+        reservation: Reservation,
+        total: int,
+    ) -> None:
+        """Decode the records slice by slice, merging small ones, and store each merged slice."""
+        limits = self._limits
+        merged, carried = SpanBatch(), set[int]()  # carried: indexes of records with items in `merged`
+        merged_bytes = 0
+        for index, record in enumerate(records):
             signal = self._signals.get(record.topic, SIGNAL_TRACES)
             value = record.value or b""
-            if len(value) > limits.max_request_bytes:
-                self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
-                reason = (
-                    f"record of {len(value)} bytes is over the limit of {limits.max_request_bytes} bytes "
-                    "(receiver.max_request_bytes)"
-                )
-                parked.append(self._park(producer, record, reason, rejected=None))
-                continue
             try:
-                batch = decode(
+                decoded = read(
                     signal,
                     self._config.encoding,
                     value,
@@ -248,35 +321,51 @@ class KafkaReceiver:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_INVALID).inc()
                 parked.append(self._park(producer, record, str(exc), rejected=None))
                 continue
-            count_decoded(batch, signal, self._metrics, TRANSPORT)
-            if batch.rejected_spans:
+            if decoded.largest_item > SLICE_BOUNDS.wire_bytes:
+                try:
+                    reservation.resize(max(reservation.size, self._cost(total, decoded.largest_item)))
+                except RequestTooLarge as exc:
+                    self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
+                    parked.append(self._park(producer, record, str(exc), rejected=None))
+                    continue
+            rejected = 0
+            errors: list[str] = []
+            merged_bytes += len(value)
+            for batch in decoded.slices():
+                count_decoded(batch, signal, self._metrics, TRANSPORT)
+                rejected += batch.rejected_spans
+                errors.extend(batch.errors)
+                if batch.spans or batch.logs:
+                    carried.add(index)
+                merged.spans.extend(batch.spans)
+                merged.logs.extend(batch.logs)
+                items = len(merged.spans) + len(merged.logs)
+                if items >= SLICE_BOUNDS.items or merged_bytes >= SLICE_BOUNDS.wire_bytes:
+                    self._store(merged, [records[i] for i in sorted(carried)], producer)
+                    merged, carried, merged_bytes = SpanBatch(), set(), 0
+            if rejected:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_PARTIAL).inc()
-                parked.append(
-                    self._park(producer, record, batch.error_message, rejected=batch.rejected_spans)
-                )
+                parked.append(self._park(producer, record, "; ".join(errors), rejected=rejected))
             else:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_OK).inc()
-            if batch.spans or batch.logs:
-                carried.append(record)
-            merged.spans.extend(batch.spans)
-            merged.logs.extend(batch.logs)
-            merged.rejected_spans += batch.rejected_spans
-            merged.errors.extend(batch.errors)
-        self._flush_parked(producer, parked)
-        if merged.spans or merged.logs:
-            assert self._loop is not None
-            try:
-                asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
-            except Exception as exc:
-                if is_retriable(exc):
-                    raise  # rewound and retried: the store may take them later
-                # The store refuses them for good: park the records so the stream moves on.
-                reason = scrub(f"not stored: {exc}")
-                self._flush_parked(
-                    producer, [self._park(producer, r, reason, rejected=None) for r in carried]
-                )
-                return
-            count_received(merged, self._metrics, TRANSPORT)
+        self._store(merged, [records[i] for i in sorted(carried)], producer)
+
+    def _store(self, merged: SpanBatch, carried: list[ConsumerRecord], producer: KafkaProducer) -> None:
+        """Hand a merged slice to the pipeline and wait until it is stored. A retriable failure is
+        raised (the batch is rewound and retried); a permanent one parks the records it carried."""
+        if not (merged.spans or merged.logs):
+            return
+        assert self._loop is not None
+        try:
+            asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
+        except Exception as exc:
+            if is_retriable(exc):
+                raise  # rewound and retried: the store may take them later
+            # The store refuses them for good: park the records so the stream moves on.
+            reason = scrub(f"not stored: {exc}")
+            self._flush_parked(producer, [self._park(producer, r, reason, rejected=None) for r in carried])
+            return
+        count_received(merged, self._metrics, TRANSPORT)
 
     @staticmethod
     def _flush_parked(producer: KafkaProducer, parked: list[FutureRecordMetadata]) -> None:

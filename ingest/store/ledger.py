@@ -24,11 +24,17 @@ KIND_LOG = 2
 
 
 def ledger_rows(batch: SpanBatch, arrived_ns: int) -> list[list[object]]:
-    """The ledger rows of a batch; sets ``batch.item_bytes`` to the stored size of each item."""
+    """The ledger rows of a batch; sets ``batch.item_bytes`` to the stored size of each item.
+
+    Bodies are UTF-8 JSON bytes, as pydantic writes them and the store keeps them: as ``str`` a text
+    with one character outside Latin-1 takes 2-4 bytes per character, and would be encoded again
+    for the insert."""
     rows: list[list[object]] = []
     sizes: list[int] = []
+    to_span_json = Span.__pydantic_serializer__.to_json
+    to_log_json = LogRecord.__pydantic_serializer__.to_json
     for span in batch.spans:
-        body = span.model_dump_json()
+        body = to_span_json(span)
         ended_root = int(not span.parent_span_id and span.end_time_unix_nano > 0)
         rows.append([span.trace_id, arrived_ns, KIND_SPAN, span.span_id, ended_root, body])
         sizes.append(len(body))
@@ -36,7 +42,7 @@ def ledger_rows(batch: SpanBatch, arrived_ns: int) -> list[list[object]]:
         if not record.trace_id:
             sizes.append(0)  # a record outside any trace is stored in otel_logs only: nothing to score
             continue
-        body = record.model_dump_json()
+        body = to_log_json(record)
         rows.append([record.trace_id, arrived_ns, KIND_LOG, record.span_id, 0, body])
         sizes.append(len(body))
     batch.item_bytes = sizes

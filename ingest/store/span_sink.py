@@ -153,10 +153,8 @@ class SpanSink:
         max_pending_items: int = DEFAULT_MAX_PENDING_ITEMS,
         clock_ns: Callable[[], int] = time.time_ns,
         router: Router | None = None,
-        admit: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
-        self._admit = admit  # raises Overloaded while the process is over its memory bound
         self._router = router
         self._next = next
         self._metrics = metrics
@@ -203,8 +201,6 @@ class SpanSink:
             raise RuntimeError("the span sink is shut down")
         await self.start()  # the first batch starts the group commit if nobody did
         self._store.free_space.admit()  # the store's disk under its floor: StoreFull (503, Kafka paused)
-        if self._admit is not None:
-            self._admit()
         if self._uncommitted_items and self._uncommitted_items + waiting.items > self._max_pending_items:
             self._metrics.requests_refused.labels("store_backlog").inc()
             waiting_items = self._uncommitted_items

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 Floats = NDArray[np.float64]
+
+
+def _special() -> Any:
+    """scipy.special, imported on the first drift pass: scipy costs the service 16-45 MiB and half a
+    second at start, which a service that never runs drift (or not yet) need not pay."""
+    from scipy import special
+
+    return special
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ def mann_whitney(baseline: Counts, window: Counts) -> float:
     if variance <= 0:
         return 1.0  # every score is the same value: nothing can differ
     z = (abs(u - n * m / 2) - 0.5) / math.sqrt(variance)
-    return float(min(1.0, 2 * special.ndtr(-max(z, 0.0))))
+    return float(min(1.0, 2 * _special().ndtr(-max(z, 0.0))))
 
 
 def kolmogorov_smirnov(baseline: Counts, window: Counts) -> tuple[float, float]:
@@ -87,7 +95,7 @@ def kolmogorov_smirnov(baseline: Counts, window: Counts) -> tuple[float, float]:
     n, m = left.sum(), right.sum()
     distance = float(np.max(np.abs(np.cumsum(left) / n - np.cumsum(right) / m)))
     effective = n * m / (n + m)
-    return distance, float(special.kolmogorov(distance * math.sqrt(effective)))
+    return distance, float(_special().kolmogorov(distance * math.sqrt(effective)))
 
 
 def psi(baseline: Counts, window: Counts, bins: int) -> tuple[float, float, int]:
@@ -117,7 +125,7 @@ def psi(baseline: Counts, window: Counts, bins: int) -> tuple[float, float, int]
     p, q = b / b.sum(), w / w.sum()
     index = float(np.sum((q - p) * np.log(q / p)))
     n, m = left.sum(), right.sum()
-    return index, float(special.chdtrc(k - 1, index * n * m / (n + m))), k
+    return index, float(_special().chdtrc(k - 1, index * n * m / (n + m))), k
 
 
 def two_proportions(x1: float, n1: float, x2: float, n2: float) -> float:
@@ -130,12 +138,12 @@ def two_proportions(x1: float, n1: float, x2: float, n2: float) -> float:
         return 1.0
     expected = min(n1, n2) * min(pooled, 1 - pooled)
     if expected < 5:
-        from scipy import stats  # half a second to import: only where it is used
+        from scipy import stats
 
         table = [[int(x1), int(n1 - x1)], [int(x2), int(n2 - x2)]]
         return float(stats.fisher_exact(table).pvalue)
     z = (x2 / n2 - x1 / n1) / math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    return float(2 * special.ndtr(-abs(z)))
+    return float(2 * _special().ndtr(-abs(z)))
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:

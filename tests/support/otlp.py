@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ingest.cli.demo_traces import SCENARIOS, emit_scenario
+from ingest.memory import MemoryGuard
 from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
 from ingest.receivers.http import HttpReceiver
@@ -137,17 +138,20 @@ async def running_http(
     scores: Any = None,
     health: StaticHealth | None = None,
     max_request_bytes: int = 4 * 1024 * 1024,
+    memory: MemoryGuard | None = None,
+    metrics: Metrics | None = None,
     **settings: Any,
 ) -> AsyncIterator[Running]:
     """An OTLP/HTTP receiver on a free loopback port; ``settings`` are more ``ReceiverConfig`` keys."""
     next = Recorder() if next is None else next
-    metrics = Metrics()
+    metrics = metrics or Metrics()
     receiver = HttpReceiver(
         receiver_config(max_request_bytes, **settings),
         next=next,
         metrics=metrics,
         scores=scores if scores is not None else StaticScores(),
         health=health,
+        memory=memory,
     )
     await receiver.start()
     try:
@@ -157,10 +161,15 @@ async def running_http(
 
 
 @asynccontextmanager
-async def running_grpc(next: Any = None, max_request_bytes: int = 4 * 1024 * 1024) -> AsyncIterator[Running]:
+async def running_grpc(
+    next: Any = None,
+    max_request_bytes: int = 4 * 1024 * 1024,
+    memory: MemoryGuard | None = None,
+    metrics: Metrics | None = None,
+) -> AsyncIterator[Running]:
     next = Recorder() if next is None else next
-    metrics = Metrics()
-    receiver = GrpcReceiver(receiver_config(max_request_bytes), next=next, metrics=metrics)
+    metrics = metrics or Metrics()
+    receiver = GrpcReceiver(receiver_config(max_request_bytes), next=next, metrics=metrics, memory=memory)
     await receiver.start()
     try:
         yield Running(receiver, next, metrics)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +176,38 @@ def ledger_spans_missing_from_otel_traces(store_dir: Path) -> list[tuple[str, st
         return [(row["TraceId"], row["SpanId"]) for row in missing]
 
     return asyncio.run(read())
+
+
+@contextmanager
+def peak_allocated(pid: int, every_s: float = 0.005) -> Iterator[list[int]]:
+    """The highest anonymous resident memory of process ``pid`` (``RssAnon``: what memory_limit bounds)
+    while the block runs, read from the kernel every ``every_s``; yields a one-item list."""
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        path = Path(f"/proc/{pid}/status")
+        while not done.is_set():
+            try:
+                match = re.search(r"^RssAnon:\s+(\d+) kB", path.read_text(), re.M)
+            except OSError:  # the process is gone
+                return
+            if match:
+                peak[0] = max(peak[0], int(match.group(1)) * 1024)
+            done.wait(every_s)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        sampler.join(timeout=5)
+
+
+def kernel_peak(pid: int) -> int:
+    """VmHWM: the kernel's high-water mark of the whole resident set of process ``pid`` (the library
+    code it maps from files included, which memory_limit does not count)."""
+    match = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    assert match, "no VmHWM in /proc"
+    return int(match.group(1)) * 1024

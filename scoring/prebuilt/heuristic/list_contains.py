@@ -18,7 +18,6 @@ from collections.abc import Sequence
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
-from scipy.optimize import linear_sum_assignment
 
 from scoring.prebuilt.ground_truth import expected_value
 from scoring.registry import ScorerSpec, register
@@ -47,6 +46,9 @@ def list_contains(
         scorer=Levenshtein.normalized_similarity,
         dtype=np.float64,
     )
+    # Imported here: scipy takes tens of MiB of memory, and most services never run this scorer.
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(-similarity)
     denominator = len(expected) if allow_extra_entities else max(len(outputs), len(expected))
     # Summed left to right in Python, as autoevals does (numpy's pairwise sum rounds differently).
