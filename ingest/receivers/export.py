@@ -130,6 +130,7 @@ async def export(
             metrics.requests.labels(transport, OUTCOME_TOO_LARGE).inc()
             raise
     left_out = SpanBatch()
+    handed_on = 0
     slices = decoded.slices()
     while True:
         # Building a slice of thousands of spans takes milliseconds: off the event loop when large.
@@ -141,6 +142,7 @@ async def export(
         left_out.errors.extend(batch.errors[: MAX_ERROR_MESSAGES + 1 - len(left_out.errors)])
         if not (batch.spans or batch.logs):
             continue
+        handed_on += len(batch.spans) + len(batch.logs)
         try:
             await next.consume_spans(batch)
         except Overloaded:
@@ -155,6 +157,11 @@ async def export(
             why = STORE_UNAVAILABLE if retriable else STORE_REFUSED
             raise ConsumerFailed(f"{what} could not be stored: {why}", retriable=retriable) from exc
         count_received(batch, metrics, transport)
+    if not handed_on and not left_out.rejected_spans and not left_out.errors:
+        # Allowed by OTLP as a warning (nothing rejected, a message): a sender that sends nothing may
+        # have a bug of its own.
+        what = "log records" if signal == SIGNAL_LOGS else "spans"
+        left_out.errors.append(f"the request holds no {what}: nothing was stored")
     metrics.requests.labels(transport, OUTCOME_PARTIAL if left_out.rejected_spans else OUTCOME_OK).inc()
     return left_out
 
@@ -168,7 +175,7 @@ def export_response(batch: SpanBatch) -> ExportTraceServiceResponse:
     """The OTLP response for a decoded batch; partial_success only when something was left out, or as
     a warning (nothing rejected, a message) when the request held nothing at all."""
     response = ExportTraceServiceResponse()
-    if message := _partial_success_message(batch, "spans"):
+    if message := _partial_success_message(batch):
         response.partial_success.rejected_spans = batch.rejected_spans
         response.partial_success.error_message = message
     return response
@@ -177,19 +184,14 @@ def export_response(batch: SpanBatch) -> ExportTraceServiceResponse:
 def export_logs_response(batch: SpanBatch) -> ExportLogsServiceResponse:
     """The OTLP logs response; partial_success (rejected_log_records) as ``export_response`` has it."""
     response = ExportLogsServiceResponse()
-    if message := _partial_success_message(batch, "log records"):
+    if message := _partial_success_message(batch):
         response.partial_success.rejected_log_records = batch.rejected_spans
         response.partial_success.error_message = message
     return response
 
 
-def _partial_success_message(batch: SpanBatch, noun: str) -> str:
-    if batch.rejected_spans or batch.errors:
-        return batch.error_message
-    if not (batch.spans or batch.logs):
-        # Allowed by OTLP as a warning: a sender that sends nothing may have a bug of its own.
-        return f"the request holds no {noun}: nothing was stored"
-    return ""
+def _partial_success_message(batch: SpanBatch) -> str:
+    return batch.error_message if batch.rejected_spans or batch.errors else ""
 
 
 def export_response_for(

@@ -14,8 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any

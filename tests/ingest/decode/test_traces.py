@@ -428,15 +428,14 @@ def test_encoding_for_content_type(content_type: str, encoding: str | None) -> N
     assert encoding_for_content_type(content_type) == encoding
 
 
-def test_export_response_sets_partial_success_only_on_rejection_or_an_empty_request() -> None:
+def test_export_response_sets_partial_success_only_on_rejection_or_a_warning() -> None:
     assert not export_response(SpanBatch(spans=[Span(trace_id="1" * 32, span_id="1" * 16)])).HasField(
         "partial_success"
     )
-    empty = export_response(SpanBatch()).partial_success
-    assert (empty.rejected_spans, empty.error_message) == (
-        0,
-        "the request holds no spans: nothing was stored",
-    )
+    # What is left out of a request that was handed on whole: no partial success.
+    assert not export_response(SpanBatch()).HasField("partial_success")
+    warning = export_response(SpanBatch(errors=["the request holds no spans"])).partial_success
+    assert (warning.rejected_spans, warning.error_message) == (0, "the request holds no spans")
     response = export_response(SpanBatch(rejected_spans=2, errors=["a", "b"]))
     assert response.partial_success.rejected_spans == 2
     assert response.partial_success.error_message == "a; b"

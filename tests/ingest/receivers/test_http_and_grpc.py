@@ -125,6 +125,7 @@ async def test_json_with_bad_enums_and_empty_objects_is_answered_with_what_was_l
             "POST", url, data=json_bytes(json_request(good, bad_kind, bad_code)), headers=JSON
         )
         empty = await http_request("POST", url, data=b"{}", headers=JSON)
+        empty_logs = await http_request("POST", f"{running.url}/v1/logs", data=b"{}", headers=JSON)
         empty_scope = await http_request(
             "POST", url, data=b'{"resourceSpans": [{"scopeSpans": [{}]}]}', headers=JSON
         )
@@ -137,6 +138,10 @@ async def test_json_with_bad_enums_and_empty_objects_is_answered_with_what_was_l
     assert (empty.status, empty.json()) == (
         200,
         {"partialSuccess": {"errorMessage": "the request holds no spans: nothing was stored"}},
+    )
+    assert (empty_logs.status, empty_logs.json()) == (
+        200,
+        {"partialSuccess": {"errorMessage": "the request holds no log records: nothing was stored"}},
     )
     assert empty_scope.json() == {
         "partialSuccess": {"errorMessage": "resourceSpans[0].scopeSpans[0] holds no spans"}
