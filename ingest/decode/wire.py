@@ -113,6 +113,21 @@ def _string(buf: memoryview, start: int, end: int, what: str) -> str:
         raise WireError(f"{what} is not valid UTF-8: {exc}") from None
 
 
+def _envelope(buf: memoryview, start: int, end: int, what: str) -> tuple[bytes, str]:
+    """The bytes of a resource's or scope's own message (every occurrence of its field, which protobuf
+    merges) and its schema URL."""
+    parts: list[bytes] = []
+    schema_url = ""
+    for number, wire_type, _, value_start, value_end in fields(buf, start, end):
+        if wire_type != _LEN:
+            continue
+        if number == ENVELOPE:
+            parts.append(bytes(buf[value_start:value_end]))
+        elif number == SCHEMA_URL:
+            schema_url = _string(buf, value_start, value_end, f"a {what}'s schema URL")
+    return b"".join(parts), schema_url
+
+
 @dataclass(frozen=True)
 class WireShape:
     """One signal's scope and item messages (ScopeSpans and Span, ScopeLogs and LogRecord)."""
@@ -127,17 +142,9 @@ class WireScope:
 
     def __init__(self, buf: memoryview, start: int, end: int, shape: WireShape) -> None:
         self._buf, self._start, self._end, self._shape = buf, start, end, shape
-        parts: list[bytes] = []
-        self.schema_url = ""
-        for number, wire_type, _, value_start, value_end in fields(buf, start, end):
-            if wire_type != _LEN:
-                continue
-            if number == ENVELOPE:
-                parts.append(bytes(buf[value_start:value_end]))
-            elif number == SCHEMA_URL:
-                self.schema_url = _string(buf, value_start, value_end, "a scope's schema URL")
+        envelope, self.schema_url = _envelope(buf, start, end, "scope")
         try:
-            self.scope = InstrumentationScope.FromString(b"".join(parts))
+            self.scope = InstrumentationScope.FromString(envelope)
         except protobuf_message.DecodeError as exc:
             raise WireError(f"an instrumentation scope is not readable: {exc}") from None
 
@@ -189,17 +196,9 @@ class WireResource:
 
     def __init__(self, buf: memoryview, start: int, end: int, shape: WireShape) -> None:
         self._buf, self._start, self._end, self._shape = buf, start, end, shape
-        parts: list[bytes] = []
-        self.schema_url = ""
-        for number, wire_type, _, value_start, value_end in fields(buf, start, end):
-            if wire_type != _LEN:
-                continue
-            if number == ENVELOPE:
-                parts.append(bytes(buf[value_start:value_end]))
-            elif number == SCHEMA_URL:
-                self.schema_url = _string(buf, value_start, value_end, "a resource's schema URL")
+        envelope, self.schema_url = _envelope(buf, start, end, "resource")
         try:
-            self.resource = Resource.FromString(b"".join(parts))
+            self.resource = Resource.FromString(envelope)
         except protobuf_message.DecodeError as exc:
             raise WireError(f"a resource is not readable: {exc}") from None
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +17,7 @@ from pathlib import Path
 import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.support.background import every
 from tests.support.serve import api_rows, start_serve, stop, wait_healthy
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -52,26 +52,18 @@ def post(base: str, body: bytes, timeout: float = 120) -> tuple[int, float]:
 def health_latency(base: str) -> Iterator[list[float]]:
     """Polls ``/healthz`` every 100 ms meanwhile; yields the latencies measured."""
     latencies: list[float] = []
-    done = threading.Event()
 
     def poll() -> None:
-        while not done.is_set():
-            started = time.monotonic()
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=10) as resp:
-                    resp.read()
-                latencies.append(time.monotonic() - started)
-            except OSError:
-                latencies.append(float("inf"))
-            done.wait(0.1)
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=10) as resp:
+                resp.read()
+            latencies.append(time.monotonic() - started)
+        except OSError:
+            latencies.append(float("inf"))
 
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
-    try:
+    with every(0.1, poll, join_s=15):
         yield latencies
-    finally:
-        done.set()
-        poller.join(timeout=15)
 
 
 def serve(tmp_path: Path, **config: object) -> tuple[object, str]:

@@ -29,7 +29,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.support.serve import free_port, start_serve, stop, wait_healthy
+from tests.support.background import every
+from tests.support.serve import free_port, start_serve, stop, wait_healthy, wait_ready
 from tests.support.slow_clients import (
     REQUEST_LINE,
     established,
@@ -62,31 +63,20 @@ def probing(
     """GET ``paths`` in turn every ``every_s`` meanwhile, each on a new connection with a 1 s timeout;
     a probe counts when answered 200 within the second."""
     probes = Probes()
-    done = threading.Event()
 
     def probe() -> None:
-        turn = 0
-        while not done.is_set():
-            started = time.monotonic()
-            try:
-                with urllib.request.urlopen(
-                    f"{base}{paths[turn % len(paths)]}", timeout=PROBE_TIMEOUT_S
-                ) as resp:
-                    resp.read()
-                    ok = resp.status == 200
-            except OSError:
-                ok = False
-            probes.latencies.append(time.monotonic() - started if ok else float("inf"))
-            turn += 1
-            done.wait(every_s)
+        started = time.monotonic()
+        try:
+            path = paths[len(probes.latencies) % len(paths)]
+            with urllib.request.urlopen(f"{base}{path}", timeout=PROBE_TIMEOUT_S) as resp:
+                resp.read()
+                ok = resp.status == 200
+        except OSError:
+            ok = False
+        probes.latencies.append(time.monotonic() - started if ok else float("inf"))
 
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    try:
+    with every(every_s, probe):
         yield probes
-    finally:
-        done.set()
-        thread.join(timeout=10)
 
 
 def sdk_spans(count: int) -> list[ReadableSpan]:
@@ -233,7 +223,9 @@ def limited_starting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Start
 @pytest.fixture
 def limited(limited_starting: Starting) -> Limited:
     proc, http_port, grpc_port, health_port = limited_starting
-    return Limited(wait_healthy(proc, http_port), grpc_port, f"http://127.0.0.1:{health_port}")
+    base = wait_healthy(proc, http_port)
+    wait_ready(base)  # the probes count /readyz too
+    return Limited(base, grpc_port, f"http://127.0.0.1:{health_port}")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.store.clickhouse import Store
+from tests.support.background import every
 
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 # The subprocess imports the project from the source tree (and ``tests.*`` for custom scorers).
@@ -111,6 +111,19 @@ def wait_healthy(proc: subprocess.Popen[str], http_port: int, limit_s: float = 6
             time.sleep(0.1)
 
 
+def wait_ready(base: str, limit_s: float = 30.0) -> None:
+    """Wait until ``/readyz`` answers 200 (a service comes up before it is ready: its store checked)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=1) as resp:
+                resp.read()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "serve did not become ready"
+            time.sleep(0.1)
+
+
 def api_rows(url: str, timeout: float = 10) -> list[dict[str, Any]]:
     """The rows of ``GET /api/scores`` or ``/api/decisions`` of a trace: none while the service answers
     404 for it (not received yet, not yet scored: the body says which)."""
@@ -182,26 +195,19 @@ def peak_allocated(pid: int, every_s: float = 0.005) -> Iterator[list[int]]:
     """The highest anonymous resident memory of process ``pid`` (``RssAnon``: what memory_limit bounds)
     while the block runs, read from the kernel every ``every_s``; yields a one-item list."""
     peak = [0]
-    done = threading.Event()
+    path = Path(f"/proc/{pid}/status")
 
-    def sample() -> None:
-        path = Path(f"/proc/{pid}/status")
-        while not done.is_set():
-            try:
-                match = re.search(r"^RssAnon:\s+(\d+) kB", path.read_text(), re.M)
-            except OSError:  # the process is gone
-                return
-            if match:
-                peak[0] = max(peak[0], int(match.group(1)) * 1024)
-            done.wait(every_s)
+    def sample() -> bool:
+        try:
+            match = re.search(r"^RssAnon:\s+(\d+) kB", path.read_text(), re.M)
+        except OSError:  # the process is gone
+            return False
+        if match:
+            peak[0] = max(peak[0], int(match.group(1)) * 1024)
+        return True
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
+    with every(every_s, sample, join_s=5):
         yield peak
-    finally:
-        done.set()
-        sampler.join(timeout=5)
 
 
 def kernel_peak(pid: int) -> int:
