@@ -35,7 +35,7 @@ from schemas.units import TraceView
 from scoring.budget import BudgetExceeded
 from scoring.failure_log import FailureLog
 from scoring.guards import Guards
-from scoring.judge import JudgeError, JudgeUsage, metered
+from scoring.judge import JudgeError, JudgeUsage, litellm_module, metered
 from scoring.judge.guard import guarded
 from scoring.metrics import ScoringMetrics
 from scoring.outcomes import count_score, count_usage, decision, score_record, with_round
@@ -148,6 +148,10 @@ class ScoringExecutor:
                 return
             raise RuntimeError("a ScoringExecutor cannot be restarted after shutdown")
         await self._guards.sync(now=True)
+        if any(rule.scorer.judge_models for group in self._rule_groups for rule in group):
+            # litellm takes seconds to import (tens on a busy machine): in a thread, before the first
+            # judge call would import it on the event loop and stall every request and probe meanwhile.
+            await asyncio.to_thread(litellm_module)
         self._tasks = [
             asyncio.create_task(self._work(), name=f"scoring-worker-{i}")
             for i in range(self._config.concurrency)

@@ -63,7 +63,9 @@ def test_a_full_disk_refuses_with_503_resumes_by_itself_and_loses_no_acknowledge
 
             async def scenario() -> tuple[float, float, float, tuple[int, dict[str, object]]]:
                 sending = asyncio.create_task(load.run())
-                await asyncio.sleep(4)
+                # Enough acknowledged before the disk fills that a loss would show (counted, not timed:
+                # a busy machine acknowledges fewer per second).
+                await until(lambda: len(load.acknowledged) >= 1_000, 120, "1,000 acknowledged traces")
                 await asyncio.to_thread(disk.fill)
                 filled = time.monotonic()
                 assert disk.free_bytes() < 1 << 20

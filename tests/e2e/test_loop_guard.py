@@ -64,11 +64,12 @@ async def test_judge_spans_sent_back_to_tracescore_are_never_scored(
     }
     config_file = tmp_path / "tracescore.yaml"
     config_file.write_text(yaml.safe_dump(config))
+    log = (tmp_path / "serve.log").open("w")
     proc = await asyncio.to_thread(
         subprocess.Popen,
         [sys.executable, "-m", "tests.support.instrumented_serve", str(config_file)],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log,
         env=ENV,
     )
     try:
