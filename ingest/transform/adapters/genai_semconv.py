@@ -103,6 +103,7 @@ __all__ = [
     "convert_messages",
     "convert_part",
     "convert_system_instructions",
+    "invoked_agent",
     "model_of",
     "plain_result",
     "tool_call_parts",
@@ -135,6 +136,13 @@ def _model(value: Any) -> str | None:
 
 def model_of(attributes: Mapping[str, Any]) -> str | None:
     return _model(attributes.get("gen_ai.request.model")) or _model(attributes.get("gen_ai.response.model"))
+
+
+def invoked_agent(span_name: str) -> str | None:
+    """The agent an ``invoke_agent {name}`` span is named after."""
+    if not span_name.startswith("invoke_agent "):
+        return None
+    return span_name.removeprefix("invoke_agent ").strip() or None
 
 
 def _operation(span: Span) -> str | None:
@@ -265,6 +273,7 @@ class GenAiSemconvAdapter(ConventionAdapter):
             system = convert_system_instructions(attributes.get("gen_ai.agent.system_prompt"), sid)
         return AgentInfo(
             name=as_str(attributes.get("gen_ai.agent.name")),
+            span_name=invoked_agent(span.name),
             input_messages=inputs,
             output_messages=outputs,
             system_messages=system,
