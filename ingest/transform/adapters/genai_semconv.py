@@ -161,11 +161,16 @@ def _has_message_attributes(attributes: Mapping[str, Any]) -> bool:
 def _is_unnamed_model_call(span: Span) -> bool:
     """A span without ``gen_ai.operation.name`` that an older instrumentation wrote for a model call.
 
-    It names its provider (``gen_ai.system``) and carries content, usage or the model; message events
-    alone do not make a model call (Strands' ``execute_event_loop_cycle`` carries them too).
+    It names its provider (``gen_ai.system``) and carries content, usage or the model, or it carries
+    message events and names the model that answered (Semantic Kernel's older ``chat_completion``
+    span: ``gen_ai.response.model`` and the ``gen_ai.*.message`` / ``gen_ai.choice`` events only).
+    Message events alone do not make a model call (Strands' ``execute_event_loop_cycle`` carries
+    them too, and no model).
     """
     attributes = span.attributes
     if _has_message_attributes(attributes):
+        return True
+    if model_of(attributes) is not None and has_content_events(span):
         return True
     if not any(isinstance(attributes.get(key), str) for key in PROVIDER_KEYS):
         return False
