@@ -10,14 +10,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ingest.decode import decode_logs
 from ingest.transform import build_runs
-from ingest.transform.adapters import SpanRole, adapter_for
+from ingest.transform.adapters import GenAiSemconvAdapter, SpanRole, adapter_for
 from schemas import AgentRun, LogRecord, Span, ToolInvocation
 from tests.support.fixture_files import RECORDED_DIR, load_recorded_spans
 from tests.support.runs import only_run, texts
+from tests.support.serve import tracescore
 
 LLAMA_INDEX = "llama_index__function-agent"
 OPENAI_AGENTS_OI = "openai_agents__openinference"
@@ -83,7 +87,8 @@ def check_run(
     assert [m.role for m in run.output] == ["assistant", "assistant"]
     assert run.output[-1].content == answer
     tool = invocation(run)
-    assert (tool.tool_call_id, tool.tool_name, tool.args, tool.result, tool.state) == (*call, result, "result")
+    joined = (tool.tool_call_id, tool.tool_name, tool.args, tool.result, tool.state)
+    assert joined == (*call, result, "result")
     assert run.output[0].tool_invocations == [tool]
     assert run.agent_name == agent
     assert not run.content_missing
@@ -133,10 +138,6 @@ def test_llama_index_request_preparing_llm_spans_are_no_model_calls() -> None:
     run = only_run(build_runs(spans))
     messages = [*run.input.system_messages, *run.input.input_messages, *run.output]
     assert not any("MessageRole" in m.content or "StopEvent" in m.content for m in messages)
-
-
-def _responses_call(span: Span) -> tuple[str, str, Any]:
-    return oi_tool_call(span)
 
 
 def test_openai_agents_openinference_run_is_named_after_the_inner_agent_not_its_workflow() -> None:
@@ -222,3 +223,110 @@ def _sk_logs(name: str) -> list[LogRecord]:
 
 def _bodies(records: list[LogRecord], event: str) -> list[dict[str, Any]]:
     return [json.loads(r.body) for r in records if r.attributes.get("event.name") == event]
+
+
+def test_semantic_kernel_python_agent_with_its_log_records_is_one_faithful_run() -> None:
+    spans, logs = load_recorded_spans(SK_AGENT), _sk_logs(SK_AGENT)
+    agent = only(spans, "invoke_agent weather_agent")
+    first, last = named(spans, "chat gpt-4o")
+    first_logs = [r for r in logs if r.span_id == first.span_id]
+    last_logs = [r for r in logs if r.span_id == last.span_id]
+    [system] = _bodies(first_logs, "gen_ai.system.message")
+    [user] = _bodies(first_logs, "gen_ai.user.message")
+    [asked] = _bodies(first_logs, "gen_ai.choice")
+    [call] = asked["message"]["tool_calls"]
+    [answered] = _bodies(last_logs, "gen_ai.choice")
+
+    run = only_run(build_runs(spans, logs))
+    assert run.span_id == agent.span_id
+    check_run(
+        run,
+        system=system["content"],
+        question=user["content"],
+        answer=answered["message"]["content"],
+        call=(call["id"], call["function"]["name"], json.loads(call["function"]["arguments"])),
+        result=only(spans, "execute_tool WeatherPlugin-get_weather").attributes["gen_ai.tool.call.result"],
+        agent=agent.attributes["gen_ai.agent.name"],
+    )
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (
+        sum(int(s.attributes["gen_ai.usage.input_tokens"]) for s in (first, last)),
+        sum(int(s.attributes["gen_ai.usage.output_tokens"]) for s in (first, last)),
+    )
+
+
+def _event_bodies(span: Span, name: str) -> list[dict[str, Any]]:
+    return [json.loads(e.attributes["gen_ai.event.content"]) for e in span.events if e.name == name]
+
+
+def test_semantic_kernel_older_chat_completion_span_alone_in_its_trace_is_a_run() -> None:
+    """A model call whose only GenAI attribute is ``gen_ai.response.model``, its messages in span
+    events: no agent span is above it, so it is a run of its own, without an agent name."""
+    spans = load_recorded_spans(SK_OLDER)
+    [span] = spans
+    assert span.name == "chat_completion"
+    assert [k for k in span.attributes if k.startswith("gen_ai.")] == ["gen_ai.response.model"]
+    [system] = _event_bodies(span, "gen_ai.system.message")
+    [user] = _event_bodies(span, "gen_ai.user.message")
+    [replayed_call] = _event_bodies(span, "gen_ai.assistant.message")
+    [replayed_result] = _event_bodies(span, "gen_ai.tool.message")
+    [choice] = _event_bodies(span, "gen_ai.choice")
+
+    run = only_run(build_runs(spans))
+    assert (run.span_id, run.model, run.agent_name) == (
+        span.span_id,
+        span.attributes["gen_ai.response.model"],
+        None,
+    )
+    assert texts(run.input.system_messages) == [("system", system["content"])]
+    assert texts(run.input.input_messages) == [("user", user["content"])]
+    assert texts(run.output) == [("assistant", choice["message"]["content"])]
+    assert not run.content_missing
+    # The prompt replays the earlier step: its tool call, and the result answering it by id.
+    call = GenAiSemconvAdapter().llm_call(span)
+    replayed = [
+        (p.type, (p.model_extra or {}).get("tool_call_id"), (p.model_extra or {}).get("result"))
+        for m in call.input_messages
+        for p in m.parts
+        if p.type in ("tool_call", "tool_result")
+    ]
+    [tool_call] = replayed_call["tool_calls"]
+    assert replayed == [
+        ("tool_call", tool_call["id"], None),
+        ("tool_result", replayed_result["tool_call_id"], replayed_result["content"]),
+    ]
+
+
+RECORDED_AGENTS = [
+    (LLAMA_INDEX, "weather_agent"),
+    (OPENAI_AGENTS_OI, "weather_agent"),
+    (OPENAI_AGENTS_TRACELOOP, "weather_agent"),
+    (CREWAI, "weather_agent"),
+    (SK_AGENT, "weather_agent"),
+    (SK_OLDER, None),
+]
+
+
+@pytest.mark.parametrize(("name", "agent"), RECORDED_AGENTS, ids=[n for n, _ in RECORDED_AGENTS])
+def test_inspect_prints_one_run_per_recording_with_its_agent_name(name: str, agent: str | None) -> None:
+    """Through the CLI, as a user checks their own export; the agent is the recording script's
+    (``Agent(name="weather_agent")``, ``role="weather_agent"``)."""
+    args = ["inspect", str(RECORDED_DIR / f"{name}.traces.json")]
+    if (logs := RECORDED_DIR / f"{name}.logs.json").exists():
+        args += ["--logs", str(logs)]
+    done = tracescore(*args)
+    assert done.returncode == 0, done.stderr
+    [run] = json.loads(done.stdout)
+    assert run["agent_name"] == agent
+    assert run["output"][-1]["content"] and run["input"]["input_messages"]
+
+
+def test_a_heuristic_scorer_scores_the_llama_index_run(tmp_path: Path) -> None:
+    """The run used to have no input: every scorer recorded ``skipped_empty``."""
+    done = tracescore("inspect", str(RECORDED_DIR / f"{LLAMA_INDEX}.traces.json"))
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "runs.json"
+    runs.write_text(done.stdout)
+    scored = tracescore("score", "completeness", "--run", str(runs))
+    assert scored.returncode == 0, scored.stderr
+    [result] = json.loads(scored.stdout)
+    assert result["status"] == "scored" and result["score"] is not None
