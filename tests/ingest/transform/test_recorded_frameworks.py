@@ -94,6 +94,20 @@ def check_run(
     assert not run.content_missing
 
 
+def check_openinference_run(run: AgentRun, first: Span, last: Span, *, result: Any, agent: str) -> None:
+    """``check_run`` with the prompt, answer and tool call read from the first and last model-call
+    spans' flattened OpenInference messages."""
+    check_run(
+        run,
+        system=oi_message(first, "input", 0)[1],
+        question=oi_message(first, "input", 1)[1],
+        answer=oi_message(last, "output", 0)[1],
+        call=oi_tool_call(first),
+        result=result,
+        agent=agent,
+    )
+
+
 def test_llama_index_function_agent_is_one_faithful_run_named_after_its_agent() -> None:
     spans = load_recorded_spans(LLAMA_INDEX)
     first, last = named(spans, "OpenAI.astream_chat")
@@ -105,15 +119,7 @@ def test_llama_index_function_agent_is_one_faithful_run_named_after_its_agent() 
 
     run = only_run(build_runs(spans))
     assert run.span_id == only(spans, "FunctionAgent.run").span_id
-    check_run(
-        run,
-        system=oi_message(first, "input", 0)[1],
-        question=oi_message(first, "input", 1)[1],
-        answer=oi_message(last, "output", 0)[1],
-        call=oi_tool_call(first),
-        result=tool["raw_output"],
-        agent=agent.group(1),
-    )
+    check_openinference_run(run, first, last, result=tool["raw_output"], agent=agent.group(1))
     # The second call's prompt replays the tool's result under the same call id.
     assert oi_message(last, "input", 3) == ("tool", tool["raw_output"])
     assert run.output[0].content == ""  # its output.value is "assistant: ", the role of an empty answer
@@ -150,15 +156,8 @@ def test_openai_agents_openinference_run_is_named_after_the_inner_agent_not_its_
 
     run = only_run(build_runs(spans))
     assert run.span_id == workflow.span_id
-    check_run(
-        run,
-        system=oi_message(first, "input", 0)[1],
-        question=oi_message(first, "input", 1)[1],
-        answer=oi_message(last, "output", 0)[1],
-        call=oi_tool_call(first),
-        result=only(spans, "get_weather").attributes["output.value"],
-        agent=agent.attributes["agent.name"],
-    )
+    result = only(spans, "get_weather").attributes["output.value"]
+    check_openinference_run(run, first, last, result=result, agent=agent.attributes["agent.name"])
 
 
 def _semconv_messages(span: Span, key: str) -> list[Mapping[str, Any]]:
@@ -204,15 +203,8 @@ def test_crewai_run_is_named_after_the_agent_node_not_the_method_span() -> None:
 
     run = only_run(build_runs(spans))
     assert run.span_id == root(spans).span_id  # the crew's kickoff holds the one agent
-    check_run(
-        run,
-        system=oi_message(first, "input", 0)[1],
-        question=oi_message(first, "input", 1)[1],
-        answer=oi_message(last, "output", 0)[1],
-        call=oi_tool_call(first),
-        result=only(spans, "get_weather.run").attributes["output.value"],
-        agent=agent.attributes["graph.node.id"],
-    )
+    result = only(spans, "get_weather.run").attributes["output.value"]
+    check_openinference_run(run, first, last, result=result, agent=agent.attributes["graph.node.id"])
 
 
 def _sk_logs(name: str) -> list[LogRecord]:
