@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from ingest.transform.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole
+from ingest.transform.agent_name import run_agent_name
 from ingest.transform.correlate import attach_logs
 from ingest.transform.run_output import run_output
 from ingest.transform.trace_index import (
@@ -31,6 +33,7 @@ from schemas.spans import STATUS_ERROR
 log = logging.getLogger(__name__)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_T = TypeVar("_T")
 
 
 def build_runs(
@@ -71,7 +74,7 @@ def build_indexed_runs(
             owner = _owner(node, index.nodes, members)
             if owner is not None:
                 members[owner].append(node)
-        inner = _merge_wrapper_agents(roots, members, index.nodes)
+        wrapped = _merge_wrapper_agents(roots, members, index.nodes)
         roots = [r for r in roots if r.span.span_id in members]
     except Exception:
         log.exception("cannot index a trace of %d spans; no runs built", len(spans))
@@ -80,7 +83,8 @@ def build_indexed_runs(
     for root in sorted(roots, key=start_order):
         try:
             root_members = sorted(members[root.span.span_id], key=start_order)
-            runs.append((_build_run(root, root_members, index, inner.get(root.span.span_id)), root_members))
+            inner = wrapped.get(root.span.span_id, [])
+            runs.append((_build_run(root, root_members, index, inner), root_members))
         except Exception:
             span = root.span
             log.exception("cannot build the run of span %s in trace %s", span.span_id, span.trace_id)
@@ -107,16 +111,17 @@ def _owner(node: Node, nodes: dict[str, Node], roots: dict[str, list[Node]]) -> 
 
 def _merge_wrapper_agents(
     roots: list[Node], members: dict[str, list[Node]], nodes: dict[str, Node]
-) -> dict[str, Node]:
+) -> dict[str, list[Node]]:
     """Fold an agent span that only wraps one inner agent span into one run.
 
     Frameworks layer agent spans (Mastra 0.x ``agent.stream`` around the AI SDK's ``ai.streamText``;
-    an SDK's agent span around a provider's): when the outer agent has no model call or tool of its
-    own and exactly one agent run directly inside it, both spans describe the same run. The outer
-    span stays the run's root (its id is the run id); the inner span's reading is kept in the
-    returned map so the run can use what the outer lacks. Changes ``members`` in place.
+    the OpenAI Agents SDK's "Agent workflow" around the agent's span; an SDK's agent span around a
+    provider's): when the outer agent has no model call or tool of its own and exactly one agent run
+    directly inside it, both spans describe the same run. The outer span stays the run's root (its
+    id is the run id); the wrapped agent spans, innermost first, are returned by root so the run can
+    use what the outer lacks, its agent's name first. Changes ``members`` in place.
     """
-    inner: dict[str, Node] = {}
+    inner: dict[str, list[Node]] = {}
     by_id = {r.span.span_id: r for r in roots}
     for root in sorted(roots, key=start_order, reverse=True):  # innermost first, so chains collapse
         root_id = root.span.span_id
@@ -139,7 +144,7 @@ def _merge_wrapper_agents(
         if _owner_above(root, nodes, members) == child_id:
             continue  # a parent cycle, not a wrapper
         members[root_id].extend(members.pop(child_id))
-        inner[root_id] = inner.pop(child_id, children[0])
+        inner[root_id] = [*inner.pop(child_id, []), children[0]]
     return inner
 
 
@@ -160,29 +165,39 @@ def utc(ns: int) -> datetime | None:
         return None
 
 
-def _agent_info(root: Node, inner: Node | None) -> AgentInfo | None:
-    """The run's agent reading: the root's, completed from a wrapped inner agent span."""
-    outer = read_agent_info(root) if root.role in (SpanRole.AGENT, SpanRole.RETRIEVER) else None
-    wrapped = read_agent_info(inner) if inner is not None else None
-    if outer is None or wrapped is None:
-        return outer or wrapped
+def _agent_readings(root: Node, inner: list[Node]) -> list[AgentInfo]:
+    """The readings of the run's agent spans, innermost first: the wrapped ones, then the root's."""
+    spans = [*inner, root] if root.role in (SpanRole.AGENT, SpanRole.RETRIEVER) else inner
+    return [info for node in spans if (info := read_agent_info(node)) is not None]
+
+
+def _first_set(values: list[_T]) -> _T:
+    """The first non-empty value, else the last one."""
+    return next((value for value in values if value), values[-1])
+
+
+def _agent_info(readings: list[AgentInfo]) -> AgentInfo | None:
+    """The run's agent reading: the root's, completed from the wrapped agent spans, outer first.
+    Its name is left out: ``run_agent_name`` names the run."""
+    if len(readings) <= 1:
+        return readings[0] if readings else None
+    outer = readings[::-1]
     return AgentInfo(
-        name=outer.name or wrapped.name,
-        input_messages=outer.input_messages or wrapped.input_messages,
-        output_messages=outer.output_messages or wrapped.output_messages,
-        system_messages=outer.system_messages or wrapped.system_messages,
-        model=outer.model or wrapped.model,
-        remembered_messages=(
-            outer.remembered_messages
-            if outer.remembered_messages is not None
-            else wrapped.remembered_messages
+        input_messages=_first_set([r.input_messages for r in outer]),
+        output_messages=_first_set([r.output_messages for r in outer]),
+        system_messages=_first_set([r.system_messages for r in outer]),
+        model=_first_set([r.model for r in outer]),
+        remembered_messages=next(
+            (r.remembered_messages for r in outer if r.remembered_messages is not None), None
         ),
-        context=outer.context or wrapped.context,
+        context=_first_set([r.context for r in outer]),
     )
 
 
-def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: Node | None = None) -> AgentRun:
-    agent = _agent_info(root, inner)
+def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: list[Node]) -> AgentRun:
+    readings = _agent_readings(root, inner)
+    agent = _agent_info(readings)
+    agent_spans = {n.span.span_id for n in (root, *inner)}
     timed_calls = sorted(
         (
             (n.span.start_time_unix_nano, index.calls[n.span.span_id])
@@ -204,7 +219,7 @@ def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: Node |
     return AgentRun(
         trace_id=root.span.trace_id,
         span_id=root.span.span_id,
-        agent_name=agent.name if agent else None,
+        agent_name=run_agent_name(readings, (n for n in members if n.span.span_id not in agent_spans)),
         service_name=root.span.service_name or None,
         model=(agent.model if agent else None) or next((c.model for c in calls if c.model), None),
         status="error" if root.span.status_code == STATUS_ERROR else "ok",

@@ -72,6 +72,10 @@ def read_agent_info(node: Node) -> AgentInfo | None:
     return _read(node, "agent info", lambda adapter, span: adapter.agent_info(span))
 
 
+def read_acting_agent(node: Node) -> str | None:
+    return _read(node, "acting agent", lambda adapter, span: adapter.acting_agent(span))
+
+
 def read_retrieved_texts(node: Node) -> list[str]:
     return _read(node, "retrieved texts", lambda adapter, span: adapter.retrieved_texts(span)) or []
 

@@ -15,6 +15,8 @@ from schemas import Span
 
 FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 OTLP_DIR = FIXTURES_DIR / "conventions" / "otlp"
+# Spans recorded here from frameworks' own instrumentation (recorded/record/ has the scripts and versions).
+RECORDED_DIR = FIXTURES_DIR / "recorded"
 PARITY_DIR = FIXTURES_DIR / "mastra_parity"  # the published Mastra code scorers' scores
 REFERENCES_DIR = FIXTURES_DIR / "references"  # more reference results, with the scripts that made them
 
@@ -33,12 +35,17 @@ def otlp_fixture_path(name: str) -> Path:
     return OTLP_DIR / f"{name}.traces.json"
 
 
-def load_otlp_spans(name: str) -> list[Span]:
+def load_otlp_spans(name: str, directory: Path = OTLP_DIR) -> list[Span]:
     """Every span of one OTLP/JSON fixture; fails loudly if the decoder rejected any."""
-    batch = decode_traces("otlp_json", otlp_fixture_path(name).read_bytes())
+    batch = decode_traces("otlp_json", (directory / f"{name}.traces.json").read_bytes())
     if batch.rejected_spans or batch.errors:
         raise AssertionError(f"fixture {name}: decoder rejected spans: {batch.error_message}")
     return batch.spans
+
+
+def load_recorded_spans(name: str) -> list[Span]:
+    """Every span of one fixture in ``recorded/``, e.g. ``llama_index__function-agent``."""
+    return load_otlp_spans(name, RECORDED_DIR)
 
 
 def all_otlp_fixture_names() -> list[str]:

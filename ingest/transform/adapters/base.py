@@ -69,7 +69,12 @@ class AgentInfo:
     call's prompt.
     """
 
+    # The agent's name, in three strengths (``ingest.transform.agent_name`` picks the run's): the
+    # agent's own name attribute (``gen_ai.agent.name``, ``agent.name``...), another attribute the
+    # convention names agents by (``graph.node.id``, ``traceloop.entity.name``...), the span's name.
     name: str | None = None
+    convention_name: str | None = None
+    span_name: str | None = None
     input_messages: list[Message] = field(default_factory=list)
     output_messages: list[Message] = field(default_factory=list)
     system_messages: list[Message] = field(default_factory=list)
@@ -95,6 +100,11 @@ class ConventionAdapter(Protocol):
     def top_role(self, span: Span) -> SpanRole | None:
         """The role a span takes instead of ``classify``'s when no span of the same convention is
         above it in the trace; None (the default) keeps ``classify``'s."""
+        return None
+
+    def acting_agent(self, span: Span) -> str | None:
+        """The name of the agent a step span (not an agent span) says it works for, when the
+        convention records it there only (LlamaIndex's ``current_agent_name``); None by default."""
         return None
 
     def llm_call(self, span: Span) -> LlmCall: ...

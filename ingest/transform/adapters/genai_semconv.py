@@ -103,6 +103,7 @@ __all__ = [
     "convert_messages",
     "convert_part",
     "convert_system_instructions",
+    "invoked_agent",
     "model_of",
     "plain_result",
     "tool_call_parts",
@@ -137,6 +138,13 @@ def model_of(attributes: Mapping[str, Any]) -> str | None:
     return _model(attributes.get("gen_ai.request.model")) or _model(attributes.get("gen_ai.response.model"))
 
 
+def invoked_agent(span_name: str) -> str | None:
+    """The agent an ``invoke_agent {name}`` span is named after."""
+    if not span_name.startswith("invoke_agent "):
+        return None
+    return span_name.removeprefix("invoke_agent ").strip() or None
+
+
 def _operation(span: Span) -> str | None:
     """The operation: the attribute, else the first word of the span name (``execute_tool get_weather``)."""
     operation = span.attributes.get(OPERATION)
@@ -153,11 +161,16 @@ def _has_message_attributes(attributes: Mapping[str, Any]) -> bool:
 def _is_unnamed_model_call(span: Span) -> bool:
     """A span without ``gen_ai.operation.name`` that an older instrumentation wrote for a model call.
 
-    It names its provider (``gen_ai.system``) and carries content, usage or the model; message events
-    alone do not make a model call (Strands' ``execute_event_loop_cycle`` carries them too).
+    It names its provider (``gen_ai.system``) and carries content, usage or the model, or it carries
+    message events and names the model that answered (Semantic Kernel's older ``chat_completion``
+    span: ``gen_ai.response.model`` and the ``gen_ai.*.message`` / ``gen_ai.choice`` events only).
+    Message events alone do not make a model call (Strands' ``execute_event_loop_cycle`` carries
+    them too, and no model).
     """
     attributes = span.attributes
     if _has_message_attributes(attributes):
+        return True
+    if model_of(attributes) is not None and has_content_events(span):
         return True
     if not any(isinstance(attributes.get(key), str) for key in PROVIDER_KEYS):
         return False
@@ -265,6 +278,7 @@ class GenAiSemconvAdapter(ConventionAdapter):
             system = convert_system_instructions(attributes.get("gen_ai.agent.system_prompt"), sid)
         return AgentInfo(
             name=as_str(attributes.get("gen_ai.agent.name")),
+            span_name=invoked_agent(span.name),
             input_messages=inputs,
             output_messages=outputs,
             system_messages=system,

@@ -227,7 +227,8 @@ class MastraAdapter(ConventionAdapter):
         system = system_messages(instructions, sid) + [m for m in messages if m.role == "system"]
         answers = [m for m in convert_messages(outputs, sid, "out", "assistant") if m.role != "user"]
         return AgentInfo(
-            name=_name(_first(attrs, "gen_ai.agent.name", "componentName", "gen_ai.agent.id", "agent.id")),
+            name=_name(attrs.get("gen_ai.agent.name")),
+            convention_name=_name(_first(attrs, "componentName", "gen_ai.agent.id", "agent.id")),
             input_messages=new_turn,
             output_messages=_without_empty_text(answers),
             system_messages=system,

@@ -77,6 +77,15 @@ _JUNK_MODELS = frozenset({"unknown", "none", "null", "undefined", "default"})
 _MASTRA_ENTRY_METHODS = frozenset(
     {"stream", "generate", "streamVNext", "generateVNext", "streamLegacy", "generateLegacy", "network"}
 )
+# Attributes that name the agent when no agent-name attribute does: the agent graph's node id (CrewAI,
+# the OpenAI Agents SDK), Mastra 0.x's component name, the AI SDK's function id (converted spans).
+_CONVENTION_NAME_KEYS = ("graph.node.id", "componentName", "ai.telemetry.functionId")
+# LlamaIndex's agent workflow events (AgentInput, AgentSetup, AgentOutput) name the agent they are for;
+# the step spans record them only as Python reprs in input.value / output.value.
+_CURRENT_AGENT = re.compile(r"current_agent_name='([^'\\]+)'")
+# Keys that carry a model call's own record; an LLM-kind span with none of them is judged by its values.
+_CALL_KEY_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "llm.prompts", "llm.token_count.")
+_LLAMA_INDEX_SCOPE = "openinference.instrumentation.llama_index"
 _HTTP_SERVER_KEYS = ("http.method", "http.request.method", "http.route", "http.target", "url.path")
 _JSON_SCHEMA_KEYS = frozenset({"properties", "$schema", "required"})
 
@@ -101,6 +110,24 @@ def _not_an_agent(span: Span) -> bool:
         return True
     metadata = lenient(attrs.get("metadata"))
     return isinstance(metadata, Mapping) and "langgraph_node" in metadata
+
+
+def _records_a_call(span: Span) -> bool:
+    """False for an LLM-kind span that recorded values but no message of a model call.
+
+    LlamaIndex's instrumentor marks every method of an LLM class LLM: ``_prepare_chat_with_tools``
+    only builds the request (its values are Python reprs of the method's arguments), and the call
+    itself is the sibling ``achat`` / ``astream_chat`` span. A span whose content capture is off
+    (no values, or redacted ones) still is a call.
+    """
+    attrs = span.attributes
+    if any(key.startswith(_CALL_KEY_PREFIXES) for key in attrs) or INPUT_MESSAGES in attrs:
+        return True
+    values = [attrs.get(key) for key in ("input.value", "output.value")]
+    if not any(v not in (None, "") and not is_redacted(v) for v in values):
+        return True
+    system, inputs = request_messages(values[0], span.span_id)
+    return bool(system or inputs) or _output_message(attrs, f"{span.span_id}-out-0") is not None
 
 
 def _io_value(attributes: Mapping[str, Any], io: str) -> Any:
@@ -160,10 +187,16 @@ def _texts_of(parts: list[Part], kind: str) -> list[str]:
 
 
 def _output_message(
-    attributes: Mapping[str, Any], msg_id: str, *, keep_unknown: bool = False
+    attributes: Mapping[str, Any], msg_id: str, *, keep_unknown: bool = False, llama_index: bool = False
 ) -> Message | None:
-    """``output.value`` as an answer: plain text when its mime type says so, else a payload."""
+    """``output.value`` as an answer: plain text when its mime type says so, else a payload.
+
+    LlamaIndex writes a model call's response as ``str(ChatResponse)``, ``"assistant: <text>"``:
+    the text is what follows the role (empty for a call that only asked for tools).
+    """
     value = attributes.get("output.value")
+    if isinstance(value, str) and llama_index and value.startswith("assistant: "):
+        return chat_message(value.removeprefix("assistant: "), msg_id, "assistant")
     if isinstance(value, str) and attributes.get("output.mime_type") == "text/plain":
         return chat_message(value, msg_id, "assistant")
     return response_message(value, msg_id, keep_unknown=keep_unknown)
@@ -247,7 +280,7 @@ class OpenInferenceAdapter(ConventionAdapter):
     def classify(self, span: Span) -> SpanRole:
         kind = _kind(span)
         if kind == "LLM":
-            return SpanRole.LLM
+            return SpanRole.LLM if _records_a_call(span) else SpanRole.OTHER
         if kind == "TOOL":
             return SpanRole.TOOL
         if kind == "AGENT":
@@ -262,6 +295,15 @@ class OpenInferenceAdapter(ConventionAdapter):
     def top_role(self, span: Span) -> SpanRole | None:
         """The role of a span with no OpenInference span above it: a CHAIN there is the request."""
         return SpanRole.AGENT if _kind(span) == "CHAIN" else None
+
+    def acting_agent(self, span: Span) -> str | None:
+        if _kind(span) != "CHAIN":
+            return None
+        for key in ("input.value", "output.value"):
+            value = span.attributes.get(key)
+            if isinstance(value, str) and (found := _CURRENT_AGENT.search(value)):
+                return found.group(1)
+        return None
 
     def llm_call(self, span: Span) -> LlmCall:
         attrs, sid = span.attributes, span.span_id
@@ -282,7 +324,8 @@ class OpenInferenceAdapter(ConventionAdapter):
                 outputs = [m for m in [merge_answer(outputs, f"{sid}-out-0")] if m]
         if len(outputs) <= 1:
             first = outputs[0] if outputs else None
-            answer = _complete_answer(first, _output_message(attrs, f"{sid}-out-0"))
+            raw = _output_message(attrs, f"{sid}-out-0", llama_index=span.scope_name == _LLAMA_INDEX_SCOPE)
+            answer = _complete_answer(first, raw)
             answer = _with_sdk_calls(answer, attrs, f"{sid}-out-0")
             outputs = [answer] if answer else []
         return LlmCall(
@@ -328,9 +371,7 @@ class OpenInferenceAdapter(ConventionAdapter):
 
     def agent_info(self, span: Span) -> AgentInfo:
         attrs, sid, kind = span.attributes, span.span_id, _kind(span)
-        name = _first_str(
-            attrs, "agent.name", "gen_ai.agent.name", "agent_name", "componentName", "ai.telemetry.functionId"
-        )
+        name = _first_str(attrs, "agent.name", "gen_ai.agent.name", "agent_name")
         turn, history = _pydantic_turn(attrs, sid)
         system, inputs = request_messages(attrs.get("input.value"), sid)
         if re.fullmatch(r"agent\.\w+", span.name) and not inputs:  # Mastra 0.x: agent.stream(messages)
@@ -345,7 +386,9 @@ class OpenInferenceAdapter(ConventionAdapter):
         else:
             outputs = [answer]
         return AgentInfo(
-            name=name or (span.name if kind == "AGENT" and span.name else None),
+            name=name,
+            convention_name=_first_str(attrs, *_CONVENTION_NAME_KEYS),
+            span_name=span.name if kind == "AGENT" and span.name else None,
             input_messages=turn or inputs,
             output_messages=outputs,
             system_messages=[*convert_system_instructions(attrs.get(SYSTEM_INSTRUCTIONS), sid), *system],

@@ -11,6 +11,7 @@ not know rather than guessing. Content redacted by OpenInference's TraceConfig r
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,6 +53,10 @@ _CALL_BLOCKS = frozenset(
 _RESULT_BLOCKS = frozenset({"tool_result", "tool-result", "function_call_output", "custom_tool_call_output"})
 _IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
 _RESPONSE_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
+# ``<FunctionTool object>``, ``<workflows.context.Context object at 0x7f...>``.
+_BARE_OBJECT = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>")
+# ``ChatMessage(role=...)``, ``AgentWorkflowStartEvent()``: a class name, then keyword fields or none.
+_DATACLASS_REPR = re.compile(r"[A-Z]\w*\((?:\)|[a-z_]\w*=)")
 
 
 def is_redacted(value: Any) -> bool:
@@ -222,11 +227,22 @@ def _lc_role(raw: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
     return raw.get("role"), raw
 
 
+def is_object_repr(text: str) -> bool:
+    """A Python object's repr, as instrumentors record arguments they cannot serialise
+    (``ChatMessage(role=<MessageRole.USER: 'user'>, ...)``, ``<FunctionTool object>``): not a message."""
+    text = text.strip()
+    if _BARE_OBJECT.fullmatch(text):
+        return True
+    return bool(_DATACLASS_REPR.match(text)) and text.endswith((")", "..."))
+
+
 def chat_message(raw: Any, msg_id: str, default_role: Role) -> Message | None:
     """One message of any provider or framework shape; None when it is not a message."""
     if isinstance(raw, str):
         text = clean_text(raw)
-        return make_message(msg_id, default_role, [text_part(text)]) if text else None
+        if not text or is_object_repr(text):
+            return None
+        return make_message(msg_id, default_role, [text_part(text)])
     if isinstance(raw, Sequence) and len(raw) == 2 and isinstance(raw[0], str):  # ("user", "hi")
         return chat_message({"role": raw[0], "content": raw[1]}, msg_id, default_role)
     if not isinstance(raw, Mapping):

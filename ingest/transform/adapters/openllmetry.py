@@ -333,13 +333,9 @@ class OpenLlmetryAdapter(ConventionAdapter):
             outputs = convert_messages(attrs.get(OUTPUT_MESSAGES), sid, "out", "assistant")
         else:
             outputs = entity_messages(attrs.get(ENTITY_OUTPUT), sid, "out", "assistant")
-        name = (
-            as_str(attrs.get("gen_ai.agent.name"))
-            or as_str(attrs.get(ENTITY_NAME))
-            or as_str(attrs.get(WORKFLOW_NAME))
-        )
         return AgentInfo(
-            name=name,
+            name=as_str(attrs.get("gen_ai.agent.name")),
+            convention_name=as_str(attrs.get(ENTITY_NAME)) or as_str(attrs.get(WORKFLOW_NAME)),
             input_messages=inputs,
             output_messages=_new_answers(inputs, outputs),
             system_messages=convert_system_instructions(attrs.get(SYSTEM_INSTRUCTIONS), sid),

@@ -30,7 +30,12 @@ from ingest.transform.adapters.base import (
     make_message,
     make_part,
 )
-from ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter, convert_system_instructions, usage_of
+from ingest.transform.adapters.genai_semconv import (
+    GenAiSemconvAdapter,
+    convert_system_instructions,
+    invoked_agent,
+    usage_of,
+)
 from ingest.transform.adapters.pydantic_ai_messages import (
     choice_message,
     convert_otel_messages,
@@ -334,11 +339,9 @@ class PydanticAiAdapter(ConventionAdapter):
                     parse_messages(attrs.get(OUTPUT_MESSAGES)), f"{sid}-out", "assistant"
                 ),
             )
-        name = as_str(attrs.get("gen_ai.agent.name")) or as_str(attrs.get("agent_name"))
-        if not name and span.name.startswith("invoke_agent "):
-            name = span.name.removeprefix("invoke_agent ").strip() or None
         return AgentInfo(
-            name=name,
+            name=as_str(attrs.get("gen_ai.agent.name")) or as_str(attrs.get("agent_name")),
+            span_name=invoked_agent(span.name),
             input_messages=split.turn,
             output_messages=_final_output(attrs, sid, split.later),
             system_messages=[

@@ -50,6 +50,9 @@ _OUTPUT_TOKENS = (
     "ai.usage.completionTokens",
 )
 
+# The name the caller gives a generation (``experimental_telemetry.functionId``): the agent's name.
+FUNCTION_ID = "ai.telemetry.functionId"
+
 
 def operation_id(span: Span) -> str | None:
     """The legacy operation (``ai.generateText.doGenerate``...), from the attribute or the span name."""
@@ -88,18 +91,21 @@ def _usage(attributes: Mapping[str, Any]) -> Usage:
 
 
 def _conversation_info(
-    name: str | None,
+    names: tuple[str | None, str | None, str | None],
     model: str | None,
     messages: list[Message],
     system: list[Message],
     output: list[Message],
     prompt_recorded: bool,
 ) -> AgentInfo:
-    """An AgentInfo whose new turn and history are split here (the SDK records both in one list)."""
+    """An AgentInfo whose new turn and history are split here (the SDK records both in one list).
+    ``names``: the agent's own name attribute, the convention's, the span's (see AgentInfo)."""
     system = system + [m for m in messages if m.role == "system"]
     turn, history = sdk.split_turn([m for m in messages if m.role != "system"])
     return AgentInfo(
-        name=name,
+        name=names[0],
+        convention_name=names[1],
+        span_name=names[2],
         input_messages=turn,
         output_messages=output,
         system_messages=system,
@@ -193,7 +199,7 @@ class VercelAiAdapter(ConventionAdapter):
             system = semconv.convert_system_instructions(attrs.get(semconv.SYSTEM_INSTRUCTIONS), span.span_id)
         answer = sdk.response_message(attrs, f"{span.span_id}-out-0", text_only=True)
         return _conversation_info(
-            name=as_str(attrs.get("ai.telemetry.functionId")) or as_str(attrs.get("gen_ai.agent.name")),
+            names=(as_str(attrs.get("gen_ai.agent.name")), as_str(attrs.get(FUNCTION_ID)), None),
             model=_model(attrs.get("ai.model.id"), attrs.get("gen_ai.request.model")),
             messages=messages,
             system=system,
@@ -224,7 +230,7 @@ class VercelAiAdapter(ConventionAdapter):
         step into it, later ones copy the last step), and every step has its own ``chat`` span."""
         info = semconv.GenAiSemconvAdapter().agent_info(span)
         return _conversation_info(
-            name=info.name,
+            names=(info.name, info.convention_name, info.span_name),
             model=_model(info.model),
             messages=info.input_messages,
             system=info.system_messages,

@@ -710,3 +710,33 @@ def test_a_model_call_instrumented_twice_counts_once() -> None:
     alone = only_run(build_runs(spans[1:]))
     assert alone.span_id == "c000000000000001"
     assert (alone.usage.input_tokens, alone.usage.output_tokens) == (9, 3)
+
+
+# --- agent_name precedence (docs/conventions/README.md, "Agent name") ------------------------------
+
+
+def _wrapped_run(outer: dict[str, Any], inner: dict[str, Any], inner_name: str = "") -> str | None:
+    """The agent name of an agent span wrapping one agent span that makes one model call."""
+    spans = [
+        make_span("a000000000000001", attributes=outer, start=100, end=900, name="invoke_agent"),
+        make_span("a000000000000002", "a000000000000001", inner, start=150, end=800, name=inner_name),
+        make_span(
+            "c000000000000001",
+            "a000000000000002",
+            chat([msg("user", text("Rain?"))], [msg("assistant", text("Yes."))]),
+            start=200,
+        ),
+    ]
+    return only_run(build_runs(spans)).agent_name
+
+
+def test_agent_name_is_the_inner_agents_own_name_not_the_wrappers() -> None:
+    assert _wrapped_run(agent("workflow"), agent("weather_agent")) == "weather_agent"
+
+
+def test_agent_name_attribute_beats_a_span_name_whichever_span_has_it() -> None:
+    # The inner agent has no name attribute, only its span name: the wrapper's attribute wins.
+    bare = {"gen_ai.operation.name": "invoke_agent"}
+    assert _wrapped_run(agent("planner"), bare, "invoke_agent helper") == "planner"
+    # Neither has an attribute: the innermost span name.
+    assert _wrapped_run(bare, bare, "invoke_agent helper") == "helper"

@@ -783,7 +783,7 @@ def test_0x_telemetry_claims_only_mastra_spans_and_agent_stream_is_the_agent() -
         }.items()
     )
     info = ADAPTER.agent_info(spans["agent.stream@236712a8cd85d5c5"])
-    assert info.name == "Weather Agent"
+    assert (info.name, info.convention_name) == (None, "Weather Agent")  # componentName
     assert texts(info.input_messages) == [("user", ASK)]
     assert info.remembered_messages is None  # unknown here: the model call's prompt tells it
     assert info.output_messages == []  # a stream's result is a bag of pending promises
@@ -835,7 +835,7 @@ def test_0x_telemetry_agent_generate_result_is_the_agent_output() -> None:
         name="agent.generate",
     )
     info = ADAPTER.agent_info(span)
-    assert (ADAPTER.classify(span), info.name) == (SpanRole.AGENT, "Support")
+    assert (ADAPTER.classify(span), info.convention_name) == (SpanRole.AGENT, "Support")
     assert texts(info.input_messages) == [("user", "Reset my password")]
     assert texts(info.system_messages) == [("system", "Be kind.")]
     [answer] = info.output_messages

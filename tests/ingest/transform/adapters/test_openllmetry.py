@@ -151,7 +151,7 @@ def test_langgraph_fixture_workflow_span_is_the_run_and_tool_joins_by_toolmessag
 def test_langgraph_workflow_agent_info_reads_the_serialised_messages() -> None:
     [workflow] = [s for s in load_otlp_spans(LANGGRAPH) if s.name == "LangGraph.workflow"]
     info = ADAPTER.agent_info(workflow)
-    assert info.name == "LangGraph"
+    assert (info.name, info.convention_name) == (None, "LangGraph")  # traceloop.entity.name
     assert texts(info.input_messages) == [
         ("user", "Hi, I am planning a trip to France."),
         ("assistant", "Great! How can I help with your trip?"),
@@ -282,8 +282,9 @@ def test_workflow_wrapping_an_agent_is_one_run_rooted_at_the_workflow() -> None:
         ),
     ]
     run = only_run(build_runs(spans))
-    # The transform keeps the outer span as the run; its name wins, the inner agent fills the rest.
-    assert (run.span_id, run.agent_name) == ("a000000000000001", "trip_planner")
+    # The transform keeps the outer span as the run; the inner agent's own name names it (the
+    # workflow's traceloop.entity.name is only the convention's), and fills what the workflow lacks.
+    assert (run.span_id, run.agent_name) == ("a000000000000001", "weather_agent")
     assert texts(run.input.input_messages) == [("user", "Rain in Oslo?")]
     assert texts(run.input.system_messages) == [("system", "Be brief.")]
     assert texts(run.output) == [("assistant", "Yes.")]
@@ -387,7 +388,7 @@ def test_langchain_agent_executor_input_and_output_keys() -> None:
         },
     )
     info = ADAPTER.agent_info(span)
-    assert (info.name, texts(info.input_messages), texts(info.output_messages)) == (
+    assert (info.convention_name, texts(info.input_messages), texts(info.output_messages)) == (
         "AgentExecutor",
         [("user", "What is 3 * 7?")],
         [("assistant", "21")],
