@@ -80,9 +80,8 @@ class Store:
         self._database = check_database(resolve_database(database, self._dsn))
         in_dsn = dsn_database(self._dsn)
         if in_dsn is not None and in_dsn != self._database:
-            logger.warning(
-                "store_database %s wins over the database %s that the store DSN's path names", self._database, in_dsn
-            )
+            message = "store_database %s wins over the database %s that the store DSN's path names"
+            logger.warning(message, self._database, in_dsn)
         self._quoted_db = quote_identifier(self._database)
         self._client: Client | None = None
         self._executor: ThreadPoolExecutor | None = None
