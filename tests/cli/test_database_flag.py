@@ -48,11 +48,17 @@ def test_serve_takes_the_flag_and_lists_the_variable(monkeypatch: pytest.MonkeyP
     assert "  TRACESCORE_STORE_DATABASE" in environment_help()
 
 
-def test_the_store_uses_the_setting_and_connects_to_the_server_without_the_path() -> None:
+def test_the_store_uses_the_setting_and_connects_to_the_server_without_the_path(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     store = Store.from_config(load_config(overrides={"store": f"{SERVER}/from_path"}, environ={}))
     assert (store.database, store.quoted_database) == ("from_path", "`from_path`")
+    assert caplog.records == []
     config = load_config(overrides={"store": f"{SERVER}/from_path", "store_database": "other"}, environ={})
     assert Store.from_config(config).database == "other"
+    assert [r.getMessage() for r in caplog.records] == [
+        "store_database other wins over the database from_path that the store DSN's path names"
+    ]
     assert Store(f"{SERVER}/from_path").database == "from_path"
     # clickhouse-connect would ask inside the DSN's database before the store has created it.
     assert (
