@@ -14,7 +14,7 @@ from schemas.config import load_config
 SERVER = "http://clickhouse:8123"
 
 
-def test_the_cli_says_it_in_one_line_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_names_the_flag_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema", "--database", "my-db"]) == 2
     err = capsys.readouterr().err
     assert "flag --database: store_database: 'my-db' is not a database name tracescore accepts" in err
