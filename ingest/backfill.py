@@ -97,7 +97,7 @@ class Backfill:
         self._config = config
         self._rate = rate
         self._progress = progress
-        self._store = Store(config.store)
+        self._store = Store.from_config(config)
         self._sink = ClickHouseScoreSink(self._store)
         self._ledger = Ledger(self._store)
 

@@ -3,7 +3,7 @@
 tracescore 0.1.0 serving (replica web-1)
   OTLP/gRPC  127.0.0.1:4317
   OTLP/HTTP  127.0.0.1:4318 (also /api/scores, /healthz, /metrics)
-  store      chdb:///srv/tracescore-data (embedded: one process at a time)
+  store      chdb:///srv/tracescore-data, database default (embedded: one process at a time)
   kafka      off (no kafka.bootstrap)
   judge      openai/gpt-4o-mini
   rules      2: textual-difference-scorer (every run), toxicity (10% of runs, judge openai/gpt-4o-mini)
@@ -37,7 +37,10 @@ def startup_summary(
         ("OTLP/gRPC", f"{receiver.host}:{grpc_port}{tls}{auth}"),
         ("OTLP/HTTP", f"{receiver.host}:{http_port}{tls}{auth} (also /api/scores, /healthz, /metrics)"),
         *([("health", f"{receiver.host}:{health_port} (/healthz, /readyz)")] if health_port else []),
-        ("store", store + (" (embedded: one process at a time)" if embedded else "")),
+        (
+            "store",
+            f"{store}, database {config.database}{' (embedded: one process at a time)' if embedded else ''}",
+        ),
         ("kafka", _kafka(config)),
         ("judge", _judge(config)),
         ("rules", _rules(config)),

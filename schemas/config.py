@@ -26,9 +26,11 @@ from schemas.drift_config import DriftConfig
 from schemas.export_config import ExportConfig, OtlpExportConfig
 from schemas.rules import RunFilter, ScorerRule
 from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
+from schemas.store_database import DEFAULT_DATABASE, check_database, dsn_database, resolve_database
 
 # Re-exported: every part of the config is importable from here.
 __all__ = [
+    "DEFAULT_DATABASE",
     "ConfigError",
     "DriftConfig",
     "ExportConfig",
@@ -285,6 +287,9 @@ class ReplicaConfig(_Config):
 
 class ServiceConfig(_Config):
     store: str = DEFAULT_STORE
+    # The ClickHouse database of every tracescore table, in either store; unset: the server DSN's path
+    # (http://host:8123/analytics), else "default". See schemas.store_database and docs/store.md.
+    store_database: str | None = None
     # A ClickHouse server store (http(s)://host:port) without secrets in the DSN: the user, the
     # password (TRACESCORE_STORE_PASSWORD, or a file holding it), the CA that signed the server's
     # certificate, a client certificate and key (mutual TLS), and whether to check the server's
@@ -327,7 +332,19 @@ class ServiceConfig(_Config):
     def _store_not_empty(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("store must be a path or a DSN")
+        dsn_database(value)  # a path that names no valid database is refused here, naming its source
         return value
+
+    @field_validator("store_database")
+    @classmethod
+    def _a_database_name(cls, value: str | None) -> str | None:
+        return None if value is None else check_database(value)
+
+    @property
+    def database(self) -> str:
+        """The database in use: store_database (flag, environment, file), else the store DSN's path,
+        else "default"."""
+        return resolve_database(self.store_database, self.store)
 
     @model_validator(mode="after")
     def _server_store_options(self) -> ServiceConfig:
@@ -364,6 +381,7 @@ _STORE_SERVER_KEYS = (
 # Environment variable -> dotted config key. Flags use the same dotted keys (see ingest.cli).
 ENV_KEYS: dict[str, str] = {
     "TRACESCORE_STORE": "store",
+    "TRACESCORE_STORE_DATABASE": "store_database",
     "TRACESCORE_STORE_USER": "store_user",
     "TRACESCORE_STORE_PASSWORD": "store_password",
     "TRACESCORE_STORE_PASSWORD_FILE": "store_password_file",

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ingest.backfill import Backfill, BackfillReport
+from ingest.cli.store_flags import add_database_argument, store_overrides
 from schemas.config import load_config
 from schemas.durations import parse_time
 
@@ -26,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument("--config", help="YAML or JSON config file (its scoring.rules are applied)")
     parser.add_argument("--store", help="chDB data directory or http(s)://clickhouse DSN")
+    add_database_argument(parser)
     parser.add_argument(
         "--since", required=True, help="start: an ISO time (2026-11-20T00:00Z) or an age (24h, 7d)"
     )
@@ -56,7 +58,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         )
     if args.rate is not None and args.rate <= 0:
         raise ValueError("--rate must be a positive number of scorer runs per second")
-    config = load_config(args.config, overrides={"store": args.store}, flags={"store": "--store"})
+    overrides, flags = store_overrides(args)
+    config = load_config(args.config, overrides=overrides, flags=flags)
     console = Console(stderr=True)
     with Progress(
         TextColumn("backfill"),

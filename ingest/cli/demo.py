@@ -26,6 +26,7 @@ from rich.table import Table
 
 from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
+from ingest.cli.store_flags import add_database_argument
 from ingest.service import Service
 from schemas.config import DEFAULT_STORE, ServiceConfig, load_config
 
@@ -37,11 +38,14 @@ MS = 1_000_000  # nanoseconds
 DEMO_LLM_SCORERS = ("answer-relevancy", "toxicity")
 
 
-def demo_config(store: str | None, judge: dict[str, Any] | None = None) -> ServiceConfig:
+def demo_config(
+    store: str | None, judge: dict[str, Any] | None = None, database: str | None = None
+) -> ServiceConfig:
     llm_rules = [{"scorer": name} for name in DEMO_LLM_SCORERS] if judge else []
     return load_config(
         overrides={
             "store": store or DEFAULT_STORE,
+            "store_database": database,
             "receiver.grpc_port": 0,
             "receiver.http_port": 0,
             "assembly.idle_seconds": DEMO_IDLE_SECONDS,
@@ -63,6 +67,7 @@ def demo_config(store: str | None, judge: dict[str, Any] | None = None) -> Servi
             ],
         },
         environ={},
+        flags={"store_database": "--database"},
     )
 
 
@@ -132,13 +137,16 @@ def _print_judge_spend(console: Console, scores: list[dict[str, Any]]) -> None:
 
 
 async def run_demo(
-    store: str | None = None, limit_s: float = 60.0, judge: dict[str, Any] | None = None
+    store: str | None = None,
+    limit_s: float = 60.0,
+    judge: dict[str, Any] | None = None,
+    database: str | None = None,
 ) -> int:
     """Run the demo; with ``judge`` (JudgeConfig fields) LLM-judge scorers score the runs too."""
     console = Console()
     if not console.is_terminal:  # piped (make run, CI logs): don't squeeze the table into 80 columns
         console = Console(width=max(console.width, 110))
-    config = demo_config(store, judge)
+    config = demo_config(store, judge, database)
     service = Service(config)
     await service.start()
     try:
@@ -158,7 +166,7 @@ async def run_demo(
         failed = _print_scores(console, rows)
         _print_judge_spend(console, [score for _, _, scores, _ in rows for score in scores])
         console.print(
-            f"spans and scores are in {service.store.description} "
+            f"spans and scores are in {service.store.description}, database {service.store.database} "
             "(tables otel_traces, scores, score_decisions)"
         )
     finally:
@@ -178,6 +186,7 @@ async def run_demo(
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser("demo", help="send demo agent traces through the service and print their scores")
     demo.add_argument("--store", default=None, help="chDB data directory (default ./tracescore-data)")
+    add_database_argument(demo)
     demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores")
     add_judge_arguments(demo, model_flag="--judge")
     demo.set_defaults(func=cmd_demo)
@@ -189,4 +198,4 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = judge_config(args)
     # With a judge model the LLM scorers join in; none: heuristic scorers only.
     judge = config.judge_settings() if config is not None and config.model else None
-    return asyncio.run(run_demo(args.store, limit_s=args.timeout, judge=judge))
+    return asyncio.run(run_demo(args.store, limit_s=args.timeout, judge=judge, database=args.database))

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from rich.console import Console
 from rich.table import Table
 
+from ingest.cli.store_flags import add_database_argument, store_overrides
 from ingest.drift.monitor import DriftMonitor, DriftReport
 from ingest.store.clickhouse import Store
 from schemas.config import ServiceConfig, load_config
@@ -31,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument("--config", help="YAML or JSON config file (its drift and scoring sections)")
     parser.add_argument("--store", help="chDB data directory or http(s)://clickhouse DSN")
+    add_database_argument(parser)
     parser.add_argument("--window", help="the recent window, e.g. 1h (default: drift.window)")
     parser.add_argument("--baseline", help="the baseline before it, e.g. 7d (default: drift.baseline)")
     parser.add_argument(
@@ -51,8 +53,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    overrides = {"store": args.store, "drift.window": args.window, "drift.baseline": args.baseline}
-    flags = {"store": "--store", "drift.window": "--window", "drift.baseline": "--baseline"}
+    overrides, flags = store_overrides(args)
+    overrides |= {"drift.window": args.window, "drift.baseline": args.baseline}
+    flags |= {"drift.window": "--window", "drift.baseline": "--baseline"}
     config = load_config(args.config, overrides=overrides, flags=flags)
     until = parse_time(args.until, datetime.now(UTC))
     limits = thresholds(build_rules(config.scoring.rules, judge=config.scoring.judge))

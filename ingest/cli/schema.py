@@ -6,7 +6,9 @@ import argparse
 
 from clickhouse_connect.driver.binding import quote_identifier
 
+from ingest.cli.store_flags import add_database_argument, store_overrides
 from ingest.store.schema import SchemaOptions, schema_ddl
+from schemas.config import load_config
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -14,14 +16,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "schema",
         help="print the ClickHouse DDL (one node, or a cluster with --cluster)",
         description=(
-            "Print the DDL of every tracescore table. The service applies the single-node DDL itself "
-            "on start; with --cluster, apply the printed DDL once (e.g. clickhouse-client --multiquery) "
-            "before starting the replicas: Replicated*MergeTree tables <name>_local on every node and "
-            "Distributed tables <name> over them."
+            "Print the DDL of every tracescore table, in the database the service uses (the same "
+            "--database, TRACESCORE_STORE_DATABASE, store_database or DSN path; default 'default'). The "
+            "service applies the single-node DDL itself on start; with --cluster, apply the printed DDL "
+            "once (e.g. clickhouse-client --multiquery) before starting the replicas: "
+            "Replicated*MergeTree tables <name>_local on every node and Distributed tables <name> over them."
         ),
     )
     parser.add_argument("--cluster", help="the cluster name of the server's remote_servers config")
-    parser.add_argument("--database", default="tracescore", help="database name (default tracescore)")
+    parser.add_argument("--config", help="YAML or JSON config file (its store and store_database)")
+    parser.add_argument("--store", help="the store DSN, whose path may name the database")
+    add_database_argument(parser)
     parser.add_argument(
         "--ttl-days", type=int, help="expire spans, ledger, scores and decisions after this many days"
     )
@@ -33,7 +38,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
         raise ValueError("--ttl-days must be a positive number of days")
     if args.cluster is not None and not args.cluster.strip():
         raise ValueError("--cluster needs a cluster name")
-    options = SchemaOptions(database=args.database, cluster=args.cluster, ttl_days=args.ttl_days)
+    overrides, flags = store_overrides(args)
+    database = load_config(args.config, overrides=overrides, flags=flags).database
+    options = SchemaOptions(database=database, cluster=args.cluster, ttl_days=args.ttl_days)
     print(f"CREATE DATABASE IF NOT EXISTS {_database(options)};\n")
     for statement in schema_ddl(options):
         print(f"{statement};\n")

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ingest.cli.store_flags import add_database_argument, store_overrides
 from ingest.receivers.auth import configured_token
 from ingest.store.clickhouse import Store
 from ingest.store.dsn import resolve_dsn
@@ -91,6 +92,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--store", help="chDB data directory (default ./tracescore-data) or http(s)://clickhouse DSN"
     )
+    add_database_argument(parser)
     parser.add_argument("--url", help=f"the running service's OTLP/HTTP address (or ${URL_VARIABLE})")
     parser.set_defaults(func=cmd_scores)
 
@@ -112,7 +114,8 @@ def cmd_scores(args: argparse.Namespace) -> int:
         query = parse_query(params, decisions=decisions)
     except QueryError as exc:
         return _fail(f"--{exc.parameter.replace('_', '-')}: {exc.reason}", EXIT_USAGE)
-    config = load_config(args.config, overrides={"store": args.store})
+    overrides, flags = store_overrides(args)
+    config = load_config(args.config, overrides=overrides, flags=flags)
     try:
         found = asyncio.run(_read(config, args, query, params, decisions))
     except _Failed as exc:

@@ -10,6 +10,7 @@ import signal
 from typing import Any
 
 from ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
+from ingest.cli.store_flags import STORE_FLAG_KEYS, add_database_argument
 from schemas.config import ENV_KEYS, ServiceConfig, load_config
 
 
@@ -25,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--store", help="chDB data directory (default ./tracescore-data) or http(s)://clickhouse DSN"
     )
+    add_database_argument(parser)
     parser.add_argument("--host", help="address the receivers listen on (default 127.0.0.1)")
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317)")
     parser.add_argument("--http-port", type=int, help="OTLP/HTTP and API port (default 4318)")
@@ -67,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 # Each flag of ``serve`` and the dotted config key it sets (over the environment and the file).
 FLAG_KEYS = {
-    "--store": "store",
+    **STORE_FLAG_KEYS,
     "--host": "receiver.host",
     "--grpc-port": "receiver.grpc_port",
     "--http-port": "receiver.http_port",

@@ -27,7 +27,7 @@ from ingest.credentials import existing_file, secret_value
 from ingest.store.ddl import COLUMN_TYPES
 from ingest.store.ddl import DDL_FILES as DDL_FILES  # re-exported: the store's tables, in apply order
 from ingest.store.ddl import load_ddl as load_ddl
-from ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn
+from ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn, without_database
 from ingest.store.free_space import (
     POLL_SECONDS,
     SERVER_POLL_SECONDS,
@@ -42,6 +42,7 @@ from ingest.store.retriable import store_error
 from schemas.config import DEFAULT_STORE_MIN_FREE_BYTES, ServiceConfig
 from schemas.errors import StoreError, StoreInUse
 from schemas.secrets import register_secret, scrub
+from schemas.store_database import check_database, dsn_database, resolve_database
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class Store:
     def __init__(
         self,
         dsn: str,
-        database: str = "default",
+        database: str | None = None,
         server: ServerOptions | None = None,
         *,
         min_free_bytes: int = DEFAULT_STORE_MIN_FREE_BYTES,
@@ -75,8 +76,13 @@ class Store:
         self._dsn = resolve_dsn(dsn)
         register_secret(urlsplit(self._dsn).password)  # a password in the DSN is as secret as any
         self._server = server or ServerOptions()
-        self._database = database
-        self._quoted_db = quote_identifier(database)
+        # None: the DSN's path, else "default" (schemas.store_database).
+        self._database = check_database(resolve_database(database, self._dsn))
+        in_dsn = dsn_database(self._dsn)
+        if in_dsn is not None and in_dsn != self._database:
+            message = "store_database %s wins over the database %s that the store DSN's path names"
+            logger.warning(message, self._database, in_dsn)
+        self._quoted_db = quote_identifier(self._database)
         self._client: Client | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
@@ -109,6 +115,7 @@ class Store:
         )
         return cls(
             config.store,
+            config.database,
             server=options,
             min_free_bytes=int(config.store_min_free_bytes),
             min_free_ratio=config.store_min_free_ratio,
@@ -264,7 +271,12 @@ class Store:
         status = "ok" if self._client is not None and self.last_error is None else "failing"
         if self.free_space.refusing:
             status = "refusing"
-        body: dict[str, object] = {"status": status, "store": self.description, "error": self.last_error}
+        body: dict[str, object] = {
+            "status": status,
+            "store": self.description,
+            "database": self._database,
+            "error": self.last_error,
+        }
         if self.free_space.enabled:
             body["disk"] = self.free_space.health()
         return body
@@ -341,7 +353,7 @@ class Store:
                 # clickhouse-connect reads TLS from the port (443, 8443), not from the DSN's scheme:
                 # without interface=, https://host:9440 would send the password in clear text.
                 return clickhouse_connect.get_client(
-                    dsn=self._dsn,
+                    dsn=without_database(self._dsn),
                     interface=urlsplit(self._dsn).scheme.lower(),
                     **self._server.client_kwargs(),
                 )

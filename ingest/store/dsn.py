@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import urllib3
 
@@ -25,6 +25,15 @@ def resolve_dsn(dsn: str) -> str:
             raise StoreError(f"chDB store {dsn!r} needs an absolute path: chdb:///abs/path")
         return value
     return "chdb://" + os.path.abspath(os.path.expanduser(value))
+
+
+def without_database(dsn: str) -> str:
+    """A server DSN without the database its path names: the store connects to the server first and
+    creates its database if missing (clickhouse-connect would query inside it before it exists)."""
+    if dsn.startswith("chdb:"):
+        return dsn
+    parts = urlsplit(dsn)
+    return urlunsplit((parts.scheme, parts.netloc, "", parts.query, parts.fragment))
 
 
 def describe_dsn(dsn: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from clickhouse_connect.driver.binding import quote_identifier
 
 from ingest.store.ddl import load_ddl
+from schemas.store_database import DEFAULT_DATABASE
 
 # The time each table's rows expire by, with --ttl-days (tables that already expire rows keep theirs).
 TTL_COLUMNS = {
@@ -60,7 +61,7 @@ _SETTINGS = re.compile(r"^SETTINGS ", re.MULTILINE)
 
 @dataclass(frozen=True)
 class SchemaOptions:
-    database: str = "tracescore"
+    database: str = DEFAULT_DATABASE
     cluster: str | None = None
     ttl_days: int | None = None
 

@@ -271,7 +271,7 @@ def test_one_startup_summary_on_stderr_with_rules_judge_and_kafka(tmp_path: Path
     assert summary == [
         f"  OTLP/gRPC  127.0.0.1:{grpc_port}",
         f"  OTLP/HTTP  127.0.0.1:{http_port} (also /api/scores, /healthz, /metrics)",
-        f"  store      chdb://{tmp_path / 'data'} (embedded: one process at a time)",
+        f"  store      chdb://{tmp_path / 'data'}, database default (embedded: one process at a time)",
         "  kafka      off (no kafka.bootstrap)",
         "  judge      openai/gpt-4o-mini at http://127.0.0.1:9/v1",
         "  rules      2: textual-difference (every run), polite (toxicity, 10% of runs)",

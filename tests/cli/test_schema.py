@@ -12,7 +12,7 @@ from ingest.cli import main
 from ingest.store.clickhouse import Store
 from ingest.store.schema import SHARDING, TTL_COLUMNS
 
-TABLES = re.compile(r"^CREATE TABLE IF NOT EXISTS `tracescore`\.(\w+) \(", re.MULTILINE)
+TABLES = re.compile(r"^CREATE TABLE IF NOT EXISTS `analytics`\.(\w+) \(", re.MULTILINE)
 
 
 def printed(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
@@ -47,25 +47,25 @@ async def test_the_single_node_ddl_runs_on_chdb_with_its_ttls(
 def test_the_cluster_ddl_has_local_replicated_and_distributed_tables(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    single = "\n".join(printed(capsys))
+    single = "\n".join(printed(capsys, "--database", "analytics"))
     tables = TABLES.findall(single)
     assert len(tables) == 15 and set(tables) == set(SHARDING)
-    cluster = printed(capsys, "--cluster", "c1", "--ttl-days", "30")
-    assert cluster[0] == "CREATE DATABASE IF NOT EXISTS `tracescore` ON CLUSTER `c1`"
+    cluster = printed(capsys, "--cluster", "c1", "--ttl-days", "30", "--store", "http://ch:8123/analytics")
+    assert cluster[0] == "CREATE DATABASE IF NOT EXISTS `analytics` ON CLUSTER `c1`"
     text = "\n".join(cluster)
     for table in tables:
         (local,) = [
-            s for s in cluster if s.startswith(f"CREATE TABLE IF NOT EXISTS `tracescore`.{table}_local ")
+            s for s in cluster if s.startswith(f"CREATE TABLE IF NOT EXISTS `analytics`.{table}_local ")
         ]
         assert f"{table}_local ON CLUSTER `c1` (" in local
         assert re.search(r"\) ENGINE = Replicated\w*MergeTree\(", local), table
         (distributed,) = [
-            s for s in cluster if s.startswith(f"CREATE TABLE IF NOT EXISTS `tracescore`.{table} ON")
+            s for s in cluster if s.startswith(f"CREATE TABLE IF NOT EXISTS `analytics`.{table} ON")
         ]
         assert distributed.endswith(
-            f"ENGINE = Distributed('c1', 'tracescore', '{table}_local', {SHARDING[table]})"
+            f"ENGINE = Distributed('c1', 'analytics', '{table}_local', {SHARDING[table]})"
         )
-        assert f"AS `tracescore`.{table}_local" in distributed
+        assert f"AS `analytics`.{table}_local" in distributed
     assert "ReplicatedReplacingMergeTree(Version)" in text  # the version column is kept
     assert "TTL toDateTime(Timestamp) + INTERVAL 30 DAY" in text
     # Materialized views run on each node, local table to local table.
@@ -73,18 +73,31 @@ def test_the_cluster_ddl_has_local_replicated_and_distributed_tables(
     assert len(views) == 3
     for view in views:
         assert "ON CLUSTER `c1`" in view
-        assert re.search(r"\bTO `tracescore`\.\w+_local\b", view)
-        assert re.search(r"\bFROM `tracescore`\.\w+_local\b", view)
+        assert re.search(r"\bTO `analytics`\.\w+_local\b", view)
+        assert re.search(r"\bFROM `analytics`\.\w+_local\b", view)
     # The scored-spans view reads the Distributed tables; column upgrades reach both kinds of table.
     (scored,) = [s for s in cluster if s.startswith("CREATE VIEW")]
-    assert "ON CLUSTER `c1`" in scored and "FROM `tracescore`.otel_traces AS t" in scored
+    assert "ON CLUSTER `c1`" in scored and "FROM `analytics`.otel_traces AS t" in scored
     alters = [s.split(" ADD")[0] for s in cluster if s.startswith("ALTER TABLE")]
     assert alters == [
-        "ALTER TABLE `tracescore`.scores_local ON CLUSTER `c1`",
-        "ALTER TABLE `tracescore`.scores ON CLUSTER `c1`",
-        "ALTER TABLE `tracescore`.score_decisions_local ON CLUSTER `c1`\n   ",
-        "ALTER TABLE `tracescore`.score_decisions ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.scores_local ON CLUSTER `c1`",
+        "ALTER TABLE `analytics`.scores ON CLUSTER `c1`",
+        "ALTER TABLE `analytics`.score_decisions_local ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.score_decisions ON CLUSTER `c1`\n   ",
     ]
+
+
+def test_without_a_setting_the_ddl_is_for_the_services_default_database(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("TRACESCORE_CONFIG", "TRACESCORE_STORE", "TRACESCORE_STORE_DATABASE"):
+        monkeypatch.delenv(variable, raising=False)
+    statements = printed(capsys)
+    assert statements[0] == "CREATE DATABASE IF NOT EXISTS `default`"
+    assert all(" `default`." in statement for statement in statements[1:])
+    assert printed(capsys, "--cluster", "c1")[0] == "CREATE DATABASE IF NOT EXISTS `default` ON CLUSTER `c1`"
+    monkeypatch.setenv("TRACESCORE_STORE_DATABASE", "from_env")
+    assert printed(capsys, "--cluster", "c1")[0] == "CREATE DATABASE IF NOT EXISTS `from_env` ON CLUSTER `c1`"
 
 
 def test_bad_options_are_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,9 @@
 """A store holding what ``tracescore demo`` writes, for the dashboard and alert-rule queries to read.
 
+It is written in a database of its own (``DATA_SOURCE_DATABASE``), not ``default``, as a deployment may
+choose: the queries name no database and read the one their data source gives (the ClickHouse plugin's
+``defaultDatabase``; here the store's).
+
 The demo runs as users run it, in its own process, with LLM-judge scorers: their judge is the local
 OpenAI-compatible server of the tests, which answers every run but fails one run's toxicity check on
 purpose, so the store also holds a failed decision. Real drift passes then add findings and
@@ -25,6 +29,7 @@ from ingest.drift.monitor import DriftMonitor
 from ingest.store.clickhouse import Store
 from schemas.drift_config import DriftConfig
 from tests.support.drift import Streams, serving_hooks
+from tests.support.grafana_files import DATA_SOURCE_DATABASE
 from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, provider_usage
 from tests.support.serve import ENV
 
@@ -60,7 +65,8 @@ async def _run_demo(store_dir: Path) -> None:
             "TRACESCORE_JUDGE_API_BASE": server.api_base,
         }
         proc = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "ingest.cli", "demo", "--store", str(store_dir), "--judge", JUDGE_MODEL),
+            *(sys.executable, "-m", "ingest.cli", "demo", "--store", str(store_dir)),
+            *("--database", DATA_SOURCE_DATABASE, "--judge", JUDGE_MODEL),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=env,
@@ -79,7 +85,7 @@ async def _add_drift(store_dir: Path) -> None:
     (50 scores an hour around 0.8 for a week, then 200 around 0.5 in the last hour): ok in the first two
     passes, drifted in the newest. The demo's other series have too few scores to test. Alerts go to
     two local webhooks, one of which never takes them."""
-    store = Store(str(store_dir))
+    store = Store(str(store_dir), DATA_SOURCE_DATABASE)
     await store.start()
     try:
         (first, *_) = await store.query(
@@ -128,7 +134,7 @@ def _in_own_thread(coroutine: Coroutine[Any, Any, T]) -> T:
 
 @pytest.fixture(scope="package")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The data directory of a finished demo run (closed: open it with ``Store``)."""
+    """The data directory of a finished demo run (closed: open it with ``Store``, in its database)."""
     store_dir = tmp_path_factory.mktemp("grafana") / "store"
     _in_own_thread(_run_demo(store_dir))
     _in_own_thread(_add_drift(store_dir))

@@ -479,13 +479,24 @@ def test_grafana_reaches_clickhouse_and_prometheus() -> None:
         clickhouse["CLICKHOUSE_PASSWORD"],
     )
     stores = {replica_config(service).store for service in tracescore_services().values()}
-    assert stores == {"http://clickhouse:8123"} and grafana["CLICKHOUSE_DATABASE"] == "default"
+    assert stores == {"http://clickhouse:8123"}
+    # Grafana reads the database the replicas write.
+    databases = {replica_config(service).database for service in tracescore_services().values()}
+    assert databases == {grafana["CLICKHOUSE_DATABASE"]} == {"default"}
     prometheus = urlsplit(grafana["PROMETHEUS_URL"])
     assert (prometheus.hostname, prometheus.port) == ("prometheus", 9090)
     datasources = yaml.safe_load((PROVISIONING / "datasources" / "tracescore.yaml").read_text())
     plugins = {source["type"] for source in datasources["datasources"]} - {"prometheus"}
     installed = set(re.split(r"[,\s]+", grafana.get("GF_INSTALL_PLUGINS", "")))
     assert plugins <= installed, f"plugins to install: {plugins}"
+
+
+def test_one_shell_variable_chooses_the_database_of_the_replicas_and_of_grafana() -> None:
+    shell = {"TRACESCORE_STORE_DATABASE": "agent_evals"}
+    given = _interpolated(yaml.safe_load(COMPOSE.read_text()), shell)["services"]
+    databases = {replica_config(given[name]).database for name in tracescore_services()}
+    assert databases == {"agent_evals"}
+    assert environment(given["grafana"])["CLICKHOUSE_DATABASE"] == "agent_evals"
 
 
 # --- the Dockerfile ---------------------------------------------------------------------------------

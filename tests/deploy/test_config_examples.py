@@ -103,9 +103,8 @@ def test_the_local_config_serves_and_scores_with_no_broker_and_no_key(tmp_path: 
     try:
         base = wait_healthy(proc, http_port)
         summary = (tmp_path / "serve.log").read_text()  # the file's store, in the startup summary
-        assert (
-            f"  store      chdb://{tmp_path / 'tracescore-data'} (embedded: one process at a time)" in summary
-        )
+        store = f"chdb://{tmp_path / 'tracescore-data'}, database default"
+        assert f"  store      {store} (embedded: one process at a time)" in summary
         status, ready = health(base, "/readyz")
         assert status == 200 and ready["status"] == "ok" and "kafka" not in ready
         trace_id = send_weather_run(grpc_port)

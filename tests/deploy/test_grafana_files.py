@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ingest.store.ddl import load_ddl
 from schemas.score import DecisionKind
 from scoring.registry import registered
 from tests.support.grafana_files import (
@@ -19,8 +20,10 @@ from tests.support.grafana_files import (
     EXPRESSION_UID,
     GRAFANA_BUILTIN_UID,
     PROMETHEUS_TYPE,
+    alert_queries,
     alert_rules,
     dashboard_queries,
+    is_clickhouse,
     load_dashboards,
     load_yaml,
     walk_panels,
@@ -56,6 +59,23 @@ def test_the_datasources_are_clickhouse_in_otel_mode_and_prometheus() -> None:
         assert settings[signal]["otelVersion"] == "latest"
     prometheus = sources["tracescore-prometheus"]
     assert (prometheus["type"], prometheus["url"]) == (PROMETHEUS_TYPE, "${PROMETHEUS_URL}")
+
+
+def test_no_query_names_a_database_the_data_source_gives_it() -> None:
+    """tracescore's database is a setting (store_database): a query naming one (default.scores) would
+    read another database than the data source's defaultDatabase."""
+    created = re.compile(r"^CREATE (?:TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS `db`\.(\w+)")
+    ours = {m[1] for statement in load_ddl("db") if (m := created.match(statement))}
+    assert {"otel_traces", "otel_traces_scored", "scores", "scores_by_scorer", "score_drift"} <= ours
+    tables = "|".join(sorted(ours))
+    qualified = re.compile(rf"\b(?:FROM|JOIN)\s+([\w`\"]+\s*\.\s*[`\"]?(?:{tables})\b)", re.IGNORECASE)
+    queries = [
+        (q.where, q.sql) for d in DASHBOARDS.values() for q in dashboard_queries(d) if is_clickhouse(q)
+    ]
+    queries += [(q.where, q.data["model"]["rawSql"]) for q in alert_queries("tracescore-clickhouse")]
+    assert len(queries) > 40
+    named = [f"{where}: {found}" for where, sql in queries for found in qualified.findall(sql)]
+    assert named == []
 
 
 def test_the_dashboard_provider_loads_the_dashboard_folder_into_the_tracescore_folder() -> None:

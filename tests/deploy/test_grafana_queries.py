@@ -16,6 +16,7 @@ import pytest
 from ingest.store.clickhouse import Store
 from tests.support.grafana import Selection, TimeRange, expand_macros, render
 from tests.support.grafana_files import (
+    DATA_SOURCE_DATABASE,
     AlertQuery,
     alert_queries,
     dashboard_queries,
@@ -49,7 +50,7 @@ OTEL_LOG_COLUMNS = {
 
 @pytest.fixture
 async def demo(demo_store: Path) -> AsyncIterator[Store]:
-    store = Store(str(demo_store))
+    store = Store(str(demo_store), DATA_SOURCE_DATABASE)  # as the data source's defaultDatabase gives it
     await store.start()
     try:
         yield store
@@ -92,6 +93,12 @@ async def selections(store: Store, dashboard: dict[str, Any], pick_all: bool) ->
 def _link_fields(panel: dict[str, Any]) -> set[str]:
     text = str(panel.get("fieldConfig", {}))
     return set(re.findall(r"\$\{__data\.fields\.(\w+)\}", text))
+
+
+async def test_the_queries_have_only_the_data_sources_database_to_read(demo: Store) -> None:
+    # Every query below finds its rows although default holds nothing: none names a database.
+    assert demo.database == DATA_SOURCE_DATABASE != "default"
+    assert await demo.query("SELECT name FROM system.tables WHERE database = 'default'") == []
 
 
 async def test_the_otel_tables_the_plugin_reads_have_its_columns(demo: Store) -> None:

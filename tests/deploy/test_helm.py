@@ -462,8 +462,26 @@ def test_the_service_monitor_is_off_by_default(default: Rendered) -> None:
         ({"config": {"store": "./tracescore-data"}}, "ClickHouse server"),
         ({"config": {"receiver": {"host": "127.0.0.1"}}}, "0.0.0.0"),
         ({"resources": {"limits": {"memory": "2 gigabytes"}}}, "resources.limits.memory"),
+        (
+            {"config": {"store_database": "my-db"}},
+            'config.store_database: "my-db" is not a database name tracescore accepts: use letters, digits',
+        ),
+        (
+            {"config": {"store": "http://tracescore@clickhouse:8123/evals", "store_database": "other"}},
+            'config.store names database "evals" in its path but config.store_database is "other"',
+        ),
     ],
-    ids=["judge-key", "token", "store-password", "key-no-judge", "embedded-store", "loopback", "memory-unit"],
+    ids=[
+        "judge-key",
+        "token",
+        "store-password",
+        "key-no-judge",
+        "embedded-store",
+        "loopback",
+        "memory-unit",
+        "database-name",
+        "two-databases",
+    ],
 )
 def test_the_chart_refuses(values: dict[str, Any], message: str) -> None:
     assert message in render_error(values)
@@ -479,6 +497,26 @@ def test_the_notes_say_where_to_send_spans(default: Rendered, custom: Rendered) 
     assert "authorization: Bearer $TOKEN" in custom.notes
     assert "get secret team-llm-keys -o jsonpath='{.data.otlp-token}'" in custom.notes
     assert "at least 3 partitions" in custom.notes
+
+
+@pytest.mark.parametrize(
+    ("config", "database"),
+    [
+        ({}, "default"),
+        ({"store_database": "evals"}, "evals"),
+        ({"store": "http://tracescore@clickhouse:8123/evals"}, "evals"),
+        ({"store": "http://tracescore@clickhouse:8123/evals", "store_database": "evals"}, "evals"),
+    ],
+    ids=["default", "setting", "dsn-path", "both-agree"],
+)
+def test_the_database_reaches_the_config_and_the_notes(
+    config: dict[str, Any], database: str, tmp_path: Path
+) -> None:
+    rendered = render({"config": config})
+    assert load(rendered, tmp_path).database == database
+    assert rendered.config.get("store_database") == config.get("store_database")  # "" in values: not written
+    assert f'tables are in ClickHouse database "{database}"' in rendered.notes
+    assert f"tracescore schema --database {database}" in rendered.notes
 
 
 def test_every_value_is_documented() -> None:

@@ -24,6 +24,8 @@ CLICKHOUSE_TYPE = "grafana-clickhouse-datasource"
 PROMETHEUS_TYPE = "prometheus"
 EXPRESSION_UID = "__expr__"
 GRAFANA_BUILTIN_UID = "-- Grafana --"  # the built-in annotations of every dashboard
+# The database the tests' data source gives the queries: not default, as a deployment may choose.
+DATA_SOURCE_DATABASE = "tracescore_dashboards"
 
 # One SELECT: rows as dicts (Store.query).
 RunSql = Callable[[str], Awaitable[list[dict[str, Any]]]]

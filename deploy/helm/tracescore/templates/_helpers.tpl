@@ -143,11 +143,34 @@ Secrets written into the config itself are refused: they would sit in a ConfigMa
 {{- if not (regexMatch "^https?://" $store) -}}
 {{- fail (printf "config.store %q: replicas need a ClickHouse server (http(s)://user@host:port); the embedded store is one process's" $store) -}}
 {{- end -}}
+{{- if not (get $config "store_database") -}}
+{{- $_ := unset $config "store_database" -}}
+{{- end -}}
+{{- $_ := include "tracescore.database" . -}}
 {{- $host := toString (get $receiver "host" | default "127.0.0.1") -}}
 {{- if has $host (list "127.0.0.1" "localhost" "::1") -}}
 {{- fail (printf "config.receiver.host %s: the probes and the Service cannot reach a loopback address; use 0.0.0.0" $host) -}}
 {{- end -}}
 {{- toYaml $config -}}
+{{- end -}}
+
+{{/*
+The ClickHouse database of tracescore's tables, as tracescore resolves it: config.store_database, else
+the store DSN's path, else "default". Both given and different: refused (one place for it).
+*/}}
+{{- define "tracescore.database" -}}
+{{- $config := .Values.config | default dict -}}
+{{- $setting := toString (get $config "store_database" | default "") -}}
+{{- $inPath := regexReplaceAll "^https?://[^/?#]*/?([^?#]*).*$" (toString (get $config "store")) "${1}" | trimSuffix "/" -}}
+{{- range $source, $name := dict "config.store_database" $setting "the path of config.store" $inPath -}}
+{{- if and $name (not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" $name)) -}}
+{{- fail (printf "%s: %q is not a database name tracescore accepts: use letters, digits and _, not starting with a digit" $source $name) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $setting $inPath (ne $setting $inPath) -}}
+{{- fail (printf "config.store names database %q in its path but config.store_database is %q: give the database in one place" $inPath $setting) -}}
+{{- end -}}
+{{- $setting | default $inPath | default "default" -}}
 {{- end -}}
 
 {{/* The container's ports, from the config. */}}
