@@ -96,36 +96,24 @@ class DocumentRun:
         else:
             raise AssertionError(f"{example.where}: a {example.language!r} block is not a file to save")
 
-    def _done(self, example: Example, done: subprocess.CompletedProcess[str]) -> None:
+    def _command(self, example: Example, argv: list[str]) -> None:
+        """Runs ``argv`` in the directory; it must exit 0."""
+        done = subprocess.run(
+            argv, cwd=self.directory, env=self.env, capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT_S
+        )
         assert done.returncode == 0, (
             f"{example.where} exited {done.returncode}\n--- stdout\n{done.stdout[-3000:]}"
             f"\n--- stderr\n{done.stderr[-3000:]}"
         )
 
     def _shell(self, example: Example) -> None:
-        done = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", "-c", example.commands()],
-            cwd=self.directory,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=EXAMPLE_TIMEOUT_S,
-        )
-        self._done(example, done)
+        self._command(example, ["bash", "-e", "-o", "pipefail", "-c", example.commands()])
 
     def _python(self, example: Example) -> None:
         program = self.directory / ".examples" / f"line-{example.line}.py"
         program.parent.mkdir(exist_ok=True)
         program.write_text(example.text, encoding="utf-8")
-        done = subprocess.run(
-            [sys.executable, str(program)],
-            cwd=self.directory,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=EXAMPLE_TIMEOUT_S,
-        )
-        self._done(example, done)
+        self._command(example, [sys.executable, str(program)])
 
     def _services(self, example: Example) -> None:
         """Each command line starts a service, all at once, each in a copy of the directory on free
