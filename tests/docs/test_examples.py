@@ -95,6 +95,7 @@ def document_runs(
         return {path: future.result() for path, future in futures.items()}
 
 
+@pytest.mark.timeout(600)  # the first one waits for every document (under a minute on an idle machine)
 @pytest.mark.parametrize("path", documents(), ids=name)
 def test_the_examples_run_as_written(path: Path, document_runs: dict[Path, Outcomes]) -> None:
     outcomes, failure = document_runs[path]
