@@ -40,7 +40,7 @@ lint: $(TEST_INSTALLED) ## ruff check, ruff format --check and mypy --strict
 	$(BIN)/ruff format --check schemas ingest scoring tests bench
 	$(BIN)/mypy
 
-bench: $(TEST_INSTALLED) ## benchmarks against same-run baselines: bench/report.json and a table (README: Performance)
+bench: $(TEST_INSTALLED) ## benchmarks against same-run baselines: bench/report.json and a table (docs/performance.md)
 	$(BIN)/python -m bench
 
 $(PEERS_INSTALLED):

@@ -269,7 +269,7 @@ class AssemblyConfig(_Config):
 
 
 class ReplicaConfig(_Config):
-    """This process among the replicas sharing one store (see the README's architecture section)."""
+    """This process among the replicas sharing one store (see docs/scaling.md)."""
 
     # Stable across restarts (a StatefulSet pod name, a host name): a restarted replica resumes its
     # own watermark. Default: the host name.

@@ -200,7 +200,7 @@ def _expected(signal: str) -> str:
         return f'expected {{"{key}": [...]}}, as an OTLP exporter sends it'
     return (
         f'expected {{"{key}": [...]}}, as an OTLP exporter sends it '
-        '(see "Capturing OTLP/JSON from your app" in the README)'
+        '(see "Capturing OTLP/JSON from your app" in docs/agent-runs.md)'
     )
 
 

@@ -110,8 +110,8 @@ def environment_help() -> str:
     width = max(len(var) for var in ENV_KEYS)
     lines = [
         "Settings come from, highest first: flags, TRACESCORE_* environment variables, the config file",
-        "(--config or TRACESCORE_CONFIG; YAML or JSON, keys as in deploy/tracescore.example.yaml and the",
-        "README's Configuration section), then the defaults.",
+        "(--config or TRACESCORE_CONFIG; YAML or JSON, keys as in deploy/tracescore.example.yaml and",
+        "docs/configuration.md), then the defaults.",
         "",
         "environment variables (config key):",
         *(f"  {var:<{width}}  {key}" for var, key in ENV_KEYS.items()),

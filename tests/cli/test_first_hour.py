@@ -18,7 +18,7 @@ import yaml
 from tests.support.llm_server import LLMServer, json_reply
 from tests.support.serve import ENV, PROJECT_ROOT, free_port, tracescore, wait_healthy
 
-README = Path(PROJECT_ROOT) / "README.md"
+SCORERS_PAGE = Path(PROJECT_ROOT) / "docs" / "scorers.md"
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -52,8 +52,8 @@ def test_a_mistyped_command_or_flag_gets_a_suggestion() -> None:
 
 
 def readme_scorer_names() -> set[str]:
-    """The short names of the README's scorer tables (the name in rules, else the id)."""
-    section = README.read_text().split("## Scorers", 1)[1].split("\n## ", 1)[0]
+    """The short names of the scorer tables of docs/scorers.md (the name in rules, else the id)."""
+    section = SCORERS_PAGE.read_text()
     names: set[str] = set()
     for row in re.findall(r"^\| (`.*?) \|", section, re.MULTILINE):
         ticked = re.findall(r"`([^`]+)`", row)
@@ -73,7 +73,7 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
     scorers = {entry["name"]: entry for entry in json.loads(done.stdout)}
     assert readme_scorer_names() <= set(scorers)
     assert len(scorers) == 54
-    # Facts from the README's tables, for one scorer of each kind.
+    # Facts from the page's tables, for one scorer of each kind.
     assert scorers["exact-match"]["needs"] == ["ground_truth", "output"]
     assert scorers["exact-match"]["llm"] is False
     assert scorers["toxicity"]["id"] == "toxicity-scorer"

@@ -1,6 +1,6 @@
 """``tracescore inspect`` as users meet it in their first hour: runs from their own files on stdout,
 why a trace gives no run (or no text) on stderr, one line for a file that is not OTLP/JSON, and the
-README's recipe for capturing such a file from a Python app, run for real.
+recipe of docs/agent-runs.md for capturing such a file from a Python app, run for real.
 
 stdout must stay pure JSON; every stderr line is quoted in full.
 """
@@ -101,7 +101,7 @@ def _spans_of(document: Any) -> Any:
 
 EXPECTED = (
     'expected {"resourceSpans": [...]}, as an OTLP exporter sends it (see "Capturing OTLP/JSON from your '
-    'app" in the README)'
+    'app" in docs/agent-runs.md)'
 )
 
 
@@ -182,17 +182,17 @@ def test_a_protobuf_file_is_refused_by_the_command_without_a_traceback(tmp_path:
     )
 
 
-def _readme_snippet() -> str:
-    readme = (Path(PROJECT_ROOT) / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Capturing OTLP/JSON from your app", 1)[1]
+def _docs_snippet() -> str:
+    page = (Path(PROJECT_ROOT) / "docs" / "agent-runs.md").read_text(encoding="utf-8")
+    section = page.split("\n## Capturing OTLP/JSON from your app\n", 1)[1]
     match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match, "no Python snippet in the README section"
+    assert match, "no Python snippet in the section"
     return match.group(1)
 
 
-def test_the_readmes_python_exporter_writes_a_file_inspect_reads(tmp_path: Path) -> None:
+def test_the_documented_python_exporter_writes_a_file_inspect_reads(tmp_path: Path) -> None:
     script = tmp_path / "otlp_json_file.py"
-    script.write_text(_readme_snippet(), encoding="utf-8")
+    script.write_text(_docs_snippet(), encoding="utf-8")
     # The snippet as a user runs it: its own process, the real OTel SDK, in the user's directory.
     ran = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60

@@ -29,7 +29,7 @@ from tests.support.grafana_files import (
     walk_panels,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GRAFANA_PAGE = Path(__file__).resolve().parents[2] / "docs" / "grafana.md"
 DASHBOARDS = load_dashboards()
 BY_UID = {d["uid"]: d for d in DASHBOARDS.values()}
 ENV_REFERENCE = re.compile(r"^\$\{[A-Z][A-Z0-9_]*\}$")
@@ -298,27 +298,25 @@ def test_contact_point_and_policy_refer_to_each_other_and_route_every_rule() -> 
         assert [r["receiver"] for r in matching] == [contact_point["name"]], rule["uid"]
 
 
-# --- README --------------------------------------------------------------------------------------------
+# --- docs/grafana.md ------------------------------------------------------------------------------------
 
 
 def _section(text: str, heading: str) -> str:
-    start = text.index(heading)
-    end = text.find("\n### ", start + len(heading))
-    following = text.find("\n## ", start + len(heading))
-    ends = [i for i in (end, following) if i != -1]
-    return text[start : min(ends) if ends else len(text)]
+    """The level-2 section ``heading`` of ``text`` (its ### subsections included)."""
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + len(heading) + 2)
+    return text[start : end if end != -1 else len(text)]
 
 
-def test_readme_describes_every_dashboard_and_alert_rule_with_its_threshold() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert "## Watching scores" in text
-    dashboards = _section(text, "### Dashboards")
+def test_the_grafana_page_describes_every_dashboard_and_alert_rule_with_its_threshold() -> None:
+    text = GRAFANA_PAGE.read_text(encoding="utf-8")
+    dashboards = _section(text, "## Dashboards") + _section(text, "## Setting Grafana up")
     for dashboard in DASHBOARDS.values():
         assert dashboard["title"] in dashboards
         for panel in walk_panels(dashboard["panels"]):
             if panel["type"] != "row":
                 assert panel["title"].replace("$scorer", "").strip(": ") in dashboards, panel["title"]
-    rules = _section(text, "### Alert rules")
+    rules = _section(text, "## Alert rules")
     for rule in alert_rules():
         assert rule["title"] in rules
         (threshold,) = [d for d in rule["data"] if d["refId"] == rule["condition"]]

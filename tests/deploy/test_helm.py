@@ -28,7 +28,7 @@ from tests.support.helm import (
     render_error,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+KUBERNETES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md"
 
 SECRETS = {
     "judgeApiKey": "sk-judge-0123456789abcdef",
@@ -487,7 +487,7 @@ def test_the_chart_refuses(values: dict[str, Any], message: str) -> None:
     assert message in render_error(values)
 
 
-# --- NOTES.txt, values.yaml, README
+# --- NOTES.txt, values.yaml, docs/kubernetes.md
 
 
 def test_the_notes_say_where_to_send_spans(default: Rendered, custom: Rendered) -> None:
@@ -543,16 +543,12 @@ def test_every_value_is_documented() -> None:
     assert undocumented == []
 
 
-def helm_readme_section() -> str:
-    return README.read_text().split("## Kubernetes (Helm)", 1)[1].split("\n## ", 1)[0]
-
-
-def test_the_readme_example_renders_and_loads(tmp_path: Path) -> None:
-    section = helm_readme_section()
+def test_the_documented_example_renders_and_loads(tmp_path: Path) -> None:
+    section = KUBERNETES_PAGE.read_text()
     assert "helm install tracescore deploy/helm/tracescore -f my-values.yaml" in section
     values_block, collector_block = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
     values = yaml.safe_load(values_block)
-    # The Secret the README creates holds the keys its values name.
+    # The Secret the page creates holds the keys its values name.
     (shell,) = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
     created = dict.fromkeys(re.findall(r"--from-literal=([\w-]+)=", shell), "a-secret")
     assert set(created) == set(values["secrets"]["existingSecretKeys"].values())

@@ -1,4 +1,5 @@
-"""The drift section: durations, a fixed reference period, webhooks, and the README's example."""
+"""The drift section: durations, a fixed reference period, webhooks, and the example of
+docs/watching-scores.md."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import yaml
 
 from schemas.config import ConfigError, load_config
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+WATCHING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "watching-scores.md"
 
 
 def test_durations_take_units_and_seconds(tmp_path: Path) -> None:
@@ -37,8 +38,8 @@ def test_bad_drift_settings_name_the_key(key: str, value: object, message: str) 
         load_config(overrides={key: value})
 
 
-def test_the_readme_drift_example_is_valid_config(tmp_path: Path) -> None:
-    text = README.read_text()
+def test_the_documented_drift_example_is_valid_config(tmp_path: Path) -> None:
+    text = WATCHING_PAGE.read_text()
     block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if b.startswith("drift:"))
     path = tmp_path / "drift.yaml"
     path.write_text(block)

@@ -100,8 +100,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_documented_export_examples_load() -> None:
-    """The README's example and the example file's (commented out) block are valid as written."""
-    section = (ROOT / "README.md").read_text().split("### Scores as OpenTelemetry events", 1)[1]
+    """The example of docs/watching-scores.md and the example file's (commented out) block are valid
+    as written."""
+    page = (ROOT / "docs" / "watching-scores.md").read_text()
+    section = page.split("\n## Scores as OpenTelemetry events\n", 1)[1]
     (readme,) = re.findall(r"```yaml\n(.*?)```", section.split("\n## ", 1)[0], re.DOTALL)
     example = (ROOT / "deploy" / "tracescore.example.yaml").read_text()
     block = example[example.index("# export:") :].split("\n\n", 1)[0]

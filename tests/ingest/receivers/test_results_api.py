@@ -32,7 +32,7 @@ def test_a_trace_with_scores_answers_the_list_of_its_rows(service: ScoredService
     assert answer.status == 200
     assert _keys(answer.body) == [(shop, "similarity"), (shop, "textual-difference-scorer")]
     row = next(r for r in answer.body if r["scorer_id"] == "textual-difference-scorer")
-    # The fields the README and the architecture promise, as before the filters came.
+    # The fields the HTTP API page and the architecture promise, as before the filters came.
     for field in (
         "span_id",
         "score",

@@ -1,9 +1,10 @@
-"""The README's reference parts hold: its ``tracescore score`` command lines run as written, and its
-"ClickHouse tables" part names every table and column the service creates, with their types.
+"""The reference pages hold: the ``tracescore score`` command lines of docs/cli.md give scores for
+real runs, and docs/tables.md names every table and column the service creates, with their types.
 
 The score lines are run by bash in a directory holding ``run.json`` (an AgentRun) and ``trace.json``
-(an OTLP/JSON export request), with ``tracescore`` on the PATH running this source tree. The tables
-are read from a real embedded store after the service's own DDL (``DDL_FILES``) was applied.
+(a real framework's OTLP/JSON export request, not the page's own), with ``tracescore`` on the PATH
+running this source tree. The tables are read from a real embedded store after the service's own DDL
+(``DDL_FILES``) was applied.
 """
 
 from __future__ import annotations
@@ -19,30 +20,27 @@ from pathlib import Path
 import pytest
 
 from ingest.store.clickhouse import DDL_FILES, Store
+from tests.docs.markdown import DOCS, examples
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.serve import ENV
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CLI_PAGE = DOCS / "cli.md"
+TABLES_PAGE = DOCS / "tables.md"
 VIEWS = ("View", "MaterializedView")
-
-
-def section(title: str) -> str:
-    """The README's level-2 section ``title``, up to the next level-2 heading."""
-    return README.read_text().split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 # --- tracescore score ------------------------------------------------------------------------------
 
 
 def score_lines() -> list[str]:
-    """Every line of the README's shell blocks that runs ``tracescore score``."""
-    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), re.DOTALL)
+    """Every line of the command-line page's shell blocks that runs ``tracescore score``."""
+    blocks = [example.text for example in examples(CLI_PAGE) if example.language == "sh"]
     return [line for block in blocks for line in block.splitlines() if "tracescore score " in line]
 
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    """A directory with the README's files, and a ``tracescore`` command of this source tree."""
+    """A directory with the files the page names, and a ``tracescore`` command of this source tree."""
     run = {
         "input": {"input_messages": [{"role": "user", "content": "What's the weather in Paris?"}]},
         "output": [{"role": "assistant", "content": "The weather in Paris is rainy, 57°F."}],
@@ -57,7 +55,7 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_readme_score_command_lines_run_as_written(workdir: Path) -> None:
+def test_the_score_command_lines_score_real_runs(workdir: Path) -> None:
     lines = score_lines()
     assert any(line.startswith("tracescore score ") and "--options" in line for line in lines)
     assert any("tracescore inspect" in line and "--run -" in line for line in lines), "the piped form"
@@ -107,24 +105,24 @@ def created_tables(tmp_path: Path) -> tuple[dict[str, str], dict[str, dict[str, 
 
 
 def documented_tables() -> dict[str, str]:
-    """The "ClickHouse tables" part's subsections by table name."""
-    parts = re.split(r"^### `([a-z_]+)`\n", section("ClickHouse tables"), flags=re.MULTILINE)
+    """The tables page's sections by table name."""
+    parts = re.split(r"^## `([a-z_]+)`\n", TABLES_PAGE.read_text(), flags=re.MULTILINE)
     return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 
 def column_rows(text: str) -> dict[str, str]:
-    """The rows ``| `Column` | `Type` | what |`` of a subsection: column -> type."""
+    """The rows ``| `Column` | `Type` | what |`` of a section: column -> type."""
     return dict(re.findall(r"^\| `([A-Za-z.]+)` \| `([^`]+)` \|", text, re.MULTILINE))
 
 
-def test_the_readme_lists_every_table_and_column_the_store_creates(tmp_path: Path) -> None:
+def test_the_tables_page_lists_every_table_and_column_the_store_creates(tmp_path: Path) -> None:
     engines, columns = created_tables(tmp_path)
     assert len(DDL_FILES) >= 13 and {"otel_traces", "scores", "score_decisions", "replicas"} <= set(engines)
-    text = section("ClickHouse tables")
+    text = TABLES_PAGE.read_text()
     documented = documented_tables()
     overview = re.findall(r"^\| \[`([a-z_]+)`\]", text, re.MULTILINE)
     for table, engine in engines.items():
-        assert f"`{table}`" in text, f"{table} is not in the README's ClickHouse tables"
+        assert f"`{table}`" in text, f"{table} is not in docs/tables.md"
         if engine == "MaterializedView":
             continue  # named where its target table is described
         assert table in documented, f"{table} has no subsection"
@@ -136,10 +134,10 @@ def test_the_readme_lists_every_table_and_column_the_store_creates(tmp_path: Pat
         for column, kind in columns[table].items():
             assert f"`{column}`" in part, f"{table}.{column} is not documented"
             if column in rows:
-                assert rows[column] == kind, f"{table}.{column} is {kind}, the README says {rows[column]}"
+                assert rows[column] == kind, f"{table}.{column} is {kind}, docs/tables.md says {rows[column]}"
     # And nothing documented that the store does not have.
     assert set(documented) <= set(engines), set(documented) - set(engines)
     for table, part in documented.items():
         stale = set(column_rows(part)) - set(columns.get(table, {}))
-        assert not stale, f"the README documents columns {table} does not have: {stale}"
+        assert not stale, f"docs/tables.md documents columns {table} does not have: {stale}"
     assert set(overview) <= set(engines)
