@@ -20,8 +20,10 @@ Each data item has ``input`` and optionally ``ground_truth``, ``context``, and e
 answer already produced) or ``run`` (a whole AgentRun to score as it is). Without those, ``target``
 (a sync or async callable: input -> a string, a message list, or an AgentRun) produces the answer.
 Differences from Mastra, on purpose: a scorer or target that fails is recorded on its item as an
-error instead of aborting the whole evaluation, averages are over successful scores only (None when
-there are none, where Mastra reports 0), and the scorers of one item run concurrently.
+error instead of aborting the whole evaluation; a run that lacks what a scorer reads (its ``needs``:
+no output text, no ground truth...) is not scored but recorded as ``skipped_empty`` with the reason,
+as the service records it; averages are over successful scores only (None when there are none,
+where Mastra reports 0); and the scorers of one item run concurrently.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas import AgentRun
+from scoring.empty_runs import empty_run_reason
 from scoring.scorer import Scorer, ScorerResult
 from scoring.utils import create_agent_test_run
 
@@ -56,12 +59,14 @@ class EvalItem(BaseModel):
 
 
 class EvalItemResult(BaseModel):
-    """The outcome for one item: a result or an error per scorer, or the target's error."""
+    """The outcome for one item: per scorer a result, an error, or why the run was skipped (its
+    ``skipped_empty`` reason); or the target's error."""
 
     index: int
     run: AgentRun | None = None
     scores: dict[str, ScorerResult] = Field(default_factory=dict)
     errors: dict[str, str] = Field(default_factory=dict)
+    skipped: dict[str, str] = Field(default_factory=dict)
     error: str | None = None  # the target failed (or its output could not become a run)
     duration_s: float = 0.0
 
@@ -75,6 +80,7 @@ class ScorerSummary(BaseModel):
     max: float | None = None
     n: int = 0
     errors: int = 0
+    skipped_empty: int = 0  # runs without the content the scorer reads: not scored
 
 
 class EvalSummary(BaseModel):
@@ -149,10 +155,12 @@ async def _score_item(
         return EvalItemResult(
             index=index, error=f"{type(exc).__name__}: {exc}", duration_s=time.perf_counter() - started
         )
-    outcomes = await asyncio.gather(*(scorer.run(run) for scorer in scorers), return_exceptions=True)
+    skipped = {s.id: reason for s in scorers if (reason := empty_run_reason(s, run)) is not None}
+    scoring = [scorer for scorer in scorers if scorer.id not in skipped]
+    outcomes = await asyncio.gather(*(scorer.run(run) for scorer in scoring), return_exceptions=True)
     scores: dict[str, ScorerResult] = {}
     errors: dict[str, str] = {}
-    for scorer, outcome in zip(scorers, outcomes, strict=True):
+    for scorer, outcome in zip(scoring, outcomes, strict=True):
         if isinstance(outcome, ScorerResult):
             scores[scorer.id] = outcome
         elif isinstance(outcome, Exception):
@@ -160,7 +168,12 @@ async def _score_item(
         else:  # CancelledError and other BaseExceptions are not a scorer's failure: let them through
             raise outcome
     return EvalItemResult(
-        index=index, run=run, scores=scores, errors=errors, duration_s=time.perf_counter() - started
+        index=index,
+        run=run,
+        scores=scores,
+        errors=errors,
+        skipped=skipped,
+        duration_s=time.perf_counter() - started,
     )
 
 
@@ -169,6 +182,7 @@ def _summaries(scorers: Sequence[Scorer], results: Sequence[EvalItemResult]) -> 
     for scorer in scorers:
         values = [r.scores[scorer.id].score for r in results if scorer.id in r.scores]
         errors = sum(1 for r in results if scorer.id in r.errors)
+        skipped = sum(1 for r in results if scorer.id in r.skipped)
         summaries[scorer.id] = ScorerSummary(
             scorer_id=scorer.id,
             mean=sum(values) / len(values) if values else None,
@@ -176,6 +190,7 @@ def _summaries(scorers: Sequence[Scorer], results: Sequence[EvalItemResult]) -> 
             max=max(values, default=None),
             n=len(values),
             errors=errors,
+            skipped_empty=skipped,
         )
     return summaries
 

@@ -22,6 +22,7 @@ from schemas.config import JudgeConfig
 from schemas.rules import BudgetLimits, CircuitBreakerConfig, RunFilter, ScorerRule, SpanTarget, Target
 from schemas.spans import STATUS_ERROR
 from schemas.units import TraceView
+from scoring.empty_runs import empty_run_reason
 from scoring.judge.data import PREAMBLE_SIGNATURE
 from scoring.judge.guard import JUDGE_SPAN_ATTRIBUTE
 from scoring.match import span_matches, unit_matches
@@ -153,16 +154,6 @@ def thresholds(groups: Sequence[RuleGroup]) -> dict[str, tuple[float, str]]:
     return found
 
 
-def missing_detail(missing: Sequence[str], content_missing: bool) -> str:
-    """Why a run was skipped: the text it lacks, and whether its content was not captured."""
-    texts = [need for need in missing if need != "ground_truth"]
-    parts = [f"no {' or '.join(texts)} text"] if texts else []
-    if "ground_truth" in missing:
-        parts.append("no ground truth")
-    capture = " (content capture off or redacted)" if content_missing and texts else ""
-    return f"run has {' and '.join(parts)}{capture}"
-
-
 def is_own_judge_call(unit: AgentRun, trace: TraceView | None) -> bool:
     """The loop guard: ``unit`` is a call of tracescore's own judge (see the module docstring)."""
     if any(PREAMBLE_SIGNATURE in m.content for m in unit.input.system_messages):
@@ -230,8 +221,8 @@ def route(
         return Routed(group[0], "filtered", why_not)
     if not is_sampled(f"{run.run_id}:{rule.scorer_id}", rule.sample_rate, sampling_salt):
         return Routed(rule, "sampled_out")
-    if missing := rule.scorer.missing_needs(run):
-        return Routed(rule, "skipped_empty", missing_detail(missing, run.content_missing))
+    if reason := empty_run_reason(rule.scorer, run):
+        return Routed(rule, "skipped_empty", reason)
     if max_run_chars is not None and (chars := run.text_chars()) > max_run_chars:
         detail = f"the run holds {chars} characters of text, over scoring.max_run_chars ({max_run_chars})"
         return Routed(rule, "skipped_too_large", detail)

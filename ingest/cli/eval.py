@@ -1,11 +1,9 @@
-"""``tracescore eval``: score a JSONL data set with named scorers; progress bar, table, per-item JSONL.
+"""``tracescore eval``: score a data set with named scorers; progress bar, table, per-item JSONL.
 
-Each line of the data file is one of:
-
-- an AgentRun JSON object (as ``tracescore inspect`` prints them), scored as it is;
-- a simple row ``{"input": "...", "output": "...", "ground_truth": ..., "context": [...]}``.
-
-A row whose ``input`` is a string is a simple row; anything else must be a valid AgentRun.
+The data file (or ``-``, standard input) is read as ``tracescore score`` reads its runs
+(``ingest.cli.run_files``): the list ``tracescore inspect`` prints, JSON Lines of AgentRuns or simple
+``{"input", "output", "ground_truth", "context"}`` rows, or one run. A run that lacks what a scorer
+reads is not scored by it: the table counts it under ``skipped_empty``, as the service records it.
 """
 
 from __future__ import annotations
@@ -18,27 +16,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
-from schemas import AgentRun
+from ingest.cli.run_files import LoadedRun, read_run_file
 from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
 from scoring.judge import close_clients
 from scoring.registry import build_scorer
 from scoring.scorer import Scorer
 
 DEFAULT_CONCURRENCY = 4
-_SIMPLE_KEYS = {"input", "output", "ground_truth", "groundTruth", "context", "id"}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``eval`` subcommand on the CLI's subparsers."""
     parser = sub.add_parser(
         "eval",
-        help="score a JSONL data set (AgentRuns or input/output rows) and print per-scorer statistics",
+        help="score a data set (AgentRuns or input/output rows) and print per-scorer statistics",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "Scorer options, either inline or with --options:\n"
@@ -49,7 +45,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     parser.add_argument(
-        "--data", required=True, metavar="FILE.jsonl", help="one AgentRun or simple row a line"
+        "--data",
+        required=True,
+        metavar="FILE|-",
+        help="the list `tracescore inspect` prints, or JSON Lines: one AgentRun or "
+        '{"input", "output", "ground_truth", "context"} row a line; - reads stdin',
     )
     parser.add_argument(
         "--scorer",
@@ -105,43 +105,13 @@ def build_scorers(
     return scorers
 
 
-def _item(row: Any) -> EvalItem:
-    if not isinstance(row, Mapping):
-        raise ValueError("a line must be a JSON object (an AgentRun or an input/output row)")
-    if isinstance(row.get("input"), str):
-        if unknown := sorted(set(row) - _SIMPLE_KEYS):
-            raise ValueError(f"unknown keys in a simple row: {', '.join(unknown)}")
-        if not isinstance(row.get("output"), str):
-            raise ValueError("a simple row needs 'output' as a string")
-        return EvalItem.model_validate(row)
-    return EvalItem(run=AgentRun.model_validate(row))
-
-
-def read_items(path: Path) -> tuple[list[EvalItem], list[int]]:
-    """The data items of a JSONL file and the line number of each; blank lines are skipped."""
-    items: list[EvalItem] = []
-    lines: list[int] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append(_item(json.loads(line)))
-            except (json.JSONDecodeError, ValidationError, ValueError) as exc:
-                raise ValueError(f"{path}:{number}: {exc}") from exc
-            lines.append(number)
-    if not items:
-        raise ValueError(f"{path}: no data lines")
-    return items, lines
-
-
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
 def results_table(result: RunEvalsResult) -> Table:
     table = Table(title=f"{result.summary.total_items} items in {result.summary.duration_s:.2f}s")
-    for column in ("scorer", "mean", "min", "max", "n", "errors"):
+    for column in ("scorer", "mean", "min", "max", "n", "errors", "skipped_empty"):
         table.add_column(column, justify="left" if column == "scorer" else "right")
     for summary in result.scorers.values():
         table.add_row(
@@ -151,18 +121,23 @@ def results_table(result: RunEvalsResult) -> Table:
             _fmt(summary.max),
             str(summary.n),
             str(summary.errors),
+            str(summary.skipped_empty),
         )
     return table
 
 
-def _item_line(item: EvalItemResult, line: int) -> dict[str, Any]:
-    return {
-        "line": line,
-        "run_id": item.run.run_id if item.run else None,
+def _item_line(item: EvalItemResult, loaded: LoadedRun) -> dict[str, Any]:
+    run = item.run
+    line: dict[str, Any] = {
+        "line": loaded.line,
+        "index": item.index,
+        "run_id": run.run_id if run is not None and (run.trace_id or run.span_id) else None,
         "scores": {sid: {"score": r.score, "reason": r.reason} for sid, r in item.scores.items()},
+        "skipped": item.skipped,
         "errors": item.errors,
         "error": item.error,
     }
+    return line if loaded.row_id is None else {"id": loaded.row_id, **line}
 
 
 async def _evaluate(items: list[EvalItem], scorers: list[Scorer], concurrency: int) -> RunEvalsResult:
@@ -192,15 +167,15 @@ def cmd_eval(args: argparse.Namespace, out: TextIO | None = None) -> int:
         raise ValueError("--concurrency must be at least 1")
     judge = judge_config(args)
     scorers = build_scorers(args.scorer, args.options, judge.judge_settings() if judge else None)
-    path = Path(args.data)
-    items, lines = read_items(path)
+    loaded, _ = read_run_file(args.data)
+    items = [EvalItem(run=entry.run) for entry in loaded]
     result = asyncio.run(_evaluate(items, scorers, args.concurrency))
     if args.output:
         with Path(args.output).open("w", encoding="utf-8") as handle:
             for item in result.items:
-                handle.write(json.dumps(_item_line(item, lines[item.index]), ensure_ascii=False) + "\n")
+                handle.write(json.dumps(_item_line(item, loaded[item.index]), ensure_ascii=False) + "\n")
     Console(file=out or sys.stdout).print(results_table(result))
     for item in result.items:
         for scorer_id, message in item.errors.items():
-            print(f"line {lines[item.index]}: {scorer_id}: {message}", file=sys.stderr)
+            print(f"{loaded[item.index].where}: {scorer_id}: {message}", file=sys.stderr)
     return 0

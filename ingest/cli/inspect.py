@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ingest.cli.json_documents import NotJsonError, json_documents
 from schemas import LogRecord, Span
 
 SIGNAL_KEYS = {"traces": "resourceSpans", "logs": "resourceLogs", "metrics": "resourceMetrics"}
@@ -116,17 +117,9 @@ def _documents(path: Path, payload: bytes) -> list[tuple[int, Any]]:
     if not payload.strip():
         raise NotOtlpJson(f"{path}: the file is empty")
     try:
-        return [(1, json.loads(payload))]
-    except ValueError as whole_error:
-        documents = []
-        for number, line in enumerate(payload.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                documents.append((number, json.loads(line)))
-            except ValueError:
-                raise NotOtlpJson(f"{path}: {_not_json(payload, whole_error)}") from None
-        return documents
+        return json_documents(payload)[0]
+    except NotJsonError as exc:
+        raise NotOtlpJson(f"{path}: {_not_json(payload, exc.whole_error)}") from None
 
 
 def _not_json(payload: bytes, error: ValueError) -> str:
@@ -171,9 +164,8 @@ def _signal_of(document: Any, where: object, signal: str) -> str:
     if isinstance(document, Mapping):
         if not document:
             return signal  # an empty export request
-        for kind, key in SIGNAL_KEYS.items():
-            if key in document or _snake(key) in document:
-                return kind
+        if kinds := otlp_signals(document):
+            return kinds[0]
         if isinstance(document.get("spans"), list):
             what = f'a JSON object with a list of {len(document["spans"])} spans under "spans"'
         elif _SPAN_KEYS & set(document):
@@ -192,6 +184,12 @@ def _signal_of(document: Any, where: object, signal: str) -> str:
     else:
         what = f"a JSON {type(document).__name__}"
     raise NotOtlpJson(f"{where}: {what}, not an OTLP/JSON export request: {_expected(signal)}")
+
+
+def otlp_signals(document: Mapping[str, Any]) -> list[str]:
+    """The signals (traces, logs, metrics) the object holds as an OTLP/JSON export request does: under
+    ``resourceSpans`` and the like (or their snake_case names)."""
+    return [kind for kind, key in SIGNAL_KEYS.items() if key in document or _snake(key) in document]
 
 
 def _expected(signal: str) -> str:

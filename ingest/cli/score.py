@@ -1,16 +1,17 @@
 """``tracescore score``: one scorer on one AgentRun, or on each run of the list ``tracescore inspect``
 prints, the results as JSON.
 
-``--run`` names a file, or ``-`` for standard input. The file holds one run object or a list of them.
-Standard output holds one result object for one run object (or with ``--index N``, run N of a list),
-and a list of results, in the file's order, for a list. A result is the scorer's result with
+``--run`` names a file, or ``-`` for standard input, in any shape ``ingest.cli.run_files`` reads
+(one AgentRun, the list ``tracescore inspect`` prints, JSON Lines of runs or simple rows). Standard
+output holds one result object for one run object (or with ``--index N``, run N of a list), and a list
+of results, in the file's order, for a list or JSON Lines. A result is the scorer's result with
 ``"status": "scored"``; a run the scorer cannot score gives
 ``{"scorer_id", "run_id", "status": "skipped_empty" | "failed", "score": null, "reason"}`` (the
 decision names the service stores), its reason also on standard error as one line.
 
 Exit codes: 0 every run was scored; 1 the scorer failed on a run; 3 a run lacked what the scorer needs
 (``needs``: no input, output, context or ground truth) and none failed; 2 nothing was scored: an
-unknown scorer or option, or a run file that is not JSON or holds no valid run.
+unknown scorer or option, or a run file that is not JSON or holds something other than runs.
 """
 
 from __future__ import annotations
@@ -20,19 +21,17 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
+from ingest.cli.run_files import STDIN, STDIN_NAME, read_run_file
 from schemas import AgentRun
+from scoring.empty_runs import empty_run_reason
 from scoring.scorer import Scorer, ScorerError
 
 EXIT_SCORED = 0
 EXIT_FAILED = 1
 EXIT_SKIPPED = 3
-STDIN = "-"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,7 +50,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--run",
         required=True,
         metavar="FILE|-",
-        help="AgentRun JSON file: one run, or the list `tracescore inspect` prints; - reads stdin",
+        help="AgentRun JSON file: one run, the list `tracescore inspect` prints, or JSON Lines of runs or "
+        "{input, output} rows; - reads stdin",
     )
     parser.add_argument(
         "--index", type=int, metavar="N", help="score only run N (from 0) of the list, printed as one object"
@@ -59,40 +59,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--options", help="scorer options as a JSON object")
     add_judge_arguments(parser)
     parser.set_defaults(func=cmd_score)
-
-
-def read_runs(source: str, data: bytes) -> tuple[list[AgentRun], bool]:
-    """The runs of a run file, and whether it held a list. Raises ``ValueError`` with one line naming
-    the file (and the run) and what is wrong."""
-    try:
-        document = json.loads(data)
-    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
-        raise ValueError(f"{source}: not JSON: {exc}") from None
-    is_list = isinstance(document, list)
-    items = document if is_list else [document]
-    if not is_list and not isinstance(document, dict):
-        raise ValueError(
-            f"{source}: holds a JSON {type(document).__name__}, not a run object or a list of runs"
-        )
-    if not items:
-        raise ValueError(f"{source}: the list holds no run")
-    runs = []
-    for index, item in enumerate(items):
-        where = f"{source}[{index}]" if is_list else source
-        try:
-            runs.append(AgentRun.model_validate(item))
-        except ValidationError as exc:
-            raise ValueError(f"{where}: not a valid run: {validation_problems(exc)}") from None
-    return runs, is_list
-
-
-def validation_problems(exc: ValidationError) -> str:
-    """Pydantic's errors on one line: ``field.path: message`` for each, ``;``-separated."""
-    problems = []
-    for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"])
-        problems.append(f"{location}: {error['msg']}" if location else error["msg"])
-    return "; ".join(problems)
 
 
 def unscored(scorer: Scorer, run: AgentRun, status: str, reason: str) -> dict[str, Any]:
@@ -108,13 +74,11 @@ def unscored(scorer: Scorer, run: AgentRun, status: str, reason: str) -> dict[st
 async def score_runs(scorer: Scorer, runs: Sequence[AgentRun], labels: Sequence[str]) -> list[dict[str, Any]]:
     """Each run's result, in order; a skipped or failed run's reason is also written to stderr."""
     from scoring.judge import close_clients
-    from scoring.route import missing_detail
 
     results: list[dict[str, Any]] = []
     try:
         for run, label in zip(runs, labels, strict=True):
-            if missing := scorer.missing_needs(run):
-                reason = missing_detail(missing, run.content_missing)
+            if reason := empty_run_reason(scorer, run):
                 print(f"tracescore: skipped {scorer.id} on {label}: {reason}", file=sys.stderr)
                 results.append(unscored(scorer, run, "skipped_empty", reason))
                 continue
@@ -151,12 +115,12 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise ValueError("--options must be a JSON object")
     judge = judge_config(args)
     scorer = build_scorer(args.scorer_id, options, default_judge=judge.judge_settings() if judge else None)
-    source = "stdin" if args.run == STDIN else args.run
-    data = sys.stdin.buffer.read() if args.run == STDIN else Path(args.run).read_bytes()
-    runs, is_list = read_runs(source, data)
-    labels = [f"{source}[{index}]" if is_list else source for index in range(len(runs))]
+    loaded, is_list = read_run_file(args.run)
+    runs = [item.run for item in loaded]
+    labels = [item.where for item in loaded]
     if args.index is not None:
         if not 0 <= args.index < len(runs):
+            source = STDIN_NAME if args.run == STDIN else args.run
             raise ValueError(f"--index {args.index}: {source} holds {len(runs)} run(s), numbered from 0")
         runs, labels, is_list = [runs[args.index]], [labels[args.index]], False
     results = asyncio.run(score_runs(scorer, runs, labels))

@@ -284,7 +284,7 @@ async def test_eval_takes_the_judge_from_the_tracescore_judge_variables(
     assert code == 0, stderr
     assert "toxicity-scorer" in stdout and "errors" in stdout
     row = next(line for line in stdout.splitlines() if "toxicity-scorer" in line)
-    assert [cell.strip() for cell in row.split("│")[1:-1]][1:] == ["0.0000", "0.0000", "0.0000", "1", "0"]
+    assert [cell.strip() for cell in row.split("│")[1:-1]][1:] == ["0.0000", "0.0000", "0.0000", "1", "0", "0"]
     assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-env-0002"}
 
 

@@ -16,11 +16,11 @@ def _write_jsonl(path: Path, rows: list[Any]) -> Path:
 
 
 def _table_rows(stdout: str) -> dict[str, list[str]]:
-    """The printed table's rows: scorer id -> [mean, min, max, n, errors]."""
+    """The printed table's rows: scorer id -> [mean, min, max, n, errors, skipped_empty]."""
     rows: dict[str, list[str]] = {}
     for line in stdout.splitlines():
         cells = [cell.strip() for cell in line.split("│") if cell.strip()]
-        if len(cells) == 6 and cells[0] != "scorer":
+        if len(cells) == 7 and cells[0] != "scorer":
             rows[cells[0]] = cells[1:]
     return rows
 
@@ -76,6 +76,7 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
             f"{max(values):.4f}",
             "3",
             "0",
+            "0",
         ]
     items = [json.loads(line) for line in out.read_text().splitlines()]
     assert [item["line"] for item in items] == [1, 3, 4]  # the blank line 2 is skipped
@@ -83,7 +84,7 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
         PARITY_SCORES[i]["textual-difference"] for i in ids
     ]
     assert items[2]["run_id"] == f"{'ab' * 16}:c006000000000000"
-    assert all(item["errors"] == {} and item["error"] is None for item in items)
+    assert all(item["errors"] == {} and item["skipped"] == {} and item["error"] is None for item in items)
 
 
 def test_eval_with_scorer_options_counts_scorer_errors_apart(tmp_path: Path) -> None:
@@ -111,9 +112,10 @@ def test_eval_with_scorer_options_counts_scorer_errors_apart(tmp_path: Path) -> 
             "1.0000",
             "3",
             "1",
+            "0",  # the tool-call scorer reads only the input: the service would run it on line 4 too
         ]
         # The failing line is named with the scorer's own message.
-        assert "line 4: " in done.stderr
+        assert f"{data}:4: code-tool-call-accuracy-scorer: " in done.stderr
         assert "Input and output messages cannot be null or empty" in done.stderr
 
 
@@ -121,10 +123,10 @@ def test_eval_names_the_bad_line_and_exits_2(tmp_path: Path) -> None:
     good = {"input": "a", "output": "b"}
     for bad, message in [
         ("{not json", "data.jsonl:2:"),
-        ('["a list"]', "must be a JSON object"),
-        ('{"input": "q"}', "needs 'output' as a string"),
+        ('["a list"]', "a JSON list, not an AgentRun or a simple row"),
+        ('{"input": "q"}', "not a valid simple row: output: Field required"),
         ('{"input": "q", "output": "a", "groundtruth": 1}', "unknown keys in a simple row: groundtruth"),
-        ('{"output": [{"role": "robot"}]}', "data.jsonl:2:"),
+        ('{"output": [{"role": "robot"}]}', "not a valid AgentRun: output.0.role: Input should be"),
     ]:
         data = _write_jsonl(tmp_path / "data.jsonl", [good, bad])
         done = tracescore("eval", "--data", str(data), "--scorer", "textual-difference")
@@ -153,4 +155,4 @@ def test_eval_refuses_unknown_scorers_and_stray_options(tmp_path: Path) -> None:
         "eval", "--data", str(_write_jsonl(tmp_path / "empty.jsonl", [""])), "--scorer", "textual-difference"
     )
     assert empty.returncode == 2
-    assert "no data lines" in empty.stderr
+    assert "empty.jsonl: the file is empty; accepted: " in empty.stderr

@@ -17,6 +17,10 @@ from tests.support.serve import ENV, tracescore
 GENAI_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
 QUESTION = {"input_messages": [{"role": "user", "content": "What is the capital of France?"}]}
 PARIS = [{"role": "assistant", "content": "Paris."}]
+ACCEPTED = (
+    "; accepted: an AgentRun object, the JSON list `tracescore inspect` prints, or JSON Lines of AgentRuns "
+    'or simple rows {"input": "...", "output": "...", "ground_truth": ..., "context": ["..."]}'
+)
 
 
 def write(tmp_path: Path, name: str, document: Any) -> str:
@@ -131,14 +135,15 @@ def test_a_file_without_a_valid_run_is_one_line_naming_the_file_and_the_problem(
     cases = {
         "wrong.json": (
             {"input": 5},
-            "wrong.json: not a valid run: input: Input should be a valid dictionary or instance of RunInput",
+            "wrong.json: not a valid AgentRun: input: Input should be a valid dictionary or instance of "
+            f"RunInput{ACCEPTED}",
         ),
         "list.json": (
-            [{}, {"output": "Paris."}],
-            "list.json[1]: not a valid run: output: Input should be a valid list",
+            [{"output": PARIS}, {"output": "Paris."}],
+            f"list.json[1]: not a valid simple row: input: Field required{ACCEPTED}",
         ),
-        "number.json": (7, "number.json: holds a JSON int, not a run object or a list of runs"),
-        "empty.json": ([], "empty.json: the list holds no run"),
+        "number.json": (7, f"number.json: a JSON number, not an AgentRun or a simple row{ACCEPTED}"),
+        "empty.json": ([], f"empty.json: the list holds no run{ACCEPTED}"),
     }
     for name, (document, message) in cases.items():
         done = score(tmp_path, "textual-difference", "--run", write(tmp_path, name, document))
