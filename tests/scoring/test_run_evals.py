@@ -60,6 +60,24 @@ async def test_a_scorer_failing_everywhere_has_no_mean() -> None:
     assert (result.scorers["picky"].n, result.scorers["picky"].errors) == (0, 1)
 
 
+async def test_a_run_without_what_a_scorer_reads_is_skipped_not_scored() -> None:
+    async def silent(question: str) -> str:
+        return ""  # an agent that answered nothing
+
+    data = [{"input": "q1", "output": "abcd"}, {"input": "q2"}]
+    result = await run_evals(data, [_length_scorer(), create_textual_difference_scorer()], target=silent)
+    skipped = result.items[1]
+    assert skipped.scores == {} and skipped.errors == {}
+    assert skipped.skipped == {
+        "length": "run has no output text",
+        "textual-difference-scorer": "run has no output text",
+    }
+    length = result.scorers["length"]
+    assert (length.n, length.errors, length.skipped_empty, length.mean) == (1, 0, 1, pytest.approx(0.4))
+    textual = result.scorers["textual-difference-scorer"]
+    assert (textual.n, textual.skipped_empty) == (1, 1)
+
+
 async def test_async_target_builds_the_run_from_the_input() -> None:
     async def agent(question: str) -> str:
         return question.upper()
