@@ -18,6 +18,7 @@ the scorers skip it (``skipped_empty``) as the service would.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -103,7 +104,9 @@ def read_runs(source: str, payload: bytes) -> tuple[list[LoadedRun], bool]:
     except NotJsonError as exc:
         if exc.line is None:
             raise ValueError(f"{source}: not JSON: {exc.whole_error}") from None
-        raise ValueError(f"{source}:{exc.line}: not JSON: {exc.line_error}") from None
+        error = exc.line_error
+        problem = f"{error.msg} at column {error.colno}" if isinstance(error, json.JSONDecodeError) else error
+        raise ValueError(f"{source}:{exc.line}: not JSON: {problem}") from None
     if not documents:
         raise ValueError(f"{source}: the file is empty; {ACCEPTED}")
     if whole and isinstance(documents[0][1], list):
