@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tests.support.eval_table import eval_table_rows
 from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tests.support.serve import PROJECT_ROOT, api_rows, start_serve, stop, tracescore, wait_healthy
@@ -283,8 +284,7 @@ async def test_eval_takes_the_judge_from_the_tracescore_judge_variables(
     code, stdout, stderr = await _tracescore("eval", "--data", str(data), "--scorer", "toxicity", env=env)
     assert code == 0, stderr
     assert "toxicity-scorer" in stdout and "errors" in stdout
-    row = next(line for line in stdout.splitlines() if "toxicity-scorer" in line)
-    assert [cell.strip() for cell in row.split("│")[1:-1]][1:] == ["0.0000", "0.0000", "0.0000", "1", "0", "0"]
+    assert eval_table_rows(stdout)["toxicity-scorer"] == ["0.0000", "0.0000", "0.0000", "1", "0", "0"]
     assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-env-0002"}
 
 

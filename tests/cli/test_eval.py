@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.support.eval_table import eval_table_rows
 from tests.support.fixture_files import PARITY_CASES, PARITY_SCORES
 from tests.support.serve import tracescore
 
@@ -13,16 +14,6 @@ from tests.support.serve import tracescore
 def _write_jsonl(path: Path, rows: list[Any]) -> Path:
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
     return path
-
-
-def _table_rows(stdout: str) -> dict[str, list[str]]:
-    """The printed table's rows: scorer id -> [mean, min, max, n, errors, skipped_empty]."""
-    rows: dict[str, list[str]] = {}
-    for line in stdout.splitlines():
-        cells = [cell.strip() for cell in line.split("│") if cell.strip()]
-        if len(cells) == 7 and cells[0] != "scorer":
-            rows[cells[0]] = cells[1:]
-    return rows
 
 
 def _agent_run(case: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +55,7 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
         str(out),
     )
     assert done.returncode == 0, done.stderr
-    table = _table_rows(done.stdout)
+    table = eval_table_rows(done.stdout)
     for scorer_id, reference in [
         ("textual-difference-scorer", "textual-difference"),
         ("content-similarity-scorer", "content-similarity"),
@@ -106,7 +97,7 @@ def test_eval_with_scorer_options_counts_scorer_errors_apart(tmp_path: Path) -> 
     ):
         done = tracescore("eval", "--data", str(data), *scorer_args, "--concurrency", "2")
         assert done.returncode == 0, done.stderr
-        assert _table_rows(done.stdout)["code-tool-call-accuracy-scorer"] == [
+        assert eval_table_rows(done.stdout)["code-tool-call-accuracy-scorer"] == [
             f"{1 / 3:.4f}",
             "0.0000",
             "1.0000",

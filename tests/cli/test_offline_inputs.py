@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.eval_table import eval_table_rows
 from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
 from tests.support.serve import ENV
 
@@ -54,16 +55,6 @@ def cli(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.Comp
 def jsonl(tmp_path: Path, name: str, rows: list[Any]) -> str:
     (tmp_path / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
     return name
-
-
-def table_rows(stdout: str) -> dict[str, list[str]]:
-    """eval's table: scorer id -> [mean, min, max, n, errors, skipped_empty]."""
-    rows: dict[str, list[str]] = {}
-    for line in stdout.splitlines():
-        cells = [cell.strip() for cell in line.split("│") if cell.strip()]
-        if len(cells) == 7 and cells[0] != "scorer":
-            rows[cells[0]] = cells[1:]
-    return rows
 
 
 def otlp_request() -> dict[str, Any]:
@@ -145,7 +136,7 @@ def test_the_list_inspect_prints_is_read_by_eval_and_by_score(tmp_path: Path) ->
         tmp_path, "eval", "--data", "runs.json", "--scorer", "textual-difference", "--output", "o"
     )
     assert evaluated.returncode == 0, evaluated.stderr
-    assert table_rows(evaluated.stdout)["textual-difference-scorer"] == [
+    assert eval_table_rows(evaluated.stdout)["textual-difference-scorer"] == [
         "0.4000",
         "0.4000",
         "0.4000",
@@ -159,7 +150,7 @@ def test_the_list_inspect_prints_is_read_by_eval_and_by_score(tmp_path: Path) ->
 
     piped = cli(tmp_path, "eval", "--data", "-", "--scorer", "textual-difference", stdin=inspected.stdout)
     assert piped.returncode == 0, piped.stderr
-    assert table_rows(piped.stdout) == table_rows(evaluated.stdout)
+    assert eval_table_rows(piped.stdout) == eval_table_rows(evaluated.stdout)
 
     scored = cli(tmp_path, "score", "textual-difference", "--run", "runs.json")
     assert scored.returncode == 0, scored.stderr
@@ -194,7 +185,7 @@ def test_a_run_without_content_is_skipped_never_scored(tmp_path: Path, scorer: s
     evaluated = cli(tmp_path, "eval", "--data", name, "--scorer", scorer, "--output", "items.jsonl")
     assert evaluated.returncode == 0, evaluated.stderr
     value = f"{PARITY_SCORES['c000'][scorer]:.4f}"  # @mastra/evals' score for the case
-    (row,) = table_rows(evaluated.stdout).values()
+    (row,) = eval_table_rows(evaluated.stdout).values()
     assert row == [value, value, value, "1", "0", "2"]  # one scored, two skipped_empty
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert [list(item["skipped"].values()) for item in items] == [
@@ -216,4 +207,4 @@ def test_eval_of_only_empty_runs_has_no_mean(tmp_path: Path) -> None:
     name = jsonl(tmp_path, "empty.jsonl", [EMPTY_RUN, EMPTY_RUN])
     done = cli(tmp_path, "eval", "--data", name, "--scorer", "textual-difference")
     assert done.returncode == 0, done.stderr
-    assert table_rows(done.stdout)["textual-difference-scorer"] == ["-", "-", "-", "0", "0", "2"]
+    assert eval_table_rows(done.stdout)["textual-difference-scorer"] == ["-", "-", "-", "0", "0", "2"]
