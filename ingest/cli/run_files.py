@@ -30,6 +30,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from ingest.cli.inspect import SIGNAL_KEYS, otlp_signals
 from ingest.cli.json_documents import NotJsonError, json_documents
 from schemas import AgentRun
+from schemas.suggest import did_you_mean
 from scoring.utils import create_agent_test_run
 
 ACCEPTED = (
@@ -85,7 +86,6 @@ def _run_keys() -> frozenset[str]:
 
 
 RUN_KEYS = _run_keys()
-SIMPLE_KEYS = frozenset({"input", "output", "ground_truth", "groundTruth", "expected", "context", "id"})
 
 
 def read_run_file(argument: str) -> tuple[list[LoadedRun], bool]:
@@ -148,7 +148,8 @@ def _run_of(item: Any, source: str) -> tuple[AgentRun, str | int | None]:
             raise ValueError(_simple_row_problems(exc)) from None
         return row.to_run(), row.id
     if unknown := sorted(str(key) for key in keys - RUN_KEYS):
-        raise ValueError(f"unknown keys {', '.join(unknown)}: neither an AgentRun nor a simple row")
+        guess = did_you_mean(unknown[0], AgentRun.model_fields)
+        raise ValueError(f"unknown keys {', '.join(unknown)}: neither an AgentRun nor a simple row{guess}")
     if not keys & {"input", "output"}:
         raise ValueError('an AgentRun without "input" or "output": nothing a scorer can read')
     try:
@@ -159,8 +160,9 @@ def _run_of(item: Any, source: str) -> tuple[AgentRun, str | int | None]:
 
 def _simple_row_problems(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
-    if unknown := [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]:
-        return f"unknown keys in a simple row: {', '.join(sorted(unknown))}"
+    if unknown := sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"):
+        guess = did_you_mean(unknown[0], SimpleRow.model_fields)
+        return f"unknown keys in a simple row: {', '.join(unknown)}{guess}"
     return f"not a valid simple row: {validation_problems(exc)}"
 
 

@@ -98,6 +98,16 @@ def test_an_item_no_scorer_can_read_is_refused_naming_the_line_and_the_shapes(
         assert done.stderr == f"tracescore: error: {where}: {problem}; {ACCEPTED}\n"
 
 
+def test_a_misspelt_agent_run_key_is_refused_not_read_as_an_empty_run(tmp_path: Path) -> None:
+    run = {"input": {"input_messages": [{"role": "user", "content": "Hi"}]}, "ouput": [{"role": "assistant"}]}
+    done = cli(tmp_path, "score", "textual-difference", "--run", jsonl(tmp_path, "run.json", [run]))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "tracescore: error: run.json: unknown keys ouput: neither an AgentRun nor a simple row; "
+        f"did you mean 'output'?; {ACCEPTED}\n"
+    )
+
+
 def test_an_otlp_export_request_is_refused_with_the_inspect_command_to_run(tmp_path: Path) -> None:
     shutil.copy(GENAI_MAIN, tmp_path / "trace.json")
     hint = (
