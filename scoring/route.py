@@ -153,13 +153,20 @@ def thresholds(groups: Sequence[RuleGroup]) -> dict[str, tuple[float, str]]:
     return found
 
 
-def missing_detail(missing: Sequence[str], content_missing: bool) -> str:
-    """Why a run was skipped: the text it lacks, and whether its content was not captured."""
+def missing_detail(missing: Sequence[str], content_missing: bool, switch: str | None = None) -> str:
+    """Why a run was skipped: the text it lacks, and whether its content was not captured (with the
+    ``switch`` that turns capture on, when the spans tell which instrumentation wrote them)."""
     texts = [need for need in missing if need != "ground_truth"]
     parts = [f"no {' or '.join(texts)} text"] if texts else []
     if "ground_truth" in missing:
         parts.append("no ground truth")
-    capture = " (content capture off or redacted)" if content_missing and texts else ""
+    capture = ""
+    if content_missing and texts:
+        capture = (
+            f" (content capture off or redacted: {switch})"
+            if switch
+            else " (content capture off or redacted)"
+        )
     return f"run has {' and '.join(parts)}{capture}"
 
 
@@ -231,7 +238,8 @@ def route(
     if not is_sampled(f"{run.run_id}:{rule.scorer_id}", rule.sample_rate, sampling_salt):
         return Routed(rule, "sampled_out")
     if missing := rule.scorer.missing_needs(run):
-        return Routed(rule, "skipped_empty", missing_detail(missing, run.content_missing))
+        switch = trace.content_hint(run) if trace is not None else None
+        return Routed(rule, "skipped_empty", missing_detail(missing, run.content_missing, switch))
     if max_run_chars is not None and (chars := run.text_chars()) > max_run_chars:
         detail = f"the run holds {chars} characters of text, over scoring.max_run_chars ({max_run_chars})"
         return Routed(rule, "skipped_too_large", detail)
