@@ -13,7 +13,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ingest.cli.store_access import Failed, ServiceApi, add_store_arguments, store_config, through_front_door
+from ingest.cli.store_access import (
+    Failed,
+    ServiceApi,
+    add_store_arguments,
+    on_store,
+    store_config,
+    through_front_door,
+)
 from ingest.drift.monitor import DriftMonitor, DriftReport
 from ingest.store.clickhouse import Store
 from schemas.config import ServiceConfig
@@ -89,13 +96,11 @@ def cmd_drift(args: argparse.Namespace) -> int:
 async def _run(
     config: ServiceConfig, limits: dict[str, tuple[float, str]], until: datetime, record: bool, notify: bool
 ) -> DriftReport:
-    store = Store.from_config(config)
-    await store.start()
-    try:
+    async def run(store: Store) -> DriftReport:
         monitor = DriftMonitor(store, config.drift, limits)
         return await monitor.run_pass(until, record=record, notify=notify and record)
-    finally:
-        await store.shutdown()
+
+    return await on_store(config, run)
 
 
 def _report(answer: dict[str, Any]) -> DriftReport:

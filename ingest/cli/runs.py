@@ -15,11 +15,18 @@ import json
 import sys
 from typing import Any
 
-from ingest.cli.store_access import Failed, ServiceApi, add_store_arguments, store_config, through_front_door
+from ingest.cli.store_access import (
+    Failed,
+    ServiceApi,
+    add_store_arguments,
+    on_store,
+    print_trace_status,
+    store_config,
+    through_front_door,
+)
 from ingest.scored_units import scored_units
 from ingest.store.clickhouse import Store
 from schemas.config import ServiceConfig
-from schemas.errors import StoreError, StoreInUse
 from schemas.results import QueryError, TraceStatus, parse_query
 from scoring.route import build_rules
 
@@ -74,10 +81,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(f"tracescore: error: {exc}", file=sys.stderr)
         return exc.status
     if isinstance(answer, TraceStatus):
-        if args.json:
-            print(json.dumps(answer.model_dump(exclude_none=True)))
-        else:
-            print(f"trace {answer.trace_id}: {answer.message}")
+        print_trace_status(answer, args.json)
         return EXIT_NOT_FOUND
     if args.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
@@ -88,16 +92,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 async def _from_store(config: ServiceConfig, trace_id: str) -> Answer:
     groups = build_rules(config.scoring.rules, judge=config.scoring.judge)
-    store = Store.from_config(config)
-    try:
-        await store.start()
+
+    async def read(store: Store) -> Answer:
         return await scored_units(store, groups, trace_id, config.assembly.max_spans_per_trace)
-    except StoreInUse:
-        raise
-    except StoreError as exc:
-        raise Failed(str(exc)) from None
-    finally:
-        await store.shutdown()
+
+    return await on_store(config, read)
 
 
 def render(answer: dict[str, Any]) -> list[str]:

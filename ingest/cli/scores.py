@@ -24,12 +24,13 @@ from ingest.cli.store_access import (
     Failed,
     ServiceApi,
     add_store_arguments,
+    on_store,
+    print_trace_status,
     through_front_door,
 )
 from ingest.store.clickhouse import Store
 from ingest.store.results import ScoreResults
 from schemas.config import ServiceConfig, load_config
-from schemas.errors import StoreError, StoreInUse
 from schemas.results import (
     DECISION_KINDS,
     DEFAULT_LIMIT,
@@ -104,10 +105,7 @@ def cmd_scores(args: argparse.Namespace) -> int:
     except Failed as exc:
         return _fail(str(exc), exc.status)
     if isinstance(found, TraceStatus):
-        if args.json:
-            print(json.dumps(found.model_dump(exclude_none=True)))
-        else:
-            print(f"trace {found.trace_id}: {found.message}")
+        print_trace_status(found, args.json)
         return EXIT_NOT_FOUND
     if args.json:
         print(json.dumps(found, default=str))
@@ -143,17 +141,11 @@ async def _read(
 
 
 async def _read_store(config: ServiceConfig, query: ResultQuery, decisions: bool) -> Rows | TraceStatus:
-    store = Store.from_config(config)
-    try:
-        await store.start()
+    async def read(store: Store) -> Rows | TraceStatus:
         results = ScoreResults(store)
         return await (results.decisions(query) if decisions else results.scores(query))
-    except StoreInUse:
-        raise
-    except StoreError as exc:
-        raise Failed(str(exc)) from None
-    finally:
-        await store.shutdown()
+
+    return await on_store(config, read)
 
 
 def _print(rows: Rows, decisions: bool, limit: int) -> None:

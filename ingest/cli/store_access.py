@@ -25,9 +25,10 @@ from typing import Any, NoReturn, TypeVar
 import aiohttp
 
 from ingest.receivers.auth import configured_token
+from ingest.store.clickhouse import Store
 from ingest.store.dsn import resolve_dsn
 from schemas.config import LEGACY_STORE, ServiceConfig, load_config
-from schemas.errors import StoreInUse
+from schemas.errors import StoreError, StoreInUse
 from schemas.results import TraceStatus
 
 URL_VARIABLE = "TRACESCORE_URL"
@@ -130,6 +131,29 @@ async def through_front_door(
         return await direct()
     except StoreInUse:  # taken between the look and the open
         return await _asking(api, remote, _held_by_other(path), held_hint)
+
+
+async def on_store(config: ServiceConfig, work: Callable[[Store], Awaitable[T]]) -> T:
+    """``work`` on the store of ``config``, opened for it and closed after. A store that cannot be
+    opened or answer is ``Failed``; ``StoreInUse`` passes, for the caller to ask the service."""
+    store = Store.from_config(config)
+    try:
+        await store.start()
+        return await work(store)
+    except StoreInUse:
+        raise
+    except StoreError as exc:
+        raise Failed(str(exc)) from None
+    finally:
+        await store.shutdown()
+
+
+def print_trace_status(status: TraceStatus, as_json: bool) -> None:
+    """Why a trace has nothing to show, on stdout (the command then exits 1)."""
+    if as_json:
+        print(json.dumps(status.model_dump(exclude_none=True)))
+    else:
+        print(f"trace {status.trace_id}: {status.message}")
 
 
 async def _asking(

@@ -272,17 +272,9 @@ def decision_row(decision: Decision) -> list[Any]:
 
 def judge_io_row(decision: Decision) -> list[Any]:
     """The ``judge_io`` row of a decision that kept its judges' exchanges (same key and version)."""
-    created = unix_nanos(decision.created_at)
+    key = decision_row(decision)[:5]  # Timestamp, TraceId, SpanId, ScorerId, Decision
     exchanges = [exchange.model_dump(exclude_none=True) for exchange in decision.judge_io]
-    return [
-        created,
-        decision.trace_id,
-        decision.span_id,
-        decision.scorer_id,
-        decision.decision,
-        json.dumps(exchanges, ensure_ascii=False),
-        created,
-    ]
+    return [*key, json.dumps(exchanges, ensure_ascii=False), key[0]]
 
 
 def score_json(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,13 +28,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
+from ingest.cli.demo_traces import SCENARIOS
 from ingest.cli.store_access import held
+from tests.support.otlp import send_scenario
 from tests.support.serve import ENV, free_port, start_serve, stop, tracescore, wait_healthy
 
 TOKEN = "front-door-token"
@@ -55,17 +52,6 @@ class Outputs:
     commands: list[list[str]]
     traces: dict[str, str]
     backfill_lines: list[dict[str, object]]
-
-
-def _send_run(grpc_port: int, service: str, scenario: Scenario) -> str:
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    exporter = OTLPSpanExporter(
-        endpoint=f"127.0.0.1:{grpc_port}", insecure=True, headers={"authorization": f"Bearer {TOKEN}"}
-    )
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace_id = emit_scenario(provider.get_tracer("front-door"), scenario, time.time_ns())
-    provider.shutdown()
-    return trace_id
 
 
 def _config(path: Path, rules: list[dict[str, object]]) -> Path:
@@ -118,7 +104,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
         base = wait_healthy(proc, http_port)
         traces = {}
         for name, scenario in (("weather", WEATHER), ("travel", TRAVEL)):
-            traces[name] = _send_run(grpc_port, f"{name}-api", scenario)
+            traces[name] = send_scenario(grpc_port, f"{name}-api", scenario, TOKEN)
             _decided(base, traces[name], len(RULES))
     finally:
         assert stop(proc) == 0
@@ -258,6 +244,8 @@ def test_demo_keeps_its_runs_apart_from_the_served_store(tmp_path: Path) -> None
     nor writes into it."""
     home = tmp_path / "home"
     env = _env(HOME=str(home))
+    old = tmp_path / "tracescore-data"
+    (old / "metadata").mkdir(parents=True)  # the store of an earlier version, in the working directory
     data = home / ".local" / "share" / "tracescore"
     http_port, log = free_port(), tmp_path / "serve.log"
     with log.open("w") as stderr:
@@ -287,5 +275,11 @@ def test_demo_keeps_its_runs_apart_from_the_served_store(tmp_path: Path) -> None
         assert (served.returncode, json.loads(served.stdout)) == (0, [])  # none of the demo's runs
     finally:
         stop(serve)
-    assert f"no store at {data / 'store'} yet: creating a new, empty one" in log.read_text()
+    logged = log.read_text()
+    assert f"no store at {data / 'store'} yet: creating a new, empty one" in logged
+    assert (
+        f"{old} holds the store of an earlier tracescore (whose default was ./tracescore-data); the default "
+        f"is now {data / 'store'}: to keep using it, give --store {old} (or TRACESCORE_STORE), or stop and "
+        "move it there"
+    ) in logged
     assert sorted(os.listdir(data)) == ["demo", "store"]

@@ -15,16 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from ingest.cli.demo_traces import LlmStep, Scenario
 from ingest.cli.runs import render
 from ingest.service import Service
 from ingest.store.clickhouse import Store
 from tests.support.llm_server import LLMServer, answering, error_reply
+from tests.support.otlp import send_scenario
 from tests.support.service import running_service, service_config
 
 EMAIL = "jane.doe@example.com"
@@ -39,12 +36,7 @@ SCENARIO = Scenario(
 
 
 def _send(service: Service) -> str:
-    provider = TracerProvider(resource=Resource.create({"service.name": "support"}))
-    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace_id = emit_scenario(provider.get_tracer("app"), SCENARIO, time.time_ns())
-    provider.shutdown()
-    return trace_id
+    return send_scenario(service.grpc.port, "support", SCENARIO)
 
 
 async def _runs(service: Service, trace_id: str) -> dict[str, Any]:
