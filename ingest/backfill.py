@@ -45,6 +45,9 @@ BATCH_TRACES = 200
 EXECUTED = ("scored", "failed", "budget_exceeded")
 
 Progress = Callable[[int, int], None]  # (traces done, traces in the window)
+# A backfill run by the service (POST /api/backfill) tells its progress at least this often, so that
+# the command waiting on it can tell a slow backfill from a lost connection.
+PROGRESS_EVERY_SECONDS = 10.0
 
 
 @dataclass
@@ -89,7 +92,10 @@ class Backfill:
         rules: Sequence[str] = (),
         rate: float | None = None,
         progress: Progress | None = None,
+        store: Store | None = None,
     ) -> None:
+        """``store``: an open store to work in (the service's, for ``POST /api/backfill``), left open;
+        without one, the store of ``config`` is opened and closed by ``run``."""
         every = ScoringExecutor(config.scoring, _NoSink(), ScoringMetrics())  # the rules, built and checked
         ids = [rule.scorer_id for group in every.rule_groups for rule in group]
         chosen = select_rules(config.scoring.rules, rules, ids)
@@ -97,19 +103,22 @@ class Backfill:
         self._config = config
         self._rate = rate
         self._progress = progress
-        self._store = Store.from_config(config)
+        self._own_store = store is None
+        self._store = store if store is not None else Store.from_config(config)
         self._sink = ClickHouseScoreSink(self._store)
         self._ledger = Ledger(self._store)
 
     async def run(self, since: datetime, until: datetime, *, dry_run: bool = False) -> BackfillReport:
-        await self._store.start()
+        if self._own_store:
+            await self._store.start()
         try:
             trace_ids = await self._trace_ids(since, until)
             if dry_run:
                 return await self._plan(trace_ids)
             return await self._score(trace_ids)
         finally:
-            await self._store.shutdown()
+            if self._own_store:
+                await self._store.shutdown()
 
     async def _trace_ids(self, since: datetime, until: datetime) -> list[str]:
         rows = await self._store.query(
@@ -137,7 +146,7 @@ class Backfill:
                 if trace is None:
                     report.not_in_ledger += 1
                 else:
-                    spans, logs = _items(trace, self._config.assembly.max_spans_per_trace)
+                    spans, logs = stored_items(trace, self._config.assembly.max_spans_per_trace)
                     runs, view = await asyncio.to_thread(build_units, spans, logs, llm_calls=wants_calls)
                     yield trace_id, runs, view, PriorOutcomes(earlier=earlier.get(trace_id, {}))
                 if self._progress is not None:
@@ -242,7 +251,7 @@ class Backfill:
         return ratios
 
 
-def _items(trace: StoredTrace, max_items: int) -> tuple[list[Span], list[LogRecord]]:
+def stored_items(trace: StoredTrace, max_items: int) -> tuple[list[Span], list[LogRecord]]:
     """The trace's items, the first copy of each (an exporter may have sent some twice)."""
     first: dict[Hashable, Span | LogRecord] = {}
     arrivals: list[tuple[int, Span | LogRecord]] = [*trace.spans, *trace.logs]

@@ -25,6 +25,7 @@ from ingest.drift.monitor import DriftMonitor
 from ingest.export import EvaluationEventExporter, exporting
 from ingest.memory import ADMIT_SHARE, MemoryGuard, Rest, mib, resident_parts
 from ingest.metrics import Metrics
+from ingest.receivers.commands import StoreCommands
 from ingest.receivers.grpc import MESSAGE_COPIES, GrpcReceiver
 from ingest.receivers.http import HttpReceiver
 from ingest.recovery import Recovery
@@ -125,6 +126,7 @@ class Service:
             scores=ScoreResults(self.store),
             health=self,
             memory=self.memory,
+            commands=StoreCommands(self.store, config, self.executor.rule_groups, self.executor.thresholds),
         )
         self.kafka: KafkaReceiver | None = None
         if config.kafka.enabled:

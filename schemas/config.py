@@ -7,6 +7,7 @@ file (YAML or JSON), then the defaults named below. ``load_config`` is the one p
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -42,7 +43,13 @@ __all__ = [
     "ScoringConfig",
 ]
 
-DEFAULT_STORE = "./tracescore-data"
+# The embedded stores, under the user's data directory ($XDG_DATA_HOME, else ~/.local/share), so that
+# every command finds the same one whatever directory it runs in (cron, systemd, a shell anywhere):
+# ``serve`` and the commands that read it use "store"; ``demo`` keeps its runs apart in "demo".
+DATA_DIR_NAME = "tracescore"
+DEFAULT_STORE_NAME = "store"
+DEFAULT_DEMO_STORE_NAME = "demo"
+LEGACY_STORE = "./tracescore-data"  # the default before: relative to the working directory
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_GRPC_PORT = 4317
 DEFAULT_HTTP_PORT = 4318
@@ -285,8 +292,19 @@ class ReplicaConfig(_Config):
         return self
 
 
+def default_store(name: str = DEFAULT_STORE_NAME, environ: Mapping[str, str] | None = None) -> str:
+    """The absolute path of a default embedded store: ``$XDG_DATA_HOME/tracescore/<name>``, or
+    ``~/.local/share/tracescore/<name>`` (a relative XDG_DATA_HOME is ignored, as the XDG base
+    directory specification asks)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, DATA_DIR_NAME, name)
+
+
 class ServiceConfig(_Config):
-    store: str = DEFAULT_STORE
+    store: str = Field(default_factory=default_store)
     # The ClickHouse database of every tracescore table, in either store; unset: the server DSN's path
     # (http://host:8123/analytics), else "default". See schemas.store_database and docs/store.md.
     store_database: str | None = None

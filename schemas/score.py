@@ -111,6 +111,19 @@ def _compact(value: Any) -> Any:
     return value
 
 
+class JudgeExchange(BaseModel):
+    """One request to an LLM judge during a scorer run, as kept with ``scoring.record_judge_io``: the
+    messages sent (after redaction) and the raw answer, or why there was none."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    operation: str = "chat"  # chat, embeddings or moderation
+    messages: tuple[dict[str, str], ...] = ()  # {"role": ..., "content": ...}
+    answer: str | None = None
+    error: str | None = None
+
+
 class Decision(BaseModel):
     """One row of ``score_decisions``: why a (run, scorer) pair was or was not scored."""
 
@@ -127,3 +140,5 @@ class Decision(BaseModel):
     service_name: str = ""
     span_start: datetime | None = None  # as ScoreRecord.span_start
     created_at: datetime = Field(default_factory=_now)
+    # What the scorer's judges were sent and answered (scoring.record_judge_io); kept in judge_io.
+    judge_io: tuple[JudgeExchange, ...] = ()

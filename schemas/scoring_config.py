@@ -110,6 +110,10 @@ class ScoringConfig(_Config):
     # Every judge model's circuit breaker, unless a rule gives its model's own.
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
     redact: RedactConfig = Field(default_factory=RedactConfig)
+    # Keep what each LLM judge was sent (after redaction) and answered with the decision of its scorer
+    # run (the judge_io table; ``tracescore runs`` and ``GET /api/runs`` show it). Off by default:
+    # prompts hold the runs' text.
+    record_judge_io: bool = False
     # Output tokens assumed for a judge call when its cost is estimated before the call (budgets,
     # backfill --dry-run); the provider's usage settles the real cost after it.
     estimated_output_tokens: int = Field(default=DEFAULT_ESTIMATED_OUTPUT_TOKENS, ge=0)

@@ -22,6 +22,16 @@ class TraceView:
     run_of: Mapping[str, str] = field(default_factory=dict)
     # One unit per model-call span, built only when a rule targets model calls or spans.
     llm_calls: tuple[AgentRun, ...] = ()
+    # For units without message content (``content_missing``), by span id: what turns content capture
+    # on in the instrumentation that wrote them (its switch, named for decisions and ``runs``).
+    content_hints: Mapping[str, str] = field(default_factory=dict)
+
+    def content_hint(self, unit: AgentRun) -> str | None:
+        """The capture switch of a unit without content (a span unit has its run's); None if unknown."""
+        hint = self.content_hints.get(unit.span_id)
+        if hint is None and unit.parent_span_id is not None:
+            hint = self.content_hints.get(unit.parent_span_id)
+        return hint
 
     def ancestors(self, span_id: str) -> Iterator[Span]:
         """The span's ancestors present in the trace, nearest first (a parent cycle ends the walk)."""

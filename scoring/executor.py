@@ -31,12 +31,14 @@ from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, 
 from schemas.config import ScoringConfig
 from schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
 from schemas.errors import Overloaded, is_retriable
+from schemas.score import JudgeExchange
 from schemas.units import TraceView
 from scoring.budget import BudgetExceeded
 from scoring.failure_log import FailureLog
 from scoring.guards import Guards
 from scoring.judge import JudgeError, JudgeUsage, litellm_module, metered
 from scoring.judge.guard import guarded
+from scoring.judge.transcript import Transcript, transcribed
 from scoring.metrics import ScoringMetrics
 from scoring.outcomes import count_score, count_usage, decision, score_record, with_round
 from scoring.registry import ScorerFactory
@@ -335,7 +337,8 @@ class ScoringExecutor:
             return None, self._decision(job.run, job.rule, "budget_exceeded", refusal)
         guard = self._guards.for_rule(job.rule)
         started = time.perf_counter()
-        with metered() as usage, guarded(guard):
+        kept = transcribed() if self._config.record_judge_io else contextlib.nullcontext(Transcript())
+        with metered() as usage, guarded(guard), kept as transcript:
             try:
                 async with asyncio.timeout(timeout):
                     result = await job.rule.scorer.run(job.run)
@@ -344,11 +347,12 @@ class ScoringExecutor:
                 self._count_usage(job.rule, usage, "failed")
                 detail = f"timed out after {timeout:g} s"
                 self._log_failure(job, "timeout", detail)
-                return None, self._decision(job.run, job.rule, "failed", detail)
+                return None, self._decision(job.run, job.rule, "failed", detail, transcript.kept())
             except Exception as exc:  # a failing scorer is a decision row, never a score
                 if (over := _cause(exc, BudgetExceeded)) is not None:
                     self._count_usage(job.rule, usage, "budget_exceeded")
-                    return None, self._decision(job.run, job.rule, "budget_exceeded", str(over))
+                    judge_io = transcript.kept()
+                    return None, self._decision(job.run, job.rule, "budget_exceeded", str(over), judge_io)
                 detail = str(exc) if isinstance(exc, ScorerError) else f"{type(exc).__name__}: {exc}"
                 judge_error = _cause(exc, JudgeError)
                 kind = judge_error.kind if judge_error is not None else _failure_kind(exc)
@@ -366,10 +370,11 @@ class ScoringExecutor:
                         tried = f" (tried {job.attempts + 1} times over {time.monotonic() - first:.0f} s)"
                         detail += tried
                 self._log_failure(job, kind, _reason(exc) + tried)
-                return None, self._decision(job.run, job.rule, "failed", detail)
+                return None, self._decision(job.run, job.rule, "failed", detail, transcript.kept())
         self._count_usage(job.rule, usage, "scored")
         round = job.round.round if job.round is not None else None
-        return record, self._decision(job.run, job.rule, "scored", with_round("", round))
+        detail = with_round("", round)
+        return record, self._decision(job.run, job.rule, "scored", detail, transcript.kept())
 
     def _log_failure(self, job: _Job, kind: str, reason: str, *, retrying: bool = False) -> None:
         where = f"trace {job.run.trace_id} span {job.run.span_id}"
@@ -383,9 +388,16 @@ class ScoringExecutor:
         count_score(self._metrics, job.rule, record)
         return record
 
-    def _decision(self, run: AgentRun, rule: Rule, kind: DecisionKind, detail: str = "") -> Decision:
+    def _decision(
+        self,
+        run: AgentRun,
+        rule: Rule,
+        kind: DecisionKind,
+        detail: str = "",
+        judge_io: tuple[JudgeExchange, ...] = (),
+    ) -> Decision:
         self._metrics.decisions.labels(scorer=rule.scorer_id, decision=kind).inc()
-        return decision(run, rule, kind, detail, self._source)
+        return decision(run, rule, kind, detail, self._source, judge_io)
 
     def _add(self, record: ScoreRecord | None, decision: Decision) -> None:
         if record is not None:

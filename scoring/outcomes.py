@@ -4,6 +4,7 @@ and the judge spend it is counted with in the metrics."""
 from __future__ import annotations
 
 from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
+from schemas.score import JudgeExchange
 from schemas.secrets import scrub
 from schemas.version import __version__
 from scoring.judge import JudgeUsage
@@ -40,7 +41,14 @@ def score_record(
     )
 
 
-def decision(run: AgentRun, rule: Rule, kind: DecisionKind, detail: str, source: ScoreSource) -> Decision:
+def decision(
+    run: AgentRun,
+    rule: Rule,
+    kind: DecisionKind,
+    detail: str,
+    source: ScoreSource,
+    judge_io: tuple[JudgeExchange, ...] = (),
+) -> Decision:
     """The decision row of a (unit, rule); its detail scrubbed of secrets and cut to a bound."""
     return Decision(
         trace_id=run.trace_id,
@@ -53,6 +61,7 @@ def decision(run: AgentRun, rule: Rule, kind: DecisionKind, detail: str, source:
         agent_name=run.agent_name or "",
         service_name=run.service_name or "",
         span_start=run.start_time,
+        judge_io=judge_io,
     )
 
 

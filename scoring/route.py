@@ -221,7 +221,8 @@ def route(
         return Routed(group[0], "filtered", why_not)
     if not is_sampled(f"{run.run_id}:{rule.scorer_id}", rule.sample_rate, sampling_salt):
         return Routed(rule, "sampled_out")
-    if reason := empty_run_reason(rule.scorer, run):
+    hint = trace.content_hint if trace is not None else None
+    if reason := empty_run_reason(rule.scorer, run, hint):
         return Routed(rule, "skipped_empty", reason)
     if max_run_chars is not None and (chars := run.text_chars()) > max_run_chars:
         detail = f"the run holds {chars} characters of text, over scoring.max_run_chars ({max_run_chars})"

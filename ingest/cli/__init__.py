@@ -1,5 +1,5 @@
 """The ``tracescore`` command: one module per subcommand (serve, demo, inspect, score, eval, backfill,
-drift, schema, scorers, scores).
+drift, schema, scorers, scores, runs).
 
 Output discipline: what a command produces (JSON, tables) goes to stdout; logs, progress and errors
 to stderr. An error is one line (``tracescore: error: …``), exit code 2 for a usage or configuration
@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from ingest.cli import backfill, demo, drift, inspect, schema, score, scorers, scores, serve
+from ingest.cli import backfill, demo, drift, inspect, runs, schema, score, scorers, scores, serve
 from ingest.cli import eval as eval_command
 from schemas.errors import StoreError
 from schemas.secrets import ScrubFilter
@@ -25,7 +25,7 @@ from schemas.version import __version__
 
 log = logging.getLogger("tracescore")
 
-COMMANDS = (serve, demo, inspect, score, scores, eval_command, backfill, drift, schema, scorers)
+COMMANDS = (serve, demo, inspect, score, scores, runs, eval_command, backfill, drift, schema, scorers)
 VERBOSE_HELP = "log at debug level, show tracebacks and litellm's own logging"
 
 

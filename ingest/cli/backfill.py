@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ingest.backfill import Backfill, BackfillReport
-from ingest.cli.store_flags import add_database_argument, store_overrides
-from schemas.config import load_config
+from ingest.backfill import PROGRESS_EVERY_SECONDS, Backfill, BackfillReport
+from ingest.cli.store_access import Failed, ServiceApi, add_store_arguments, store_config, through_front_door
 from schemas.durations import parse_time
+
+IDLE_SECONDS = 6 * PROGRESS_EVERY_SECONDS  # the service sends a line at least that often
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,12 +26,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="score stored traces with the configured rules",
         description="Score the stored traces whose spans started in [--since, --until) with the configured "
         "rules, as live scoring would (same filters, sampling, budgets and score ids; source 'backfill'). "
-        "Pairs already scored are skipped, so it is safe to run again and resumes where it stopped. With "
-        "the embedded store, stop 'tracescore serve' first (chDB allows one process).",
+        "Pairs already scored are skipped, so it is safe to run again and resumes where it stopped. While "
+        "'tracescore serve' holds the embedded store (chDB allows one process), the backfill runs in that "
+        "service (its HTTP API at --url, with TRACESCORE_AUTH_TOKEN), with the service's scoring rules and "
+        "judge: what live scoring applies.",
     )
-    parser.add_argument("--config", help="YAML or JSON config file (its scoring.rules are applied)")
-    parser.add_argument("--store", help="chDB data directory or http(s)://clickhouse DSN")
-    add_database_argument(parser)
+    add_store_arguments(parser, "YAML or JSON config file (its scoring.rules are applied)")
     parser.add_argument(
         "--since", required=True, help="start: an ISO time (2026-11-20T00:00Z) or an age (24h, 7d)"
     )
@@ -58,8 +62,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         )
     if args.rate is not None and args.rate <= 0:
         raise ValueError("--rate must be a positive number of scorer runs per second")
-    overrides, flags = store_overrides(args)
-    config = load_config(args.config, overrides=overrides, flags=flags)
+    config = store_config(args)
     console = Console(stderr=True)
     with Progress(
         TextColumn("backfill"),
@@ -76,13 +79,46 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        backfill = Backfill(config, rules=args.rule, rate=args.rate, progress=progress)
-        report = asyncio.run(backfill.run(since, until, dry_run=args.dry_run))
+        async def direct() -> BackfillReport:
+            backfill = Backfill(config, rules=args.rule, rate=args.rate, progress=progress)
+            return await backfill.run(since, until, dry_run=args.dry_run)
+
+        async def remote(api: ServiceApi) -> BackfillReport:
+            asked = {"since": since.isoformat(), "until": until.isoformat(), "rules": args.rule}
+            body = asked | {"dry_run": args.dry_run, "rate": args.rate}
+            return await _in_service(api, body, progress)
+
+        try:
+            report = asyncio.run(through_front_door(config, args, direct, remote))
+        except Failed as exc:
+            bar.stop()
+            print(f"tracescore: error: {exc}", file=sys.stderr)
+            return exc.status
     if args.json:
         print(json.dumps(report.as_json(args.dry_run)))
     else:
         _print(report, args.dry_run, since, until)
     return 0
+
+
+async def _in_service(
+    api: ServiceApi, body: dict[str, Any], progress: Callable[[int, int], None]
+) -> BackfillReport:
+    """The backfill run by the service (``POST /api/backfill``), its progress shown as it streams."""
+    ended: list[BackfillReport] = []
+
+    def on_line(line: dict[str, Any]) -> None:
+        if "progress" in line:
+            progress(int(line["progress"]["done"]), int(line["progress"]["total"]))
+        elif "report" in line:
+            ended.append(BackfillReport(**line["report"]))
+        elif "error" in line:
+            raise Failed(f"the service at {api.url} answered: {line['error']}")
+
+    await api.post_lines("/api/backfill", body, on_line, idle_s=IDLE_SECONDS)
+    if not ended:
+        raise Failed(f"the backfill in the service at {api.url} ended without a report")
+    return ended[0]
 
 
 def _print(report: BackfillReport, dry_run: bool, since: datetime, until: datetime) -> None:

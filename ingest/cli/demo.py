@@ -1,4 +1,7 @@
-"""``tracescore demo``: the main job end to end on the embedded store.
+"""``tracescore demo``: the main job end to end, on an embedded store of its own.
+
+Its runs go to the demo store (``default_store("demo")``, or ``--store``), never into the store of
+``tracescore serve`` (``TRACESCORE_STORE`` and the config file do not apply to it).
 
 Starts the service on free loopback ports, sends realistic multi-step agent traces through the
 OpenTelemetry SDK and its OTLP/gRPC exporter (GenAI semantic conventions, as the OpenTelemetry
@@ -28,7 +31,7 @@ from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from ingest.cli.store_flags import add_database_argument
 from ingest.service import Service
-from schemas.config import DEFAULT_STORE, ServiceConfig, load_config
+from schemas.config import DEFAULT_DEMO_STORE_NAME, ServiceConfig, default_store, load_config
 
 DEMO_IDLE_SECONDS = 0.5
 MS = 1_000_000  # nanoseconds
@@ -44,7 +47,7 @@ def demo_config(
     llm_rules = [{"scorer": name} for name in DEMO_LLM_SCORERS] if judge else []
     return load_config(
         overrides={
-            "store": store or DEFAULT_STORE,
+            "store": store or default_store(DEFAULT_DEMO_STORE_NAME),
             "store_database": database,
             "receiver.grpc_port": 0,
             "receiver.http_port": 0,
@@ -185,7 +188,12 @@ async def run_demo(
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser("demo", help="send demo agent traces through the service and print their scores")
-    demo.add_argument("--store", default=None, help="chDB data directory (default ./tracescore-data)")
+    demo.add_argument(
+        "--store",
+        default=None,
+        help=f"chDB data directory (default {default_store(DEFAULT_DEMO_STORE_NAME)}: the demo's own, apart "
+        "from the store of 'tracescore serve')",
+    )
     add_database_argument(demo)
     demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores")
     add_judge_arguments(demo, model_flag="--judge")

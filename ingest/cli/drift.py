@@ -6,18 +6,29 @@ import argparse
 import asyncio
 import json
 import math
+import sys
 from datetime import UTC, datetime
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from ingest.cli.store_flags import add_database_argument, store_overrides
+from ingest.cli.store_access import (
+    Failed,
+    ServiceApi,
+    add_store_arguments,
+    on_store,
+    store_config,
+    through_front_door,
+)
 from ingest.drift.monitor import DriftMonitor, DriftReport
 from ingest.store.clickhouse import Store
-from schemas.config import ServiceConfig, load_config
+from schemas.config import ServiceConfig
 from schemas.durations import parse_time
-from scoring.drift.detect import Finding
+from scoring.drift.detect import Finding, Windows
 from scoring.route import build_rules, thresholds
+
+DRIFT_TIMEOUT_SECONDS = 600.0  # a pass over a large store, run by the service
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,12 +38,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description=(
             "Compare each (scorer, service, agent) series' recent window with its baseline "
             "(Mann-Whitney, Kolmogorov-Smirnov, PSI, pass and failure rates, CUSUM) and record the "
-            "findings in score_drift. Settings come from the config's drift section."
+            "findings in score_drift. Settings come from the config's drift section. While 'tracescore "
+            "serve' holds the embedded store, the pass runs in that service (its HTTP API at --url, with "
+            "TRACESCORE_AUTH_TOKEN), with the service's drift settings and rules; --notify then posts to "
+            "the service's webhooks."
         ),
     )
-    parser.add_argument("--config", help="YAML or JSON config file (its drift and scoring sections)")
-    parser.add_argument("--store", help="chDB data directory or http(s)://clickhouse DSN")
-    add_database_argument(parser)
+    add_store_arguments(parser, "YAML or JSON config file (its drift and scoring sections)")
     parser.add_argument("--window", help="the recent window, e.g. 1h (default: drift.window)")
     parser.add_argument("--baseline", help="the baseline before it, e.g. 7d (default: drift.baseline)")
     parser.add_argument(
@@ -53,13 +65,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    overrides, flags = store_overrides(args)
-    overrides |= {"drift.window": args.window, "drift.baseline": args.baseline}
-    flags |= {"drift.window": "--window", "drift.baseline": "--baseline"}
-    config = load_config(args.config, overrides=overrides, flags=flags)
+    overrides = {"drift.window": args.window, "drift.baseline": args.baseline}
+    flags = {"drift.window": "--window", "drift.baseline": "--baseline"}
+    config = store_config(args, overrides, flags)
     until = parse_time(args.until, datetime.now(UTC))
     limits = thresholds(build_rules(config.scoring.rules, judge=config.scoring.judge))
-    report = asyncio.run(_run(config, limits, until, not args.no_record, args.notify))
+    record, notify = not args.no_record, args.notify
+
+    async def direct() -> DriftReport:
+        return await _run(config, limits, until, record, notify)
+
+    async def remote(api: ServiceApi) -> DriftReport:
+        asked = {"window": args.window, "baseline": args.baseline, "until": until.isoformat()}
+        body = {k: v for k, v in asked.items() if v is not None} | {"record": record, "notify": notify}
+        answer = await api.post("/api/drift", body, timeout_s=DRIFT_TIMEOUT_SECONDS)
+        return _report(answer)
+
+    try:
+        report = asyncio.run(through_front_door(config, args, direct, remote))
+    except Failed as exc:
+        print(f"tracescore: error: {exc}", file=sys.stderr)
+        return exc.status
     if args.json:
         print(json.dumps([f.as_json() for f in report.findings]))
     else:
@@ -70,13 +96,19 @@ def cmd_drift(args: argparse.Namespace) -> int:
 async def _run(
     config: ServiceConfig, limits: dict[str, tuple[float, str]], until: datetime, record: bool, notify: bool
 ) -> DriftReport:
-    store = Store.from_config(config)
-    await store.start()
-    try:
+    async def run(store: Store) -> DriftReport:
         monitor = DriftMonitor(store, config.drift, limits)
         return await monitor.run_pass(until, record=record, notify=notify and record)
-    finally:
-        await store.shutdown()
+
+    return await on_store(config, run)
+
+
+def _report(answer: dict[str, Any]) -> DriftReport:
+    """The report of a pass the service ran (``POST /api/drift``)."""
+    ends = ("baseline_start", "baseline_end", "window_start", "window_end")
+    windows = Windows(*(datetime.fromisoformat(answer["windows"][end]) for end in ends))
+    findings = [Finding.from_json(finding) for finding in answer["findings"]]
+    return DriftReport(windows, findings, seconds=float(answer["seconds"]))
 
 
 def _number(value: float, spec: str) -> str:

@@ -10,25 +10,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import json
-import os
 import sys
-from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ingest.cli.store_flags import add_database_argument, store_overrides
-from ingest.receivers.auth import configured_token
+from ingest.cli.store_access import (
+    EXIT_USAGE,
+    URL_VARIABLE,
+    Failed,
+    ServiceApi,
+    add_store_arguments,
+    on_store,
+    print_trace_status,
+    through_front_door,
+)
+from ingest.cli.store_flags import store_overrides
 from ingest.store.clickhouse import Store
-from ingest.store.dsn import resolve_dsn
 from ingest.store.results import ScoreResults
 from schemas.config import ServiceConfig, load_config
-from schemas.errors import StoreError, StoreInUse
 from schemas.results import (
     DECISION_KINDS,
     DEFAULT_LIMIT,
@@ -39,21 +42,9 @@ from schemas.results import (
     parse_query,
 )
 
-URL_VARIABLE = "TRACESCORE_URL"
-HTTP_TIMEOUT_SECONDS = 30.0
 EXIT_NOT_FOUND = 1  # the trace has no rows; the answer says why
-EXIT_FAILED = 1  # the store or the service could not answer
-EXIT_USAGE = 2
 
 Rows = list[dict[str, Any]]
-
-
-class _Failed(Exception):
-    """The command cannot answer: one line for stderr, and the exit status."""
-
-    def __init__(self, message: str, status: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,12 +79,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"only decisions of this kind ({', '.join(DECISION_KINDS)}); implies --decisions",
     )
     parser.add_argument("--json", action="store_true", help="print the rows as a JSON list")
-    parser.add_argument("--config", help="YAML or JSON config file (its store and receiver settings)")
-    parser.add_argument(
-        "--store", help="chDB data directory (default ./tracescore-data) or http(s)://clickhouse DSN"
-    )
-    add_database_argument(parser)
-    parser.add_argument("--url", help=f"the running service's OTLP/HTTP address (or ${URL_VARIABLE})")
+    add_store_arguments(parser, "YAML or JSON config file (its store and receiver settings)")
     parser.set_defaults(func=cmd_scores)
 
 
@@ -118,13 +104,10 @@ def cmd_scores(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides=overrides, flags=flags)
     try:
         found = asyncio.run(_read(config, args, query, params, decisions))
-    except _Failed as exc:
+    except Failed as exc:
         return _fail(str(exc), exc.status)
     if isinstance(found, TraceStatus):
-        if args.json:
-            print(json.dumps(found.model_dump(exclude_none=True)))
-        else:
-            print(f"trace {found.trace_id}: {found.message}")
+        print_trace_status(found, args.json)
         return EXIT_NOT_FOUND
     if args.json:
         print(json.dumps(found, default=str))
@@ -145,115 +128,26 @@ async def _read(
     params: dict[str, str],
     decisions: bool,
 ) -> Rows | TraceStatus:
-    """The rows from the store, or from the service that holds it (see the module docstring)."""
-    given_url = args.url or os.environ.get(URL_VARIABLE)
-    api = _Api(
-        (given_url or f"http://127.0.0.1:{config.receiver.http_port}").rstrip("/"),
-        configured_token(config.receiver),
-    )
-    if given_url and not args.store:
-        return await api.read(params, decisions)
-    dsn = resolve_dsn(config.store)
-    if not dsn.startswith("chdb://"):
-        return await _read_store(config, query, decisions)
-    path = dsn[len("chdb://") :]
-    if not await asyncio.to_thread(os.path.isdir, path):  # never create a store only to read it
-        why = f"there is no store at {path}"
-        return await api.read(params, decisions, why=why, hint="give --store or the service's --url")
-    held = f"the store {path} is held by another process (a running 'tracescore serve'?)"
-    hint = "give the --url of the service that holds it"
-    if await asyncio.to_thread(_held, path):
-        return await api.read(params, decisions, why=held, hint=hint)
-    try:
-        return await _read_store(config, query, decisions)
-    except StoreInUse:  # taken between the look and the open
-        return await api.read(params, decisions, why=held, hint=hint)
+    """The rows from the store, or from the service that holds it (``ingest.cli.store_access``)."""
 
+    async def direct() -> Rows | TraceStatus:
+        return await _read_store(config, query, decisions)
 
-def _held(path: str) -> bool:
-    """Whether another process has the chDB data directory open. The engine holds an exclusive
-    ``flock`` on its ``status`` file while it runs (the lock its own refusal names); looking first
-    spares starting the engine only for it to print that refusal on stderr."""
-    try:
-        fd = os.open(os.path.join(path, "status"), os.O_RDONLY)
-    except OSError:
-        return False  # never opened, or not readable: opening the store says what is wrong
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # and with it the lock, if it was taken
-    return False
+    async def remote(api: ServiceApi) -> Rows | TraceStatus:
+        found = await api.get("/api/decisions" if decisions else "/api/scores", params)
+        if not isinstance(found, list | TraceStatus):
+            raise Failed(f"{api.url} did not answer as tracescore does (not a list of rows)")
+        return found
+
+    return await through_front_door(config, args, direct, remote)
 
 
 async def _read_store(config: ServiceConfig, query: ResultQuery, decisions: bool) -> Rows | TraceStatus:
-    store = Store.from_config(config)
-    try:
-        await store.start()
+    async def read(store: Store) -> Rows | TraceStatus:
         results = ScoreResults(store)
         return await (results.decisions(query) if decisions else results.scores(query))
-    except StoreInUse:
-        raise
-    except StoreError as exc:
-        raise _Failed(str(exc)) from None
-    finally:
-        await store.shutdown()
 
-
-@dataclass(frozen=True)
-class _Api:
-    """The service's ``/api/scores`` and ``/api/decisions``."""
-
-    url: str
-    token: str | None
-
-    async def read(
-        self, params: dict[str, str], decisions: bool, why: str = "", hint: str = ""
-    ) -> Rows | TraceStatus:
-        """``why``: why the store was not read directly, said (with ``hint``) when the service does
-        not answer either."""
-        path = "/api/decisions" if decisions else "/api/scores"
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        timeout = aiohttp.ClientTimeout(total=HTTP_TIMEOUT_SECONDS)
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as session,
-                session.get(self.url + path, params=params, headers=headers) as response,
-            ):
-                status = response.status
-                try:
-                    body = await response.json(content_type=None)
-                except ValueError:
-                    body = None
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            message = f"no tracescore service answers at {self.url} ({_reason(exc)})"
-            if why:
-                message = f"{why}, and {message}; {hint}"
-            raise _Failed(message) from None
-        return self._answer(path, status, body)
-
-    def _answer(self, path: str, status: int, body: Any) -> Rows | TraceStatus:
-        if status == 200 and isinstance(body, list):
-            return body
-        if status == 404 and isinstance(body, dict) and "status" in body:
-            return TraceStatus.model_validate(body)
-        error = body.get("error") if isinstance(body, dict) else None
-        if status == 401:
-            hint = "refused the token of TRACESCORE_AUTH_TOKEN" if self.token else "wants a bearer token"
-            raise _Failed(f"the service at {self.url} {hint}: set TRACESCORE_AUTH_TOKEN", EXIT_USAGE)
-        if error:
-            raise _Failed(f"the service at {self.url} answered {status}: {error}")
-        raise _Failed(f"{self.url}{path} did not answer as tracescore does (HTTP {status})")
-
-
-def _reason(exc: Exception) -> str:
-    """Why a request got no answer, in a few words ("Connection refused", "timed out")."""
-    if isinstance(exc, aiohttp.ClientConnectorError) and exc.os_error.errno:
-        return os.strerror(exc.os_error.errno)
-    if isinstance(exc, TimeoutError):
-        return f"no answer within {HTTP_TIMEOUT_SECONDS:g} s"
-    return str(exc) or type(exc).__name__
+    return await on_store(config, read)
 
 
 def _print(rows: Rows, decisions: bool, limit: int) -> None:

@@ -6,12 +6,18 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import logging
+import os
 import signal
 from typing import Any
 
 from ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
+from ingest.cli.store_access import is_store
 from ingest.cli.store_flags import STORE_FLAG_KEYS, add_database_argument
-from schemas.config import ENV_KEYS, ServiceConfig, load_config
+from ingest.store.dsn import resolve_dsn
+from schemas.config import ENV_KEYS, LEGACY_STORE, ServiceConfig, default_store, load_config
+
+log = logging.getLogger("tracescore")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +30,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument("--config", help="YAML or JSON config file")
     parser.add_argument(
-        "--store", help="chDB data directory (default ./tracescore-data) or http(s)://clickhouse DSN"
+        "--store",
+        help=f"chDB data directory (default {default_store()}, created when missing) or "
+        "http(s)://clickhouse DSN",
     )
     add_database_argument(parser)
     parser.add_argument("--host", help="address the receivers listen on (default 127.0.0.1)")
@@ -149,6 +157,27 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def announce_new_store(config: ServiceConfig) -> None:
+    """Say so when the service is about to create its embedded store: a mistyped --store, or a store
+    of the working directory's ./tracescore-data of earlier versions left behind, shows at once."""
+    dsn = resolve_dsn(config.store)
+    path = dsn.removeprefix("chdb://")
+    if path == dsn or is_store(path):
+        return
+    log.info("no store at %s yet: creating a new, empty one", path)
+    legacy = os.path.abspath(LEGACY_STORE)
+    if "store" not in config.model_fields_set and is_store(legacy):
+        log.warning(
+            "%s holds the store of an earlier tracescore (whose default was ./tracescore-data); the default "
+            "is now %s: to keep using it, give --store %s (or TRACESCORE_STORE), or stop and move it there",
+            legacy,
+            path,
+            legacy,
+        )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    asyncio.run(serve(service_config(args)))
+    config = service_config(args)
+    announce_new_store(config)
+    asyncio.run(serve(config))
     return 0

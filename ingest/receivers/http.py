@@ -4,7 +4,8 @@
 gzip/deflate; answers follow the OTLP/HTTP specification: an ExportTraceServiceResponse (or
 ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in the request's encoding.
 ``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered (``schemas.results``),
-and for a trace without rows a 404 saying why; ``GET /healthz`` (liveness) and ``GET /readyz``
+and for a trace without rows a 404 saying why; the commands' routes (``/api/runs``, ``/api/drift``,
+``/api/backfill``) are in ``ingest.receivers.commands``; ``GET /healthz`` (liveness) and ``GET /readyz``
 (readiness) each component's state (error texts as ``ingest.receivers.disclosure`` allows the caller);
 ``GET /metrics`` Prometheus metrics. Connections pass a gate first (``ingest.receivers.connections``);
 with ``receiver.health_port``, the probes are also served on a port of their own (``health_lane``).
@@ -79,6 +80,14 @@ class ScoreReader(Protocol):
         """Decision rows matching ``query``, newest first; for a trace without any, why."""
 
 
+class CommandRoutes(Protocol):
+    """More ``/api/*`` routes: those of the commands that work on the store
+    (``ingest.receivers.commands.StoreCommands``)."""
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        """Add the routes; they sit behind the same authentication as the rest."""
+
+
 class Health(Protocol):
     def health(self) -> dict[str, Any]:
         """Each component's state: ``status`` is ok or degraded."""
@@ -96,8 +105,10 @@ class HttpReceiver:
         scores: ScoreReader,
         health: Health | None = None,
         memory: MemoryGuard | None = None,
+        commands: CommandRoutes | None = None,
     ) -> None:
         self._config = config
+        self._commands = commands
         self._memory = memory
         self._next = next
         self._metrics = metrics
@@ -131,6 +142,8 @@ class HttpReceiver:
         app.router.add_post(LOGS_PATH, self._export_handler(SIGNAL_LOGS))
         app.router.add_get("/api/scores", self._get_scores)
         app.router.add_get("/api/decisions", self._get_decisions)
+        if self._commands is not None:
+            self._commands.add_routes(app.router)
         app.router.add_get("/healthz", self._get_health)
         app.router.add_get("/readyz", self._get_ready)
         app.router.add_get("/metrics", self._get_metrics)

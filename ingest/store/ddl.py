@@ -27,6 +27,7 @@ DDL_FILES = (
     "judge_spend.sql",
     "scores.sql",
     "score_decisions.sql",
+    "judge_io.sql",
     "span_scores_view.sql",
     "score_series.sql",
     "score_drift.sql",

@@ -44,6 +44,8 @@ DECISIONS_COLUMNS = (
     "ServiceName", "SpanStart", "Version",
 )  # fmt: skip
 
+JUDGE_IO_COLUMNS = ("Timestamp", "TraceId", "SpanId", "ScorerId", "Decision", "Exchanges", "Version")
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNSPECIFIED_KIND = SPAN_KIND_NAMES[0]
 _UNSET_STATUS = STATUS_NAMES[0]
@@ -266,6 +268,13 @@ def decision_row(decision: Decision) -> list[Any]:
         unix_nanos(decision.span_start) if decision.span_start is not None else created,
         created,
     ]
+
+
+def judge_io_row(decision: Decision) -> list[Any]:
+    """The ``judge_io`` row of a decision that kept its judges' exchanges (same key and version)."""
+    key = decision_row(decision)[:5]  # Timestamp, TraceId, SpanId, ScorerId, Decision
+    exchanges = [exchange.model_dump(exclude_none=True) for exchange in decision.judge_io]
+    return [*key, json.dumps(exchanges, ensure_ascii=False), key[0]]
 
 
 def score_json(row: Mapping[str, Any]) -> dict[str, Any]:

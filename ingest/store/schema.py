@@ -28,6 +28,7 @@ TTL_COLUMNS = {
     "trace_done": "toDateTime(Decided)",
     "scores": "toDateTime(Timestamp)",
     "score_decisions": "toDateTime(Timestamp)",
+    "judge_io": "toDateTime(Timestamp)",
     "scores_by_scorer": "toDateTime(SpanStart)",
     "decisions_by_scorer": "toDateTime(SpanStart)",
 }
@@ -42,6 +43,7 @@ SHARDING = {
     "trace_handoffs": "cityHash64(TraceId)",
     "scores": "cityHash64(TraceId)",
     "score_decisions": "cityHash64(TraceId)",
+    "judge_io": "cityHash64(TraceId)",
     "scores_by_scorer": "cityHash64(TraceId)",
     "decisions_by_scorer": "cityHash64(TraceId)",
     "ingest_watermarks": "cityHash64(Owner)",

@@ -13,9 +13,11 @@ from typing import Any
 from ingest.store.clickhouse import Store, TableRows
 from ingest.store.rows import (
     DECISIONS_COLUMNS,
+    JUDGE_IO_COLUMNS,
     SCORES_COLUMNS,
     decision_json,
     decision_row,
+    judge_io_row,
     score_json,
     score_row,
 )
@@ -96,10 +98,13 @@ class ClickHouseScoreSink:
             return
 
         def build() -> list[TableRows]:
-            return [
+            tables: list[TableRows] = [
                 ("scores", SCORES_COLUMNS, [score_row(r) for r in records]),
                 ("score_decisions", DECISIONS_COLUMNS, [decision_row(d) for d in decisions]),
             ]
+            if kept := [judge_io_row(d) for d in decisions if d.judge_io]:
+                tables.append(("judge_io", JUDGE_IO_COLUMNS, kept))
+            return tables
 
         await self._store.insert_built(build, "insert into scores and score_decisions")
 

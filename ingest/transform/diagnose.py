@@ -25,13 +25,16 @@ _SHOWN = 5  # span names, parent ids: how many a line lists before "…"
 # for LLM calls at all (HTTP or database spans only).
 _GENAI_PREFIXES = ("gen_ai.", "llm.", "ai.", "openinference.", "traceloop.", "mastra.", "pydantic_ai.")
 
-# What turns content capture on, by the adapter that read the run's spans.
+# What turns content capture on, by the adapter that read the run's spans (each instrumentation's own
+# switch; docs/debugging-scores.md lists them with their defaults).
 _CAPTURE = {
     "genai_semconv": "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true",
     "openllmetry_traceloop": "TRACELOOP_TRACE_CONTENT must not be false",
     "openinference": "OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS must not be true",
     "vercel_ai_sdk": "experimental_telemetry recordInputs / recordOutputs must not be false",
     "pydantic_ai_logfire": "instrument with include_content=True",
+    "mastra": "tracingOptions hideInput / hideOutput must not be true, and SensitiveDataFilter must not "
+    "redact the message fields",
 }
 _SEMANTIC_KERNEL = "set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"
 # Conventions whose instrumentations may write the content as log records instead of on the spans.
@@ -98,16 +101,36 @@ def _hints(nodes: list[Node], by_id: dict[str, Node]) -> list[str]:
     return hints
 
 
+# Where log records come from, for the hint on content that may be in them: the command's flag, or
+# what the service receives.
+INSPECT_LOGS = "which were not given (tracescore inspect --logs)"
+SERVICE_LOGS = "which tracescore did not receive (export the app's logs to it too: OTLP /v1/logs)"
+
+
 def explain_missing_content(
     spans: Sequence[Span],
     span_id: str,
     logs: Sequence[LogRecord] = (),
     adapters: tuple[ConventionAdapter, ...] = ADAPTERS,
+    *,
+    logs_missing: str = INSPECT_LOGS,
 ) -> str:
     """What to change so the run rooted at ``span_id`` records its messages (its ``content_missing``).
 
     The hint follows the instrumentation that wrote the run's root span; never raises.
     """
+    hint, in_logs = capture_switch(spans, span_id, adapters)
+    text = f"content capture off? {hint}"
+    if not logs and in_logs:
+        text += f"; or the content is in log records, {logs_missing}"
+    return text
+
+
+def capture_switch(
+    spans: Sequence[Span], span_id: str, adapters: tuple[ConventionAdapter, ...] = ADAPTERS
+) -> tuple[str, bool]:
+    """The switch that turns content capture on for the instrumentation that wrote span ``span_id``,
+    and whether that instrumentation may write the content as log records instead; never raises."""
     span = next((s for s in spans if s.span_id == span_id), None)
     adapter = None
     if span is not None:
@@ -117,10 +140,7 @@ def explain_missing_content(
         hint = _SEMANTIC_KERNEL
     else:
         hint = _CAPTURE.get(adapter.name if adapter else "", _CAPTURE["genai_semconv"])
-    text = f"content capture off? {hint}"
-    if not logs and (adapter is None or adapter.name in _CONTENT_IN_LOGS):
-        text += "; or the content is in log records, which were not given (tracescore inspect --logs)"
-    return text
+    return hint, adapter is None or adapter.name in _CONTENT_IN_LOGS
 
 
 def _claims(adapter: ConventionAdapter, span: Span) -> bool:

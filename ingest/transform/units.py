@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ingest.transform.adapters import ADAPTERS, ConventionAdapter, LlmCall
+from ingest.transform.diagnose import SERVICE_LOGS, capture_switch
 from ingest.transform.run_output import run_output
 from ingest.transform.runs import build_indexed_runs, run_input, utc
 from ingest.transform.trace_index import Node, TraceIndex
@@ -38,8 +39,25 @@ def build_units(
             call = index.calls.get(node.span.span_id)
             if call is not None:
                 units.append(_call_unit(node, call, index, by_root.get(run_of.get(node.span.span_id, ""))))
-    view = TraceView(spans={span.span_id: span for span in spans}, run_of=run_of, llm_calls=tuple(units))
+    hints = {
+        unit.span_id: _capture_hint(spans, unit.span_id, logs, adapters)
+        for unit in (*runs, *units)
+        if unit.content_missing
+    }
+    view = TraceView(
+        spans={span.span_id: span for span in spans},
+        run_of=run_of,
+        llm_calls=tuple(units),
+        content_hints=hints,
+    )
     return runs, view
+
+
+def _capture_hint(
+    spans: Sequence[Span], span_id: str, logs: Sequence[LogRecord], adapters: tuple[ConventionAdapter, ...]
+) -> str:
+    switch, in_logs = capture_switch(spans, span_id, adapters)
+    return f"{switch}; or the content is in log records, {SERVICE_LOGS}" if in_logs and not logs else switch
 
 
 def _call_unit(node: Node, call: LlmCall, index: TraceIndex, run: AgentRun | None) -> AgentRun:

@@ -149,6 +149,20 @@ class Finding:
             "window_end": w.window_end.isoformat(),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        """The finding ``as_json`` gave (null: NaN), as the service's ``POST /api/drift`` sends it."""
+        ends = ("baseline_start", "baseline_end", "window_start", "window_end")
+        windows = Windows(*(datetime.fromisoformat(data[end]) for end in ends))
+        values: dict[str, Any] = {}
+        for name, spec in cls.__dataclass_fields__.items():
+            if name == "windows" or name not in data:
+                continue
+            value = data[name]
+            values[name] = math.nan if value is None and spec.type == "float" else value
+        values["reasons"] = list(data.get("reasons", []))
+        return cls(windows=windows, **values)
+
 
 @dataclass(frozen=True)
 class _Test:

@@ -38,6 +38,7 @@ from scoring.judge.dry import dry_call, minimal_instance
 from scoring.judge.errors import JudgeError, classify, explain, is_timeout
 from scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
 from scoring.judge.litellm_setup import litellm_module
+from scoring.judge.transcript import record_exchange
 from scoring.judge.usage import Tally
 
 T = TypeVar("T")
@@ -92,9 +93,11 @@ class Judge:
             dry_call(guard, model, texts=texts)
             return [[1.0] + [0.0] * 7 for _ in texts]
         api_key = api_key_for(model, self.api_key, self.api_base)
-        response = await self._call(
+        sent = [{"role": "input", "content": text} for text in texts]
+        response = await self._recorded(
             model,
-            Tally(),
+            sent,
+            "embeddings",
             lambda: litellm.aembedding(
                 model=model,
                 input=texts,
@@ -104,9 +107,9 @@ class Judge:
                 max_retries=0,
                 num_retries=0,
             ),
-            operation="embeddings",
             estimate=lambda: estimate_cost(litellm, model, texts=texts),
             sent_key=api_key != NO_KEY,
+            answer=lambda r: f"{len(r.data)} vector(s)",
         )
         return [list(item["embedding"]) for item in response.data]
 
@@ -134,12 +137,15 @@ class Judge:
             ) as client:
                 return await litellm.amoderation(input=text, model=moderation_model, client=client)
 
-        response = await self._call(
-            moderation_model, Tally(), request, operation="moderation", sent_key=api_key != NO_KEY
+        response = await self._recorded(
+            moderation_model,
+            [{"role": "input", "content": text}],
+            "moderation",
+            request,
+            sent_key=api_key != NO_KEY,
+            answer=lambda r: json.dumps(_category_scores(r)),
         )
-        raw = response.results[0].category_scores
-        scores = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
-        return {name: float(value) for name, value in scores.items() if value is not None}
+        return _category_scores(response)
 
     def uses_json_schema(self) -> bool:
         """True when litellm knows the model accepts a JSON schema ``response_format``."""
@@ -239,9 +245,10 @@ class Judge:
         guard = current_guard()
         extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
         api_key = api_key_for(self.model, self.api_key, self.api_base)
-        response = await self._call(
+        response = await self._recorded(
             self.model,
-            tally,
+            messages,
+            "chat",
             lambda: litellm.acompletion(
                 model=self.model,
                 messages=messages,
@@ -254,11 +261,42 @@ class Judge:
                 num_retries=0,
                 **extra,
             ),
+            tally=tally,
             estimate=lambda: guard.estimate(litellm, self.model, messages) if guard is not None else 0.0,
             sent_key=api_key != NO_KEY,
+            answer=_content,
         )
-        content = response.choices[0].message.content
-        return content if isinstance(content, str) else ""
+        return _content(response)
+
+    async def _recorded(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        operation: str,
+        request: Callable[[], Awaitable[Any]],
+        *,
+        answer: Callable[[Any], str],
+        tally: Tally | None = None,
+        estimate: Callable[[], float] | None = None,
+        sent_key: bool = True,
+    ) -> Any:
+        """``_call``, with the request and its answer (or failure) added to the scorer run's judge
+        transcript when one is kept (``scoring.judge.transcript``)."""
+        sent = list(messages)  # a repair round appends to the caller's list afterwards
+        try:
+            response = await self._call(
+                model,
+                tally if tally is not None else Tally(),
+                request,
+                operation=operation,
+                estimate=estimate,
+                sent_key=sent_key,
+            )
+        except JudgeError as exc:
+            record_exchange(model, sent, operation=operation, error=str(exc))
+            raise
+        record_exchange(model, sent, operation=operation, answer=answer(response))
+        return response
 
     async def _call(
         self,
@@ -323,6 +361,17 @@ class Judge:
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, self.backoff_max_s))
         return delay
+
+
+def _content(response: Any) -> str:
+    content = response.choices[0].message.content
+    return content if isinstance(content, str) else ""
+
+
+def _category_scores(response: Any) -> dict[str, float]:
+    raw = response.results[0].category_scores
+    scores = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+    return {name: float(value) for name, value in scores.items() if value is not None}
 
 
 def _validate(schema: type[M], raw: str) -> M:

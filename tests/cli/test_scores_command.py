@@ -223,13 +223,13 @@ async def test_a_store_failure_behind_the_api_is_one_line(tmp_path: Path) -> Non
     )
 
 
-def test_no_store_and_no_service_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
+def test_no_store_is_a_usage_error_and_creates_nothing(tmp_path: Path) -> None:
     port = free_port()
     done = tracescore("scores", "--store", str(tmp_path / "none"), env=_env(TRACESCORE_HTTP_PORT=str(port)))
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr == (
-        f"tracescore: error: there is no store at {tmp_path / 'none'}, and no tracescore service answers at "
-        f"http://127.0.0.1:{port} (Connection refused); give --store or the service's --url\n"
+        f"tracescore: error: there is no tracescore store at {tmp_path / 'none'} (from --store): "
+        f"'tracescore serve --store {tmp_path / 'none'}' creates one there\n"
     )
     assert not (tmp_path / "none").exists()
 

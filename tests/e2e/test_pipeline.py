@@ -276,5 +276,7 @@ async def test_run_without_captured_content_is_skipped_not_scored(service: Servi
         ("content-similarity-scorer", "skipped_empty"),
         ("textual-difference-scorer", "skipped_empty"),
     }
-    assert all("content capture off or redacted" in d["detail"] for d in decisions)
+    # The switch of the instrumentation that wrote the spans (GenAI semantic conventions) is named.
+    switch = "content capture off or redacted: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
+    assert all(switch in d["detail"] for d in decisions)
     assert await service.scores.get_scores(trace_id) == []

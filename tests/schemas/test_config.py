@@ -12,10 +12,25 @@ from schemas.config import (
     ENV_KEYS,
     ConfigError,
     ServiceConfig,
+    default_store,
     load_config,
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "tracescore.example.yaml"
+
+
+def test_the_default_stores_are_in_the_users_data_directory_whatever_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    assert load_config(environ={}).store == str(tmp_path / "data" / "tracescore" / "store")
+    assert default_store("demo") == str(tmp_path / "data" / "tracescore" / "demo")
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/dir")  # ignored, as the XDG specification asks
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_store() == str(tmp_path / "home" / ".local" / "share" / "tracescore" / "store")
+    # The environment and the file still choose it.
+    assert load_config(environ={"TRACESCORE_STORE": "/srv/ts"}).store == "/srv/ts"
 
 
 def test_example_config_file_loads_as_documented() -> None:
@@ -49,10 +64,12 @@ def test_example_config_file_loads_as_documented() -> None:
     assert config.scoring.rules[2].filter.agent_name == ["weather_agent"]
 
 
-def test_defaults_without_file_or_environment() -> None:
+def test_defaults_without_file_or_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     config = load_config(environ={})
     assert config == ServiceConfig()
-    assert config.store == "./tracescore-data"
+    assert config.store == str(tmp_path / ".local" / "share" / "tracescore" / "store")
     assert (config.receiver.grpc_port, config.receiver.http_port) == (4317, 4318)
     assert not config.kafka.enabled
     assert [r.scorer for r in config.scoring.rules] == ["content-similarity", "textual-difference"]

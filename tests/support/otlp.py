@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
@@ -28,7 +29,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from ingest.cli.demo_traces import SCENARIOS, emit_scenario
+from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from ingest.memory import MemoryGuard
 from ingest.metrics import Metrics
 from ingest.receivers.grpc import GrpcReceiver
@@ -356,3 +357,15 @@ def many_trace_requests(
                             span.parent_span_id = span_ids.setdefault(span.parent_span_id, os.urandom(8))
         bodies.append(request.SerializeToString())
     return ids, bodies
+
+
+def send_scenario(grpc_port: int, service: str, scenario: Scenario, token: str | None = None) -> str:
+    """One agent run of ``scenario`` through the real SDK and OTLP/gRPC exporter (with a bearer
+    token, when given), sent now; its trace id."""
+    headers = {"authorization": f"Bearer {token}"} if token else None
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{grpc_port}", insecure=True, headers=headers)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace_id = emit_scenario(provider.get_tracer("tests"), scenario, time.time_ns())
+    provider.shutdown()
+    return trace_id

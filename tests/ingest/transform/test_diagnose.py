@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ingest.transform import build_runs
 from ingest.transform.diagnose import explain_missing_content, explain_no_run
+from ingest.transform.units import build_units
 from schemas import LogRecord, Span
 from tests.ingest.transform.test_runs_fuzz_conventions import log_records, mutated_span
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
@@ -105,6 +106,11 @@ def test_content_hints_name_each_instrumentations_switch() -> None:
     assert explain_missing_content([openinference], "b000000000000001") == (
         "content capture off? OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS must not be true"
     )
+    mastra = make_span("b000000000000003", attributes={"mastra.span.type": "agent_run"})
+    assert explain_missing_content([mastra], "b000000000000003") == (
+        "content capture off? tracingOptions hideInput / hideOutput must not be true, and "
+        "SensitiveDataFilter must not redact the message fields"
+    )
     sk = make_span("b000000000000002", name="chat.completions gpt-4o", attributes={"gen_ai.system": "openai"})
     sk = sk.model_copy(update={"scope_name": "Microsoft.SemanticKernel.Diagnostics"})
     assert explain_missing_content([sk], "b000000000000002") == (
@@ -120,3 +126,17 @@ def test_content_hints_name_each_instrumentations_switch() -> None:
 def test_the_explanations_never_raise_on_bent_spans(trace: list[Span], logs: list[LogRecord]) -> None:
     assert explain_no_run(trace, logs)
     assert explain_missing_content(trace, trace[0].span_id, logs).startswith("content capture off? ")
+
+
+def test_the_units_of_a_trace_without_content_carry_the_switch_for_the_service_to_name() -> None:
+    """The service's wording: the log records it did not receive, not ``inspect --logs``."""
+    spans = load_otlp_spans(LEGACY)
+    trace_id = next(s.trace_id for s in spans if s.span_id == "591a967493a73908")
+    runs, view = build_units([s for s in spans if s.trace_id == trace_id], llm_calls=True)
+    missing = [unit for unit in (*runs, *view.llm_calls) if unit.content_missing]
+    assert missing and {view.content_hint(unit) for unit in missing} == {
+        "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true; or the content is in log records, "
+        "which tracescore did not receive (export the app's logs to it too: OTLP /v1/logs)"
+    }
+    with_content = build_units(load_otlp_spans("otel_genai_semconv__main"), llm_calls=True)[1]
+    assert with_content.content_hints == {}
