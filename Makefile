@@ -52,5 +52,5 @@ $(PEERS_INSTALLED):
 bench-peers: $(TEST_INSTALLED) $(PEERS_INSTALLED) ## the benchmarks and the peer rows (Arize Phoenix in bench/.peers-venv, same senders)
 	$(BIN)/python -m bench --peers
 
-clean: ## delete .venv, ./tracescore-data and pytest's cache
-	rm -rf $(VENV) tracescore-data .pytest_cache
+clean: ## delete .venv and pytest's cache (never a store: see docs/commands.md for where they are)
+	rm -rf $(VENV) .pytest_cache

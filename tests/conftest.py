@@ -9,11 +9,20 @@
 Runs to score are built with ``tests.support.runs.agent_run``.
 """
 
+import os
+import tempfile
+
 import pytest
 
 from tests.support.kafka import kafka_bootstrap  # noqa: F401
 from tests.support.llm_server import judge, llm_server  # noqa: F401
 from tests.support.store import store  # noqa: F401
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The default store lives under ``$XDG_DATA_HOME``: every test, and every ``tracescore`` process a
+    test starts, gets an empty data home of its own instead of the user's."""
+    os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="tracescore-test-data-")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -73,7 +73,10 @@ Outcomes = tuple[dict[str, str], str | None]  # what happened to each example; t
 def run_document(path: Path, directory: Path, reader_env: dict[str, str]) -> Outcomes:
     """The outcome of each example of ``path``, and the failure that stopped them (None: none did)."""
     sandbox(directory)
-    run = DocumentRun(directory, {**reader_env, "PATH": f"{directory / 'bin'}:{reader_env['PATH']}"})
+    env = {**reader_env, "PATH": f"{directory / 'bin'}:{reader_env['PATH']}"}
+    # The reader's default stores (serve's, demo's), a home of the document's own.
+    env["XDG_DATA_HOME"] = str(directory / "data-home")
+    run = DocumentRun(directory, env)
     try:
         for example in examples(path):
             run.run(example)
