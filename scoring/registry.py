@@ -3,9 +3,9 @@
 A prebuilt scorer declares itself once, beside its factory::
 
     TEXTUAL_DIFFERENCE = ScorerSpec(
-        name="textual-difference",          # what rules and the CLI call it
-        id="textual-difference-scorer",     # what the store calls it (Mastra's id)
+        name="textual-difference",          # what rules, the CLI, the store and filters call it
         title="Textual Difference Scorer",
+        former_id="textual-difference-scorer",  # what the store called it before (Mastra's id)
         description="Calculate textual difference between input and output ...",
     )
 
@@ -16,6 +16,12 @@ A prebuilt scorer declares itself once, beside its factory::
 The registry is derived from those declarations, lazily: the first lookup imports the modules of
 ``scoring.prebuilt``, so ``from scoring import create_scorer`` stays light. A team's own scorer is
 named ``"package.module:factory"``; its options are validated the same way as a built-in's.
+
+One name per scorer: the name a rule gives is the scorer's id, the ``scorer_id`` of its rows and what
+``tracescore scores --scorer`` and ``/api/scores?scorer=`` take. Earlier releases stored the prebuilt
+scorers under Mastra's and autoevals' ids (``content-similarity-scorer``, ``exactMatch``): each spec
+keeps that ``former_id``, which rules still accept and reads still match (``stored_ids``,
+``canonical_id``), so stored rows and dashboards go on working.
 """
 
 from __future__ import annotations
@@ -46,12 +52,24 @@ PREBUILT_PACKAGE = "scoring.prebuilt"
 class ScorerSpec:
     """What a prebuilt scorer is called and says about itself, declared once beside its factory."""
 
-    name: str  # the short name rules and the CLI use
-    id: str  # the scorer id written to the store (Mastra's or VoltAgent's own id)
+    name: str  # what rules, the CLI, the store and filters call it
     title: str  # the human-readable name
     description: str
     # Options that build a working scorer when some are required (``tracescore scorers`` shows them).
     example: dict[str, Any] = field(default_factory=dict, hash=False)
+    # The id earlier releases stored its rows under (Mastra's, autoevals' or VoltAgent's), when not the
+    # name: still accepted by rules and matched by reads.
+    former_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The scorer id written to the store: the name."""
+        return self.name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the scorer answers to: its name, and its former id if it had one."""
+        return (self.name, self.former_id) if self.former_id else (self.name,)
 
     def create_scorer(
         self,
@@ -87,11 +105,10 @@ def register(spec: ScorerSpec) -> Callable[[F], F]:
     """Register ``factory`` under ``spec`` (a decorator); the factory's keyword parameters are its options."""
 
     def decorator(factory: F) -> F:
-        names = {spec.name, spec.id}
         for other in _DECLARED.values():
             # An equal spec is the same module imported again; another one may not take its names.
-            if other.spec != spec and names & {other.spec.name, other.spec.id}:
-                raise ValueError(f"scorer {spec.name!r} ({spec.id!r}) clashes with {other.spec.name!r}")
+            if other.spec != spec and set(spec.names) & set(other.spec.names):
+                raise ValueError(f"scorer {spec.name!r} {spec.names} clashes with {other.spec.name!r}")
         _DECLARED[spec.name] = Registered(spec, factory)
         return factory
 
@@ -126,6 +143,33 @@ class _Factories(Mapping[str, ScorerFactory]):
 
 
 SCORERS: Mapping[str, ScorerFactory] = _Factories()
+
+
+def former_ids() -> dict[str, str]:
+    """Former id -> name, for the prebuilt scorers stored under another id by earlier releases."""
+    return {entry.spec.former_id: name for name, entry in registered().items() if entry.spec.former_id}
+
+
+def canonical_id(stored: str) -> str:
+    """The scorer id a stored one means today: a former id's name, any other id unchanged."""
+    return former_ids().get(stored, stored)
+
+
+def read_as(stored: str, renamed: Mapping[str, str]) -> tuple[str, ...]:
+    """The ids a stored row counts under when a run's earlier outcomes are read back: its own, and
+    the name of today of a former id (``renamed``: ``former_ids()``), so a rule decided before the
+    rename is not decided twice."""
+    now = renamed.get(stored)
+    return (stored,) if now is None else (stored, now)
+
+
+def stored_ids(scorer: str) -> list[str]:
+    """Every scorer id rows of ``scorer`` (a name or a former id) may be stored under: the name
+    first, then its former id (``content-similarity`` -> ``content-similarity``,
+    ``content-similarity-scorer``); an id of no prebuilt scorer (a rule's own name) alone."""
+    name = canonical_id(scorer)
+    entry = registered().get(name)
+    return list(entry.spec.names) if entry is not None else [scorer]
 
 
 def find_factory(function_name: str) -> ScorerFactory | None:
@@ -219,9 +263,9 @@ def _resolve(name_or_id: str, registry: Mapping[str, ScorerFactory] | None) -> t
     elif ":" not in name_or_id:
         entries = registered()
         for entry in entries.values():
-            if name_or_id in (entry.spec.name, entry.spec.id):
+            if name_or_id in entry.spec.names:
                 return entry.spec.name, entry.factory
-        names = [name for e in entries.values() for name in (e.spec.name, e.spec.id)]
+        names = [name for e in entries.values() for name in e.spec.names]
         raise ValueError(
             f"unknown scorer {name_or_id!r}{did_you_mean(name_or_id, names)} "
             f"('tracescore scorers' lists all {len(entries)})"

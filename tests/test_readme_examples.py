@@ -47,7 +47,7 @@ def test_the_readme_has_the_examples() -> None:
 
 async def test_the_first_example_scores_a_run() -> None:
     names = await run_block(python_blocks()[0], {"run": sample_run()})
-    assert names["result"].scorer_id == "textual-difference-scorer"
+    assert names["result"].scorer_id == "textual-difference"
     assert (await names["length_ok"].run(sample_run())).score == 1.0  # three words
 
 
@@ -82,7 +82,7 @@ async def test_the_judge_example_runs_with_a_local_judge(llm_server: LLMServer) 
     assert result.score == 1.0
     assert "Paris, dear friend." in result.analyze_prompt
     assert result.input_tokens == 11  # the server's usage for one answer
-    assert names["evals"].scores == {"polite": 0.0, "answer-relevancy-scorer": 1.0}
+    assert names["evals"].scores == {"polite": 0.0, "answer-relevancy": 1.0}
     assert not any(answers.values())  # every scripted answer was asked for
 
 
@@ -94,7 +94,7 @@ def test_every_registered_scorer_is_in_the_catalogue() -> None:
     missing = [
         name
         for name, entry in registered().items()
-        if not any(f"`{name}`" in row or f"`{name}," in row or f"`{entry.spec.id}`" in row for row in rows)
+        if not any(f"`{key}`" in row or f"`{key}," in row for row in rows for key in entry.spec.names)
     ]
     assert missing == []
 

@@ -58,9 +58,9 @@ def readme_scorer_names() -> set[str]:
     for row in re.findall(r"^\| (`.*?) \|", section, re.MULTILINE):
         ticked = re.findall(r"`([^`]+)`", row)
         in_rules = re.search(r"\(`([^`]+)`", row)
-        if "…" in row:  # "`contextPrecision`, … (`ragas-context-…`)": a family, not one name
+        if "…" in row:  # "`ragas-context-precision`, … (`ragas-context-…`)": a family, not one name
             continue
-        if in_rules:  # "`exactMatch` (`exact-match`)": the name in rules
+        if in_rules:  # "`exact-match` (`exact-match`)": the name in rules
             names.add(in_rules.group(1))
         else:
             names.update(ticked)
@@ -76,7 +76,7 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
     # Facts from the README's tables, for one scorer of each kind.
     assert scorers["exact-match"]["needs"] == ["ground_truth", "output"]
     assert scorers["exact-match"]["llm"] is False
-    assert scorers["toxicity"]["id"] == "toxicity-scorer"
+    assert scorers["toxicity"]["id"] == "toxicity"
     assert scorers["toxicity"]["llm"] is True
     assert scorers["toxicity"]["needs"] == ["output"]
     assert scorers["check-includes"]["options"] == [
@@ -87,7 +87,7 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
 
     table = tracescore("scorers")
     assert table.returncode == 0
-    for name in ("textual-difference", "check-includes", "ragas-context-entity-recall", "toxicity-scorer"):
+    for name in ("textual-difference", "check-includes", "ragas-context-entity-recall", "toxicity"):
         assert name in table.stdout
     assert "expected (required), ignore_case=true" in table.stdout
 
@@ -321,7 +321,7 @@ async def test_with_an_llm_judge_stdout_is_only_the_json(tmp_path: Path, llm_ser
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)  # nothing but the result: no litellm lines
-    assert (result["scorer_id"], result["score"]) == ("toxicity-scorer", 0.0)
+    assert (result["scorer_id"], result["score"]) == ("toxicity", 0.0)
     assert "LiteLLM" not in done.stderr
 
     data = tmp_path / "cases.jsonl"
@@ -330,7 +330,7 @@ async def test_with_an_llm_judge_stdout_is_only_the_json(tmp_path: Path, llm_ser
     evaluated = await tracescore_async("eval", "--data", str(data), "--scorer", scorer)
     assert evaluated.returncode == 0, evaluated.stderr
     assert "LiteLLM" not in evaluated.stdout + evaluated.stderr
-    table = [line for line in evaluated.stdout.splitlines() if "toxicity-scorer" in line]
+    table = [line for line in evaluated.stdout.splitlines() if "toxicity" in line]
     assert len(table) == 1
     assert len(evaluated.stdout.splitlines()) < 12  # the results table, not two lines per judge call
     assert len(llm_server.chat_requests) == 10  # toxicity asks twice per run (verdicts, reason): 5 runs

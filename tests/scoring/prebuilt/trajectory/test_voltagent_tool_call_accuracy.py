@@ -1,5 +1,5 @@
-"""VoltAgent's code tool-call accuracy scorer (``toolCallAccuracyCode``), and where it parts from
-Mastra's ``code-tool-call-accuracy-scorer``.
+"""VoltAgent's code tool-call accuracy scorer (``voltagent-tool-call-accuracy``), and where it parts from
+Mastra's ``tool-call-accuracy-code``.
 
 Expected scores are worked out by hand from VoltAgent's rules; where VoltAgent's own
 ``tool-call-accuracy.spec.ts`` cases apply to our runs they are reproduced and cited.
@@ -31,7 +31,7 @@ async def test_tool_accuracy_lenient_single_tool() -> None:
     # tool-call-accuracy.spec.ts "returns 1 when the expected tool is present in lenient mode"
     scorer = create_voltagent_tool_call_accuracy_scorer(expected_tool="searchProducts")
     result = await scorer.run(calls_run("searchProducts", "checkInventory"))
-    assert result.scorer_id == "toolCallAccuracyCode"
+    assert result.scorer_id == "voltagent-tool-call-accuracy"
     assert result.score == 1
     assert result.preprocess_step_result["correct_tool_called"] is True
     assert result.reason == (
@@ -169,8 +169,8 @@ def test_tool_accuracy_needs_an_expectation(options: dict[str, object]) -> None:
 
 
 async def test_tool_accuracy_from_the_registry_by_id() -> None:
-    scorer = build_scorer("toolCallAccuracyCode", {"expectedToolOrder": ["a", "b"], "strictMode": True})
-    assert scorer.id == "toolCallAccuracyCode"
+    scorer = build_scorer("voltagent-tool-call-accuracy", {"expectedToolOrder": ["a", "b"], "strictMode": True})
+    assert scorer.id == "voltagent-tool-call-accuracy"
     assert (await scorer.run(calls_run("a", "b"))).score == 1
     with pytest.raises(ValueError, match="invalid options"):
         build_scorer("voltagent-tool-call-accuracy", {"expectedToolOrder": "a,b"})
