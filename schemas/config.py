@@ -23,6 +23,7 @@ from pydantic import (
 
 from schemas.config_source import ConfigError, Sources, explain, read_config_file
 from schemas.drift_config import DriftConfig
+from schemas.environment import ENV_KEYS
 from schemas.export_config import ExportConfig, OtlpExportConfig
 from schemas.rules import RunFilter, ScorerRule
 from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
@@ -359,58 +360,6 @@ _STORE_SERVER_KEYS = (
     "store_tls_key",
     "store_verify",
 )
-
-
-# Environment variable -> dotted config key. Flags use the same dotted keys (see ingest.cli).
-ENV_KEYS: dict[str, str] = {
-    "TRACESCORE_STORE": "store",
-    "TRACESCORE_STORE_USER": "store_user",
-    "TRACESCORE_STORE_PASSWORD": "store_password",
-    "TRACESCORE_STORE_PASSWORD_FILE": "store_password_file",
-    "TRACESCORE_STORE_TLS_CA": "store_tls_ca",
-    "TRACESCORE_STORE_VERIFY": "store_verify",
-    "TRACESCORE_STORE_MIN_FREE_BYTES": "store_min_free_bytes",
-    "TRACESCORE_STORE_MIN_FREE_RATIO": "store_min_free_ratio",
-    "TRACESCORE_HOST": "receiver.host",
-    "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
-    "TRACESCORE_HTTP_PORT": "receiver.http_port",
-    "TRACESCORE_HEALTH_PORT": "receiver.health_port",
-    "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
-    "TRACESCORE_BODY_TIMEOUT_SECONDS": "receiver.body_timeout_seconds",
-    "TRACESCORE_HEADER_TIMEOUT_SECONDS": "receiver.header_timeout_seconds",
-    "TRACESCORE_IDLE_TIMEOUT_SECONDS": "receiver.idle_timeout_seconds",
-    "TRACESCORE_MAX_CONNECTIONS": "receiver.max_connections",
-    "TRACESCORE_MAX_CONNECTIONS_PER_CLIENT": "receiver.max_connections_per_client",
-    "TRACESCORE_AUTH_TOKEN": "receiver.auth_token",
-    "TRACESCORE_AUTH_TOKEN_FILE": "receiver.auth_token_file",
-    "TRACESCORE_TLS_CERT": "receiver.tls_cert",
-    "TRACESCORE_TLS_KEY": "receiver.tls_key",
-    "TRACESCORE_TLS_CLIENT_CA": "receiver.tls_client_ca",
-    "TRACESCORE_KAFKA_BOOTSTRAP": "kafka.bootstrap",
-    "TRACESCORE_KAFKA_TOPIC": "kafka.topic",
-    "TRACESCORE_KAFKA_LOGS_TOPIC": "kafka.logs_topic",
-    "TRACESCORE_KAFKA_GROUP": "kafka.group",
-    "TRACESCORE_KAFKA_DLQ_TOPIC": "kafka.dead_letter_topic",
-    "TRACESCORE_KAFKA_SECURITY_PROTOCOL": "kafka.security_protocol",
-    "TRACESCORE_KAFKA_SASL_MECHANISM": "kafka.sasl_mechanism",
-    "TRACESCORE_KAFKA_SASL_USERNAME": "kafka.sasl_username",
-    "TRACESCORE_KAFKA_SASL_PASSWORD": "kafka.sasl_password",
-    "TRACESCORE_KAFKA_SASL_PASSWORD_FILE": "kafka.sasl_password_file",
-    "TRACESCORE_IDLE_SECONDS": "assembly.idle_seconds",
-    "TRACESCORE_MAX_WAIT_SECONDS": "assembly.max_wait_seconds",
-    "TRACESCORE_MAX_TRACES": "assembly.max_traces",
-    "TRACESCORE_SCORER_CONCURRENCY": "scoring.concurrency",
-    "TRACESCORE_SAMPLING_SALT": "scoring.sampling_salt",
-    "TRACESCORE_JUDGE_MODEL": "scoring.judge.model",
-    "TRACESCORE_JUDGE_API_BASE": "scoring.judge.api_base",
-    "TRACESCORE_JUDGE_API_KEY": "scoring.judge.api_key",
-    "TRACESCORE_JUDGE_API_KEY_FILE": "scoring.judge.api_key_file",
-    "TRACESCORE_REPLICA_ID": "replica.id",
-    "TRACESCORE_MEMORY_LIMIT": "memory_limit",
-    "TRACESCORE_EXPORT_OTLP_ENDPOINT": "export.otlp.endpoint",
-    "TRACESCORE_EXPORT_OTLP_PROTOCOL": "export.otlp.protocol",
-    "TRACESCORE_EXPORT_OTLP_HEADERS": "export.otlp.headers",
-}
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:

@@ -7,10 +7,10 @@ import asyncio
 import json
 from datetime import UTC, datetime
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ingest.backfill import Backfill, BackfillReport
+from ingest.cli.terminal import make_console
 from schemas.config import load_config
 from schemas.durations import parse_time
 
@@ -57,7 +57,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if args.rate is not None and args.rate <= 0:
         raise ValueError("--rate must be a positive number of scorer runs per second")
     config = load_config(args.config, overrides={"store": args.store}, flags={"store": "--store"})
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     with Progress(
         TextColumn("backfill"),
         BarColumn(),

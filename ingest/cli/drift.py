@@ -8,9 +8,9 @@ import json
 import math
 from datetime import UTC, datetime
 
-from rich.console import Console
 from rich.table import Table
 
+from ingest.cli.terminal import make_console
 from ingest.drift.monitor import DriftMonitor, DriftReport
 from ingest.store.clickhouse import Store
 from schemas.config import ServiceConfig, load_config
@@ -82,9 +82,9 @@ def _number(value: float, spec: str) -> str:
 
 def _print(report: DriftReport) -> None:
     w = report.windows
-    console = Console()
+    console = make_console()
     if not console.is_terminal:  # piped or logged: wide rather than wrapped
-        console = Console(width=200)
+        console = make_console(width=200)
     console.print(
         f"window {w.window_start:%Y-%m-%d %H:%M} – {w.window_end:%Y-%m-%d %H:%M} UTC against baseline "
         f"{w.baseline_start:%Y-%m-%d %H:%M} – {w.baseline_end:%Y-%m-%d %H:%M} UTC"

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
+from ingest.cli.terminal import make_console
 from schemas import AgentRun
 from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
 from scoring.judge import close_clients
@@ -171,7 +171,7 @@ async def _evaluate(items: list[EvalItem], scorers: list[Scorer], concurrency: i
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=make_console(stderr=True),
         transient=True,
     )
     try:
@@ -199,7 +199,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO | None = None) -> int:
         with Path(args.output).open("w", encoding="utf-8") as handle:
             for item in result.items:
                 handle.write(json.dumps(_item_line(item, lines[item.index]), ensure_ascii=False) + "\n")
-    Console(file=out or sys.stdout).print(results_table(result))
+    make_console(file=out or sys.stdout).print(results_table(result))
     for item in result.items:
         for scorer_id, message in item.errors.items():
             print(f"line {lines[item.index]}: {scorer_id}: {message}", file=sys.stderr)

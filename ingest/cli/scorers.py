@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from rich.console import Console
 from rich.table import Table
+
+from ingest.cli.terminal import make_console
 
 # What the needs are computed with for an LLM scorer: the judge is not called, only named.
 PLACEHOLDER_JUDGE = "openai/gpt-4o-mini"
@@ -20,10 +21,10 @@ PLACEHOLDER_JUDGE = "openai/gpt-4o-mini"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "scorers",
-        help="list the prebuilt scorers: name (also the id scores are stored under), LLM or not, needs, options",
+        help="list the prebuilt scorers: name (also their stored id), LLM or not, needs, options",
         description=(
-            "List the prebuilt scorers. NAME shows one in full, with a rule to start from. A scorer's name is "
-            "also its id: what its rows are stored under and what 'tracescore scores --scorer' takes; "
+            "List the prebuilt scorers. NAME shows one in full, with a rule to start from. A scorer's name "
+            "is also its id: what its rows are stored under and what 'tracescore scores --scorer' takes; "
             "'formerly' is the id earlier releases stored it under, still accepted. 'needs' is "
             "what a run must hold to be scored with the default options (without it the decision is "
             "skipped_empty)."
@@ -140,15 +141,15 @@ def cmd_scorers(args: argparse.Namespace) -> int:
             ", ".join(info.needs) or "(tool calls)",
             ", ".join(_option_text(o) for o in info.options),
         )
-    console = Console()
+    console = make_console()
     if not console.is_terminal:  # piped or redirected: wide enough not to fold the options
-        console = Console(width=160)
+        console = make_console(width=160)
     console.print(table)
     return 0
 
 
 def _print_one(info: ScorerInfo) -> None:
-    console = Console(highlight=False)
+    console = make_console(highlight=False)
     formerly = f" (formerly {info.former_id})" if info.former_id else ""
     console.print(f"[bold]{info.name}[/bold]{formerly}: {info.title}")
     console.print(info.description)

@@ -145,7 +145,7 @@ class Store:
             raise
         if not self.embedded and not self._server.verify:
             logger.warning("store_verify is false: the certificate of %s is not checked", self.description)
-        logger.info("store open: %s, database %s", self.description, self._database)
+        logger.debug("store open: %s, database %s", self.description, self._database)
         if self.free_space.enabled:
             await self._watch_once()
             self._watcher = asyncio.create_task(self._watch_free_space(), name="store-free-space")
