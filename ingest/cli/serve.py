@@ -6,11 +6,15 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import logging
+import os
 import signal
 from typing import Any
 
 from ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
 from schemas.config import ENV_KEYS, ServiceConfig, load_config
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -117,8 +121,12 @@ def environment_help() -> str:
     return "\n".join(lines)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 async def serve(config: ServiceConfig) -> None:
-    """Run the service until SIGINT or SIGTERM, then shut it down (flushing what it holds)."""
+    """Run the service until SIGINT or SIGTERM, then shut it down (flushing what it holds), saying so
+    in one line. A second signal stops the process at once."""
     from ingest.service import Service
 
     service = Service(config)
@@ -126,9 +134,17 @@ async def serve(config: ServiceConfig) -> None:
     tune_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+
+    def stopping(sig: signal.Signals) -> None:
+        if stop.is_set():
+            log.warning("%s again: stopping at once; the next start recovers what was not scored", sig.name)
+            os._exit(128 + sig.value)
+        log.info("%s: shutting down, finishing the work in hand (%s again stops at once)", sig.name, sig.name)
+        stop.set()
+
+    for sig in STOP_SIGNALS:
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping, sig)
     try:
         await stop.wait()
     finally:
