@@ -7,6 +7,7 @@ file (YAML or JSON), then the defaults named below. ``load_config`` is the one p
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -21,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.config_source import ConfigError, Sources, explain, read_config_file
+from schemas.config_source import ConfigError, Location, Sources, explain, read_config_file
 from schemas.drift_config import DriftConfig
 from schemas.environment import ENV_KEYS
 from schemas.export_config import ExportConfig, OtlpExportConfig
@@ -30,6 +31,7 @@ from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
 
 # Re-exported: every part of the config is importable from here.
 __all__ = [
+    "ENV_KEYS",
     "ConfigError",
     "DriftConfig",
     "ExportConfig",
@@ -362,6 +364,11 @@ _STORE_SERVER_KEYS = (
 )
 
 
+# A check of the whole config beyond the model's: (raw settings, the config if the model validated
+# them) -> (key, why) for each error.
+ConfigCheck = Callable[[Mapping[str, Any], "ServiceConfig | None"], list[tuple[Location, str]]]
+
+
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
     *parents, leaf = dotted.split(".")
     for key in parents:
@@ -374,11 +381,14 @@ def load_config(
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
     flags: dict[str, str] | None = None,
+    checks: ConfigCheck | None = None,
 ) -> ServiceConfig:
     """Build the service config from file, environment and flag overrides (dotted keys).
 
     ``flags`` names the command-line flag of each override (``{"receiver.grpc_port": "--grpc-port"}``),
-    so an invalid value is reported as coming from it.
+    so an invalid value is reported as coming from it. ``checks`` finds what the model cannot (the
+    service's: each rule's scorer and options, ``scoring.rule_check``); it runs whether the model
+    validated or not, and its errors are reported with the model's, each at its key's source.
     """
     env = os.environ if environ is None else environ
     sources = Sources()
@@ -394,7 +404,14 @@ def load_config(
         if value is not None:
             _set_dotted(data, dotted, value)
             sources.given[dotted] = f"flag {(flags or {}).get(dotted, dotted)}"
+    config: ServiceConfig | None = None
+    invalid: ValidationError | None = None
     try:
-        return ServiceConfig.model_validate(data)
+        config = ServiceConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(explain(exc, ServiceConfig, data, sources)) from None
+        invalid = exc
+    more = checks(data, config) if checks is not None else []
+    if invalid is not None or more:
+        raise ConfigError(explain(invalid, ServiceConfig, data, sources, more)) from None
+    assert config is not None
+    return config

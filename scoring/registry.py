@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError, validate_call
 
 from schemas.suggest import did_you_mean
+from scoring.build_errors import Problem, ScorerConfigError, option_problems
 from scoring.judge import Judge
 from scoring.scorer import LabelFn, Scorer, create_scorer
 from scoring.steps import DEFAULT_NEEDS, Need
@@ -183,7 +184,7 @@ def find_factory(function_name: str) -> ScorerFactory | None:
 _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-def _snake(option: str) -> str:
+def snake_case(option: str) -> str:
     """``expectedToolOrder`` -> ``expected_tool_order``; snake_case names pass unchanged."""
     return _CAMEL_HUMP.sub("_", option).lower()
 
@@ -203,7 +204,7 @@ def as_judge(
         return _with_default_key(Judge(spec), default)
     if isinstance(spec, Mapping):
         try:
-            judge = Judge(**{_snake(key): value for key, value in spec.items()})
+            judge = Judge(**{snake_case(key): value for key, value in spec.items()})
         except TypeError as exc:  # an unknown or missing Judge field
             raise ValueError(f"invalid judge fields {sorted(spec)}: {exc}") from exc
         return _with_default_key(judge, default)
@@ -230,7 +231,7 @@ def _judge_settings(spec: Judge | str | Mapping[str, Any]) -> dict[str, Any]:
         return {"model": spec.model, "api_base": spec.api_base, "api_key": spec.api_key}
     if isinstance(spec, str):
         return {"model": spec}
-    return {_snake(key): value for key, value in spec.items()}
+    return {snake_case(key): value for key, value in spec.items()}
 
 
 def load_factory(reference: str) -> ScorerFactory:
@@ -259,18 +260,36 @@ def _resolve(name_or_id: str, registry: Mapping[str, ScorerFactory] | None) -> t
         if name_or_id in registry:
             return name_or_id, registry[name_or_id]
         if ":" not in name_or_id:
-            raise ValueError(f"unknown scorer {name_or_id!r}; available: {', '.join(registry)}")
+            raise ScorerConfigError(
+                f"unknown scorer {name_or_id!r}; available: {', '.join(registry)}", "scorer"
+            )
     elif ":" not in name_or_id:
         entries = registered()
         for entry in entries.values():
             if name_or_id in entry.spec.names:
                 return entry.spec.name, entry.factory
         names = [name for e in entries.values() for name in e.spec.names]
-        raise ValueError(
+        raise ScorerConfigError(
             f"unknown scorer {name_or_id!r}{did_you_mean(name_or_id, names)} "
-            f"('tracescore scorers' lists all {len(entries)})"
+            f"('tracescore scorers' lists all {len(entries)})",
+            "scorer",
         )
-    return name_or_id, load_factory(name_or_id)
+    try:
+        return name_or_id, load_factory(name_or_id)
+    except ValueError as exc:
+        raise ScorerConfigError(str(exc), "scorer") from exc
+
+
+def _invalid_values(short: str, factory: ScorerFactory, known: dict[str, Any]) -> list[Problem]:
+    """The errors of the values of ``known`` options, the options left out not counted."""
+    try:
+        validate_call(factory)(**{k: v for k, v in known.items() if k != "judge"})
+    except ValidationError as exc:
+        invalid = f"scorer {short!r}: invalid options: "
+        return [(option, invalid + why) for option, why in option_problems(exc, missing=False)]
+    except (ValueError, TypeError):  # the factory's own checks need the options left out
+        pass
+    return []
 
 
 def build_scorer(
@@ -287,26 +306,35 @@ def build_scorer(
     application's own table or a test's. ``default_judge`` is the judge of an LLM scorer whose
     options name none (the service's ``scoring.judge``); its key also goes to a judge the options
     name without one (``as_judge``). A dict without a ``model`` gives only that key.
+
+    Raises ``ScorerConfigError`` (a ValueError) naming every unknown option at once.
     """
     short, factory = _resolve(name_or_id, registry)
     parameters = inspect.signature(factory).parameters
     accepted = list(parameters)
     kwargs: dict[str, Any] = {}
+    wrong: list[Problem] = []
     for option, value in (options or {}).items():
-        key = _snake(option)
+        key = snake_case(option)
         if key not in accepted:
             choices = ", ".join(accepted) or "none"
             guess = did_you_mean(key, accepted)
-            raise ValueError(f"scorer {short!r} has no option {option!r}{guess} (its options: {choices})")
-        if key in kwargs:
-            raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
+            wrong.append(
+                (option, f"scorer {short!r} has no option {option!r}{guess} (its options: {choices})")
+            )
+        elif key in kwargs:
+            wrong.append((option, f"scorer {short!r}: option {key!r} is given twice"))
         kwargs[key] = value
+    if wrong:  # and the known options' own errors, so that one look finds them all
+        wrong += _invalid_values(short, factory, {k: v for k, v in kwargs.items() if k in accepted})
+        raise ScorerConfigError("; ".join(why for _, why in wrong), "options", wrong)
     has_default = default_judge is not None and bool(_judge_settings(default_judge).get("model"))
     if "judge" in accepted and "judge" not in kwargs:
         if not has_default and parameters["judge"].default is inspect.Parameter.empty:
-            raise ValueError(
+            raise ScorerConfigError(
                 f"scorer {short!r} asks an LLM judge: give it the option 'judge' (a model such as "
-                "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge.model"
+                "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge.model",
+                "options",
             )
         if has_default:
             kwargs["judge"] = default_judge
@@ -315,23 +343,14 @@ def build_scorer(
             kwargs["judge"] = as_judge(kwargs["judge"], default_judge)
         scorer = validate_call(factory)(**kwargs)
     except ValidationError as exc:
-        raise ValueError(f"scorer {short!r}: invalid options: {option_errors(exc)}") from None
+        invalid, found = f"scorer {short!r}: invalid options: ", option_problems(exc)
+        message = invalid + "; ".join(why for _, why in found)
+        problems = [(option, invalid + why) for option, why in found]
+        raise ScorerConfigError(message, "options", problems) from None
     except ValueError as exc:  # the factory's own check, e.g. a required option missing
-        raise ValueError(f"scorer {short!r}: {exc}") from exc
+        raise ScorerConfigError(f"scorer {short!r}: {exc}", "options") from exc
     if not isinstance(scorer, Scorer):
-        raise ValueError(f"scorer {short!r}: the factory returned {type(scorer).__name__}, not a Scorer")
+        raise ScorerConfigError(
+            f"scorer {short!r}: the factory returned {type(scorer).__name__}, not a Scorer", "scorer"
+        )
     return scorer
-
-
-def option_errors(exc: ValidationError) -> str:
-    """A factory's option errors as ``'x': why (got …)``, without pydantic's function name,
-    URLs and input types."""
-    lines = []
-    for error in exc.errors():
-        option = ".".join(str(part) for part in error["loc"])
-        if error["type"] == "missing_argument" or error["type"] == "missing":
-            lines.append(f"{option!r} is required")
-            continue
-        message = error["msg"].removeprefix("Value error, ")
-        lines.append(f"{option!r}: {message} (got {error['input']!r})")
-    return "; ".join(lines)

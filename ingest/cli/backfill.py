@@ -13,6 +13,7 @@ from ingest.backfill import Backfill, BackfillReport
 from ingest.cli.terminal import make_console
 from schemas.config import load_config
 from schemas.durations import parse_time
+from scoring.rule_check import rule_errors
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,7 +57,9 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         )
     if args.rate is not None and args.rate <= 0:
         raise ValueError("--rate must be a positive number of scorer runs per second")
-    config = load_config(args.config, overrides={"store": args.store}, flags={"store": "--store"})
+    config = load_config(
+        args.config, overrides={"store": args.store}, flags={"store": "--store"}, checks=rule_errors
+    )
     console = make_console(stderr=True)
     with Progress(
         TextColumn("backfill"),

@@ -17,6 +17,7 @@ from schemas.config import ServiceConfig, load_config
 from schemas.durations import parse_time
 from scoring.drift.detect import Finding
 from scoring.route import build_rules, thresholds
+from scoring.rule_check import rule_errors
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_drift(args: argparse.Namespace) -> int:
     overrides = {"store": args.store, "drift.window": args.window, "drift.baseline": args.baseline}
     flags = {"store": "--store", "drift.window": "--window", "drift.baseline": "--baseline"}
-    config = load_config(args.config, overrides=overrides, flags=flags)
+    config = load_config(args.config, overrides=overrides, flags=flags, checks=rule_errors)
     until = parse_time(args.until, datetime.now(UTC))
     limits = thresholds(build_rules(config.scoring.rules, judge=config.scoring.judge))
     report = asyncio.run(_run(config, limits, until, not args.no_record, args.notify))

@@ -13,6 +13,7 @@ from typing import Any
 
 from ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
 from schemas.config import ENV_KEYS, ServiceConfig, load_config
+from scoring.rule_check import rule_errors
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
             raise ValueError(f"--no-kafka turns Kafka off; drop the Kafka flags ({', '.join(given)})")
         overrides["kafka"] = {}  # after the file and the environment: the whole section, reset
         flags["kafka"] = "--no-kafka"
-    return load_config(args.config, overrides=overrides, flags=flags)
+    return load_config(args.config, overrides=overrides, flags=flags, checks=rule_errors)
 
 
 def environment_help() -> str:

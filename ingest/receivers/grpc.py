@@ -146,8 +146,8 @@ class GrpcReceiver:
             else:
                 port = server.add_secure_port(address, grpc_server_credentials(tls))
         except RuntimeError as exc:  # grpcio raises RuntimeError when the address cannot be bound
-            refusal = bind_error(host, self._config.grpc_port) or exc
-            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, refusal)) from exc
+            why: BaseException = bind_error(host, self._config.grpc_port) or exc
+            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, why)) from exc
         if not port:
             refusal = bind_error(host, self._config.grpc_port)
             raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, refusal))

@@ -219,7 +219,7 @@ class KafkaReceiver:
         self._failures.failed(
             "kafka receiver",
             "unavailable",
-            self._config.bootstrap,
+            self._config.bootstrap or "",
             f"{self.last_error}; trying again with backoff (now {retry_in:g} s, at most "
             f"{RETRY_BACKOFF_MAX_S:.0f} s) for as long as the service runs",
         )
