@@ -1,4 +1,4 @@
-"""The judge path at load: 1,000 toxicity runs at concurrency 64 against a local judge that
+"""The judge path at load: 1,000 toxicity-scorer runs at concurrency 64 against a local judge that
 answers after 50 ms, vs the same judge calls made with bare ``litellm.acompletion``.
 
 Toxicity asks its judge twice per run, one call after the other: the verdicts (a JSON schema

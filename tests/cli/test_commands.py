@@ -54,7 +54,7 @@ def test_score_one_run_file_matches_the_mastra_reference(tmp_path: Path) -> None
 
     exact = tracescore(
         "score",
-        "content-similarity",
+        "content-similarity-scorer",  # its former id names it too
         "--run",
         str(tmp_path / "run.json"),
         "--options",

@@ -59,7 +59,7 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
         "--scorer",
         "textual-difference",
         "--scorer",
-        "content-similarity",  # by its id
+        "content-similarity-scorer",  # by its former id: the same scorer
         "--output",
         str(out),
     )

@@ -58,9 +58,9 @@ def readme_scorer_names() -> set[str]:
     for row in re.findall(r"^\| (`.*?) \|", section, re.MULTILINE):
         ticked = re.findall(r"`([^`]+)`", row)
         in_rules = re.search(r"\(`([^`]+)`", row)
-        if "…" in row:  # "`ragas-context-precision`, … (`ragas-context-…`)": a family, not one name
+        if "…" in row:  # "`contextPrecision`, … (`ragas-context-…`)": a family, not one name
             continue
-        if in_rules:  # "`exact-match` (`exact-match`)": the name in rules
+        if in_rules:  # "`exactMatch` (`exact-match`)": the name in rules
             names.add(in_rules.group(1))
         else:
             names.update(ticked)
@@ -290,7 +290,7 @@ def test_a_busy_port_names_the_receiver_and_the_flag(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "Traceback" not in err
     assert err.splitlines()[-1] == (
-        f"tracescore: error: OTLP/HTTP receiver cannot listen on 127.0.0.1:{busy}: the port is in use "
+        f"tracescore: error: OTLP/HTTP receiver cannot listen on 127.0.0.1:{busy}: Address already in use "
         "(another tracescore or an OpenTelemetry Collector?); choose another port with --http-port, "
         "TRACESCORE_HTTP_PORT or receiver.http_port"
     )

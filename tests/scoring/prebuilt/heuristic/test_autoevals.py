@@ -1,4 +1,4 @@
-"""Exact match, Levenshtein and numeric diff (VoltAgent's exact-match, levenshtein, numeric-diff): the
+"""Exact match, Levenshtein and numeric diff (VoltAgent's exactMatch, levenshtein, numericDiff): the
 same numbers as the autoevals Python package on generated cases, and how each scorer reads a run's
 output and ground truth."""
 

@@ -1,4 +1,4 @@
-"""JSON diff (VoltAgent's json-diff): the same numbers as the autoevals Python package's ``JSONDiff`` on
+"""JSON diff (VoltAgent's jsonDiff): the same numbers as the autoevals Python package's ``JSONDiff`` on
 generated cases, and how the scorer reads a run's output and ground truth."""
 
 from __future__ import annotations

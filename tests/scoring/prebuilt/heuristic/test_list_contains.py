@@ -1,4 +1,4 @@
-"""List contains (VoltAgent's list-contains): the same numbers as the autoevals Python package's
+"""List contains (VoltAgent's listContains): the same numbers as the autoevals Python package's
 ``ListContains`` on generated cases, and how the scorer reads a run's output and ground truth."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trajectory accuracy (LLM judge), Mastra's ``trajectory-accuracy-llm``.
+"""Trajectory accuracy (LLM judge), Mastra's ``llm-trajectory-accuracy-scorer``.
 
 Judge answers are scripted on the local OpenAI-compatible server and reach the scorer through
 litellm's real HTTP path; expected scores follow Mastra's formula, worked out by hand.

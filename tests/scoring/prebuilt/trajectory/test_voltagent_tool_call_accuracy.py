@@ -1,4 +1,4 @@
-"""VoltAgent's code tool-call accuracy scorer (``voltagent-tool-call-accuracy``), and where it parts from
+"""VoltAgent's code tool-call accuracy scorer (``toolCallAccuracyCode``), and where it parts from
 Mastra's ``tool-call-accuracy-code``.
 
 Expected scores are worked out by hand from VoltAgent's rules; where VoltAgent's own
