@@ -56,7 +56,9 @@ SCORER_OF_INSTRUCTIONS = {
     "You generate questions from answers to evaluate relevancy": "ragas-answer-relevancy",
 }
 # Context relevancy has no instructions of its own: its user prompt tells it apart.
-SCORER_OF_PROMPT = {"Extract the sentences from the context that are most relevant": "ragas-context-relevancy"}
+SCORER_OF_PROMPT = {
+    "Extract the sentences from the context that are most relevant": "ragas-context-relevancy"
+}
 # The scorers that score a run with retrieved context (context recall needs a ground truth too).
 SCORED = {
     "context-precision",
@@ -122,7 +124,9 @@ def _rag_replies() -> dict[str, list[Reply]]:
             ),
             text_reply("The score is 0.65 because one relevant piece went unused and one fact is missing."),
         ],
-        "ragas-context-precision": [json_reply({"reason": "the first document states the rule", "verdict": 1})],
+        "ragas-context-precision": [
+            json_reply({"reason": "the first document states the rule", "verdict": 1})
+        ],
         "ragas-context-relevancy": [
             json_reply({"sentences": [{"sentence": DOCUMENTS[0], "reasons": ["states the rule"]}]}),
         ],
@@ -308,7 +312,9 @@ async def test_rag_scorers_judge_the_retrieved_documents_end_to_end(
     assert attributes["gen_ai.evaluation.ragas-context-precision.score"] == "1"
     assert float(attributes["gen_ai.evaluation.ragas-context-relevancy.score"]) == pytest.approx(51 / 138)
     assert "gen_ai.evaluation.ragas-context-recall.score" not in attributes
-    assert float(attributes["gen_ai.evaluation.ragas-answer-relevancy.score"]) == pytest.approx(0.6666666666666666)
+    assert float(attributes["gen_ai.evaluation.ragas-answer-relevancy.score"]) == pytest.approx(
+        0.6666666666666666
+    )
     explanation = attributes["gen_ai.evaluation.ragas-context-precision.explanation"]
     assert explanation == "the first document states the rule"
     assert attributes["openinference.span.kind"] == "AGENT"  # the span's own attributes stay

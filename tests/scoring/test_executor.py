@@ -169,9 +169,7 @@ async def test_sampling_decides_per_run_and_scorer() -> None:
     assert 5 < len(expected_in) < 35  # the rate is neither 0 nor 1 on this sample
     for run in runs:
         in_sample = run.trace_id in expected_in
-        assert kinds[(run.trace_id, "textual-difference")] == (
-            "scored" if in_sample else "sampled_out"
-        )
+        assert kinds[(run.trace_id, "textual-difference")] == ("scored" if in_sample else "sampled_out")
         assert kinds[(run.trace_id, "content-similarity")] == "sampled_out"
     assert {r.trace_id for r in sink.records} == expected_in
     assert {r.scorer_id for r in sink.records} == {"textual-difference"}
@@ -554,9 +552,7 @@ def test_a_bad_rule_fails_at_construction() -> None:
             sink,
             metrics,
         )
-    with pytest.raises(
-        ValueError, match="both store scores as 'tool-call-accuracy-code' for the same runs"
-    ):
+    with pytest.raises(ValueError, match="both store scores as 'tool-call-accuracy-code' for the same runs"):
         ScoringExecutor(
             config(
                 ScorerRule(scorer="tool-call-accuracy-code", options={"expected_tool": "a"}),

@@ -67,9 +67,7 @@ def test_scorer_service_and_agent_filters(service: ScoredService) -> None:
     by_rule_name = service.get("/api/scores", {"scorer": "similarity"})
     assert _keys(by_rule_name.body) == sorted([(shop, "similarity"), (travel, "similarity")])
     by_scorer_id = service.get("/api/scores", {"scorer": "textual-difference"})
-    assert _keys(by_scorer_id.body) == sorted(
-        [(shop, "textual-difference"), (travel, "textual-difference")]
-    )
+    assert _keys(by_scorer_id.body) == sorted([(shop, "textual-difference"), (travel, "textual-difference")])
     by_service = service.get("/api/scores", {"service": "travel-api"})
     assert {row["trace_id"] for row in by_service.body} == {travel} and len(by_service.body) == 2
     by_agent = service.get("/api/scores", {"agent": "weather_agent"})

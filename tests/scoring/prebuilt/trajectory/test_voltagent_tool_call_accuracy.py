@@ -168,8 +168,8 @@ def test_tool_accuracy_needs_an_expectation(options: dict[str, object]) -> None:
         create_voltagent_tool_call_accuracy_scorer(**options)  # type: ignore[arg-type]
 
 
-async def test_tool_accuracy_from_the_registry_by_id() -> None:
-    scorer = build_scorer("voltagent-tool-call-accuracy", {"expectedToolOrder": ["a", "b"], "strictMode": True})
+async def test_tool_accuracy_from_the_registry_by_its_former_id() -> None:
+    scorer = build_scorer("toolCallAccuracyCode", {"expectedToolOrder": ["a", "b"], "strictMode": True})
     assert scorer.id == "voltagent-tool-call-accuracy"
     assert (await scorer.run(calls_run("a", "b"))).score == 1
     with pytest.raises(ValueError, match="invalid options"):
