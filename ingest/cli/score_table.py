@@ -4,7 +4,8 @@ Within the terminal's width (``COLUMNS``, else the terminal's, else 80 when pipe
 git shows commits (``5dbdf986``), the time without its year, and the reason cut to the line; the span,
 service and agent columns join when the width leaves the reason room. ``--wide`` shows every column
 and full ids, as wide as they are. Columns are sized here rather than by rich, which shrinks every
-column alike when the table is too wide (the score column went first at 80).
+column alike when the table is too wide (the score column went first at 80); on a terminal too
+narrow even for the short columns, lines are left to wrap.
 """
 
 from __future__ import annotations
@@ -123,8 +124,9 @@ def print_rows(rows: Sequence[Row], decisions: bool, limit: int, *, wide: bool =
     index = {id(column): i for i, column in enumerate(columns)}
     for row_cells in cells:
         table.add_row(*(escape(row_cells[index[id(column)]]) for column, _ in fitted))
-    if wide:
-        console = make_console(width=sum(width for _, width in fitted) + GAP * len(fitted))
+    needed = sum(width for _, width in fitted) + GAP * len(fitted)
+    if needed > console.width:  # --wide, or a terminal too narrow: lines wrap rather than lose the score
+        console = make_console(width=needed)
     with console.capture() as captured:  # written without the padding that ends each line
         console.print(table)
     console.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))

@@ -95,7 +95,9 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
 def test_one_scorer_in_full_with_a_rule_that_loads(tmp_path: Path) -> None:
     done = tracescore("scorers", "check-includes")
     assert done.returncode == 0, done.stderr
-    assert "check-includes (id check-includes): Includes Check" in done.stdout
+    assert "check-includes: Includes Check" in done.stdout
+    formerly = tracescore("scorers", "content-similarity-scorer")  # found by its former id too
+    assert "content-similarity (formerly content-similarity-scorer): Content Similarity" in formerly.stdout
     assert "options: expected (required), ignore_case=true" in done.stdout
     rule_yaml = done.stdout.split("a rule using it:\n", 1)[1]
     assert yaml.safe_load(rule_yaml) == {
@@ -195,9 +197,9 @@ def test_config_errors_name_where_each_value_came_from(tmp_path: Path) -> None:
         "tracescore: error: invalid configuration (3 errors):",
         "  environment variable TRACESCORE_GRPC_PORT: receiver.grpc_port: Input should be a valid integer, "
         "unable to parse string as an integer (got 'four')",
-        f"  {config}:7: scoring.rules[1] (tone): samplerate: unknown key; did you mean 'sample_rate'?",
         "  flag --memory-limit: memory_limit: Input should be greater than or equal to 268435456 (got '1MB')",
-    ]
+        f"  {config}:7: scoring.rules[1] (tone): samplerate: unknown key; did you mean 'sample_rate'?",
+    ]  # flags and variables first, then the file's errors by line
 
 
 def test_a_secret_value_is_never_repeated_in_an_error(tmp_path: Path) -> None:

@@ -112,3 +112,26 @@ def test_failures_are_logged_once_each_and_repeats_summed_up_per_interval(
         "rule bias (scorer bias): 1 more failure(s) of the same kind in the last 0 s; "
         "the latest on trace t8 span s8: judge 401",
     ]
+
+
+def test_a_recovery_is_one_line_with_the_failures_since_the_first(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    failures = FailureLog(logging.getLogger("test.failures"), interval_seconds=60, clock=lambda: now[0])
+    who = "kafka receiver"
+    with caplog.at_level(logging.WARNING, logger="test.failures"):
+        failures.recovered(who, "reached b:9092 again")  # never failed: nothing to say
+        for second in (10, 30, 70, 100):  # a summary at 70 s starts a new interval, the count goes on
+            now[0] = second
+            failures.failed(who, "unavailable", "b:9092", "NoBrokersAvailable")
+        now[0] = 130.0
+        failures.recovered(who, "reached b:9092 again")
+        failures.recovered(who, "reached b:9092 again")  # said once
+        now[0] = 200.0
+        failures.failed(who, "unavailable", "b:9092", "NoBrokersAvailable")  # failing anew: in full
+    assert caplog.messages == [
+        "kafka receiver failed on b:9092: NoBrokersAvailable",
+        "kafka receiver: 1 more failure(s) of the same kind in the last 60 s; the latest on b:9092: "
+        "NoBrokersAvailable",
+        "kafka receiver reached b:9092 again after 4 failure(s) in 120 s",
+        "kafka receiver failed on b:9092: NoBrokersAvailable",
+    ]
