@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import json
 import os
 import sys
@@ -23,6 +22,7 @@ from ingest.cli.score_table import print_rows, scorers_hint
 from ingest.receivers.auth import configured_token
 from ingest.store.clickhouse import Store
 from ingest.store.dsn import resolve_dsn
+from ingest.store.engine_open import held_by_another as _held
 from ingest.store.results import ScoreResults
 from schemas.config import ServiceConfig, load_config
 from schemas.errors import StoreError, StoreInUse
@@ -183,23 +183,6 @@ async def _read(
         return await _read_store(config, query, decisions)
     except StoreInUse:  # taken between the look and the open
         return await api.read(params, decisions, why=held, hint=hint)
-
-
-def _held(path: str) -> bool:
-    """Whether another process has the chDB data directory open. The engine holds an exclusive
-    ``flock`` on its ``status`` file while it runs (the lock its own refusal names); looking first
-    spares starting the engine only for it to print that refusal on stderr."""
-    try:
-        fd = os.open(os.path.join(path, "status"), os.O_RDONLY)
-    except OSError:
-        return False  # never opened, or not readable: opening the store says what is wrong
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # and with it the lock, if it was taken
-    return False
 
 
 async def _read_store(config: ServiceConfig, query: ResultQuery, decisions: bool) -> Rows | TraceStatus:
