@@ -57,15 +57,19 @@ class OwnLinesOnly(logging.Filter):
 
 def setup_logging(verbose: bool) -> None:
     """One handler on stderr, scrubbed of secrets: everything at DEBUG with ``-v``, else tracescore's
-    own lines at INFO and up."""
+    own lines at INFO and up. Where logging is set up already (``main`` called in a process that
+    has its handlers), those handlers are kept, and only scrubbed."""
+    root = logging.getLogger()
+    if root.handlers:
+        for handler in root.handlers:
+            if not any(isinstance(f, ScrubFilter) for f in handler.filters):
+                handler.addFilter(ScrubFilter())
+        return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     handler.addFilter(ScrubFilter())  # every line, ours or a library's, without secrets
     if not verbose:
         handler.addFilter(OwnLinesOnly())
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.captureWarnings(True)  # Python warnings are a library's lines too
