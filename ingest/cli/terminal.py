@@ -6,7 +6,7 @@ quiet ends of broken pipes, and the consoles tables are printed with.
   warnings) and the native engines' own lines show only with ``-v``: gRPC's C++ core logs as
   ``GRPC_VERBOSITY`` says, which is read once, when grpc is first imported, so ``quiet_native_logs``
   runs before any command module is; chDB prints its engine's errors straight to the process's stderr,
-  which the store catches while it opens the engine (``ingest.store.native_stderr``).
+  which the store catches while it opens the engine (``ingest.store.engine_open``).
 - A reader that stops early (``tracescore scorers --json | head``) ends the command quietly, exit 0:
   what it did not read, it did not want.
 """
