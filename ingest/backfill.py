@@ -37,6 +37,7 @@ from scoring.judge import metered
 from scoring.judge.guard import JudgeGuard, guarded
 from scoring.judge.redact import Redactor
 from scoring.metrics import ScoringMetrics
+from scoring.registry import former_ids, read_as, stored_ids
 from scoring.route import RuleGroup, is_own_judge_call, route, units_for
 from scoring.scorer import Scorer
 
@@ -74,7 +75,7 @@ def select_rules(rules: Sequence[ScorerRule], names: Sequence[str], scorer_ids: 
     if not names:
         return list(range(len(rules)))
     known = [
-        {rule.name, rule.scorer, rule.use, scorer_id} - {None}
+        {rule.name, rule.scorer, rule.use, *stored_ids(scorer_id)} - {None}
         for rule, scorer_id in zip(rules, scorer_ids, strict=True)
     ]
     unknown = [name for name in names if not any(name in names_of for names_of in known)]
@@ -164,10 +165,12 @@ class Backfill:
             f"SELECT TraceId, SpanId, ScorerId FROM {database}.scores FINAL {where}", {"ids": trace_ids}
         )
         earlier: dict[str, dict[tuple[str, str], str]] = {}
-        for row in decided:
-            earlier.setdefault(row["TraceId"], {})[(row["SpanId"], row["ScorerId"])] = row["Decision"]
-        for row in scored:
-            earlier.setdefault(row["TraceId"], {})[(row["SpanId"], row["ScorerId"])] = "scored"
+        renamed = former_ids()
+        for rows, decision in ((decided, None), (scored, "scored")):
+            for row in rows:
+                outcomes = earlier.setdefault(row["TraceId"], {})
+                for scorer_id in read_as(row["ScorerId"], renamed):
+                    outcomes[(row["SpanId"], scorer_id)] = decision or row["Decision"]
         return earlier
 
     async def _score(self, trace_ids: list[str]) -> BackfillReport:

@@ -7,7 +7,7 @@ file (YAML or JSON), then the defaults named below. ``load_config`` is the one p
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -22,8 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.config_source import ConfigError, Sources, explain, read_config_file
+from schemas.config_source import ConfigError, Location, Sources, explain, read_config_file
 from schemas.drift_config import DriftConfig
+from schemas.environment import ENV_KEYS
 from schemas.export_config import ExportConfig, OtlpExportConfig
 from schemas.rules import RunFilter, ScorerRule
 from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
@@ -32,6 +33,7 @@ from schemas.store_database import DEFAULT_DATABASE, check_database, dsn_databas
 # Re-exported: every part of the config is importable from here.
 __all__ = [
     "DEFAULT_DATABASE",
+    "ENV_KEYS",
     "ConfigError",
     "DriftConfig",
     "ExportConfig",
@@ -396,57 +398,9 @@ _STORE_SERVER_KEYS = (
 )
 
 
-# Environment variable -> dotted config key. Flags use the same dotted keys (see ingest.cli).
-ENV_KEYS: dict[str, str] = {
-    "TRACESCORE_STORE": "store",
-    "TRACESCORE_STORE_DATABASE": "store_database",
-    "TRACESCORE_STORE_USER": "store_user",
-    "TRACESCORE_STORE_PASSWORD": "store_password",
-    "TRACESCORE_STORE_PASSWORD_FILE": "store_password_file",
-    "TRACESCORE_STORE_TLS_CA": "store_tls_ca",
-    "TRACESCORE_STORE_VERIFY": "store_verify",
-    "TRACESCORE_STORE_MIN_FREE_BYTES": "store_min_free_bytes",
-    "TRACESCORE_STORE_MIN_FREE_RATIO": "store_min_free_ratio",
-    "TRACESCORE_HOST": "receiver.host",
-    "TRACESCORE_GRPC_PORT": "receiver.grpc_port",
-    "TRACESCORE_HTTP_PORT": "receiver.http_port",
-    "TRACESCORE_HEALTH_PORT": "receiver.health_port",
-    "TRACESCORE_MAX_REQUEST_BYTES": "receiver.max_request_bytes",
-    "TRACESCORE_BODY_TIMEOUT_SECONDS": "receiver.body_timeout_seconds",
-    "TRACESCORE_HEADER_TIMEOUT_SECONDS": "receiver.header_timeout_seconds",
-    "TRACESCORE_IDLE_TIMEOUT_SECONDS": "receiver.idle_timeout_seconds",
-    "TRACESCORE_MAX_CONNECTIONS": "receiver.max_connections",
-    "TRACESCORE_MAX_CONNECTIONS_PER_CLIENT": "receiver.max_connections_per_client",
-    "TRACESCORE_AUTH_TOKEN": "receiver.auth_token",
-    "TRACESCORE_AUTH_TOKEN_FILE": "receiver.auth_token_file",
-    "TRACESCORE_TLS_CERT": "receiver.tls_cert",
-    "TRACESCORE_TLS_KEY": "receiver.tls_key",
-    "TRACESCORE_TLS_CLIENT_CA": "receiver.tls_client_ca",
-    "TRACESCORE_KAFKA_BOOTSTRAP": "kafka.bootstrap",
-    "TRACESCORE_KAFKA_TOPIC": "kafka.topic",
-    "TRACESCORE_KAFKA_LOGS_TOPIC": "kafka.logs_topic",
-    "TRACESCORE_KAFKA_GROUP": "kafka.group",
-    "TRACESCORE_KAFKA_DLQ_TOPIC": "kafka.dead_letter_topic",
-    "TRACESCORE_KAFKA_SECURITY_PROTOCOL": "kafka.security_protocol",
-    "TRACESCORE_KAFKA_SASL_MECHANISM": "kafka.sasl_mechanism",
-    "TRACESCORE_KAFKA_SASL_USERNAME": "kafka.sasl_username",
-    "TRACESCORE_KAFKA_SASL_PASSWORD": "kafka.sasl_password",
-    "TRACESCORE_KAFKA_SASL_PASSWORD_FILE": "kafka.sasl_password_file",
-    "TRACESCORE_IDLE_SECONDS": "assembly.idle_seconds",
-    "TRACESCORE_MAX_WAIT_SECONDS": "assembly.max_wait_seconds",
-    "TRACESCORE_MAX_TRACES": "assembly.max_traces",
-    "TRACESCORE_SCORER_CONCURRENCY": "scoring.concurrency",
-    "TRACESCORE_SAMPLING_SALT": "scoring.sampling_salt",
-    "TRACESCORE_JUDGE_MODEL": "scoring.judge.model",
-    "TRACESCORE_JUDGE_API_BASE": "scoring.judge.api_base",
-    "TRACESCORE_JUDGE_API_KEY": "scoring.judge.api_key",
-    "TRACESCORE_JUDGE_API_KEY_FILE": "scoring.judge.api_key_file",
-    "TRACESCORE_REPLICA_ID": "replica.id",
-    "TRACESCORE_MEMORY_LIMIT": "memory_limit",
-    "TRACESCORE_EXPORT_OTLP_ENDPOINT": "export.otlp.endpoint",
-    "TRACESCORE_EXPORT_OTLP_PROTOCOL": "export.otlp.protocol",
-    "TRACESCORE_EXPORT_OTLP_HEADERS": "export.otlp.headers",
-}
+# A check of the whole config beyond the model's: (raw settings, the config if the model validated
+# them) -> (key, why) for each error.
+ConfigCheck = Callable[[Mapping[str, Any], "ServiceConfig | None"], list[tuple[Location, str]]]
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
@@ -461,11 +415,14 @@ def load_config(
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
     flags: dict[str, str] | None = None,
+    checks: ConfigCheck | None = None,
 ) -> ServiceConfig:
     """Build the service config from file, environment and flag overrides (dotted keys).
 
     ``flags`` names the command-line flag of each override (``{"receiver.grpc_port": "--grpc-port"}``),
-    so an invalid value is reported as coming from it.
+    so an invalid value is reported as coming from it. ``checks`` finds what the model cannot (the
+    service's: each rule's scorer and options, ``scoring.rule_check``); it runs whether the model
+    validated or not, and its errors are reported with the model's, each at its key's source.
     """
     env = os.environ if environ is None else environ
     sources = Sources()
@@ -481,7 +438,14 @@ def load_config(
         if value is not None:
             _set_dotted(data, dotted, value)
             sources.given[dotted] = f"flag {(flags or {}).get(dotted, dotted)}"
+    config: ServiceConfig | None = None
+    invalid: ValidationError | None = None
     try:
-        return ServiceConfig.model_validate(data)
+        config = ServiceConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(explain(exc, ServiceConfig, data, sources)) from None
+        invalid = exc
+    more = checks(data, config) if checks is not None else []
+    if invalid is not None or more:
+        raise ConfigError(explain(invalid, ServiceConfig, data, sources, more)) from None
+    assert config is not None
+    return config

@@ -108,23 +108,42 @@ class Sources:
     given: dict[str, str] = field(default_factory=dict)
 
     def describe(self, location: Location) -> str:
-        dotted = ".".join(str(part) for part in location)
-        for key, source in self.given.items():
-            if dotted == key or dotted.startswith(key + "."):
-                return source
+        given = self._given(location)
+        if given is not None:
+            return given
         if self.file is None:
             return ""
         line = self.file.line(location)
         return f"{self.file.path}:{line}" if line else self.file.path
 
+    def order(self, location: Location) -> int:
+        """Where an error at ``location`` is listed: flags and variables first, then by file line."""
+        if self._given(location) is not None or self.file is None:
+            return 0
+        return self.file.line(location) or 0
 
-def explain(exc: ValidationError, model: type[BaseModel], data: Mapping[str, Any], sources: Sources) -> str:
-    """One line per error: its source, the dotted key (a rule by index and name), why, and for an unknown
-    key the closest known one."""
-    lines = []
-    for error in exc.errors():
+    def _given(self, location: Location) -> str | None:
+        dotted = ".".join(str(part) for part in location)
+        for key, source in self.given.items():
+            if dotted == key or dotted.startswith(key + "."):
+                return source
+        return None
+
+
+def explain(
+    exc: ValidationError | None,
+    model: type[BaseModel],
+    data: Mapping[str, Any],
+    sources: Sources,
+    more: Sequence[tuple[Location, str]] = (),
+) -> str:
+    """One line per error, ordered as the settings are (flags and variables, then the file's lines):
+    its source, the dotted key (a rule by index and name), why, and for an unknown key the closest
+    known one. ``more``: errors found by other checks than the model's (a rule's unknown scorer or
+    options), each at its key."""
+    found: list[tuple[Location, str]] = []
+    for error in exc.errors() if exc is not None else ():
         location: Location = tuple(error["loc"])
-        source = sources.describe(location)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden" and location:
             known = _fields_at(model, location[:-1])
@@ -135,10 +154,17 @@ def explain(exc: ValidationError, model: type[BaseModel], data: Mapping[str, Any
             and repr(error.get("input")) not in message
         ):
             message = f"{message} (got {error['input']!r})"
+        found.append((location, message))
+    lines = []
+    for location, message in [*found, *more]:
+        source = sources.describe(location)
         key = _key(location, data)
-        lines.append(f"{source}: {key}: {message}" if source else f"{key}: {message}")
+        lines.append(
+            (sources.order(location), f"{source}: {key}: {message}" if source else f"{key}: {message}")
+        )
+    lines.sort(key=lambda numbered: numbered[0])  # stable: a line's errors keep their order
     count = f"{len(lines)} errors" if len(lines) > 1 else "1 error"
-    return f"invalid configuration ({count}):\n  " + "\n  ".join(lines)
+    return f"invalid configuration ({count}):\n  " + "\n  ".join(text for _, text in lines)
 
 
 def _key(location: Location, data: Mapping[str, Any]) -> str:

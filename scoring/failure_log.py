@@ -7,6 +7,8 @@ once: the rule and scorer, the trace and span, the reason. The same scorer faili
 ``interval_seconds`` is counted instead; while such repeats go on, one line per interval says how many
 there were, with the latest reason. After an interval without repeats, the next failure is logged in
 full again. So a judge that refuses every call costs one line a minute per rule, not one per run.
+When what failed works again (``recovered``), one line says so, with how many failures there were.
+The Kafka receiver logs an unreachable broker the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class _Repeats:
     count: int = 0
     where: str = ""
     reason: str = ""
+    started: float = 0.0  # when the first failure of the run of them was logged
+    total: int = 1  # failures since then, that first one included
 
 
 class FailureLog:
@@ -50,13 +54,26 @@ class FailureLog:
         key = (who, kind, retrying)
         repeats = self._repeats.get(key)
         if repeats is None:
-            self._repeats[key] = _Repeats(self._clock())
+            now = self._clock()
+            self._repeats[key] = _Repeats(now, started=now)
             what = "will be retried" if retrying else "failed"
             self._logger.warning("%s %s on %s: %s", who, what, where, reason)
             return
         repeats.count += 1
+        repeats.total += 1
         repeats.where = where
         repeats.reason = reason
+
+    def recovered(self, who: str, how: str) -> None:
+        """``who`` works again (``how``: ``reached host:9092 again``): one line, if its failures were
+        logged, with how many there were; the next failure is logged in full."""
+        ended = [key for key in self._repeats if key[0] == who]
+        if not ended:
+            return
+        runs = [self._repeats.pop(key) for key in ended]
+        total = sum(repeats.total for repeats in runs)
+        took = self._clock() - min(repeats.started for repeats in runs)
+        self._logger.warning("%s %s after %d failure(s) in %.0f s", who, how, total, took)
 
     def flush(self, *, final: bool = False) -> None:
         """Log the summary of the repeats whose interval is over (all of them when ``final``)."""
@@ -76,7 +93,7 @@ class FailureLog:
                     repeats.where,
                     repeats.reason,
                 )
-            if repeats.count and not final:
-                self._repeats[key] = _Repeats(now)  # still failing: the next summary in an interval
+            if repeats.count and not final:  # still failing: the next summary in an interval
+                self._repeats[key] = _Repeats(now, started=repeats.started, total=repeats.total)
             else:
                 del self._repeats[key]

@@ -3,9 +3,9 @@
 A prebuilt scorer declares itself once, beside its factory::
 
     TEXTUAL_DIFFERENCE = ScorerSpec(
-        name="textual-difference",          # what rules and the CLI call it
-        id="textual-difference-scorer",     # what the store calls it (Mastra's id)
+        name="textual-difference",          # what rules, the CLI, the store and filters call it
         title="Textual Difference Scorer",
+        former_id="textual-difference-scorer",  # what the store called it before (Mastra's id)
         description="Calculate textual difference between input and output ...",
     )
 
@@ -16,6 +16,12 @@ A prebuilt scorer declares itself once, beside its factory::
 The registry is derived from those declarations, lazily: the first lookup imports the modules of
 ``scoring.prebuilt``, so ``from scoring import create_scorer`` stays light. A team's own scorer is
 named ``"package.module:factory"``; its options are validated the same way as a built-in's.
+
+One name per scorer: the name a rule gives is the scorer's id, the ``scorer_id`` of its rows and what
+``tracescore scores --scorer`` and ``/api/scores?scorer=`` take. Earlier releases stored the prebuilt
+scorers under Mastra's and autoevals' ids (``content-similarity-scorer``, ``exactMatch``): each spec
+keeps that ``former_id``, which rules still accept and reads still match (``stored_ids``,
+``canonical_id``), so stored rows and dashboards go on working.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError, validate_call
 
 from schemas.suggest import did_you_mean
+from scoring.build_errors import Problem, ScorerConfigError, option_problems
 from scoring.judge import Judge
 from scoring.scorer import LabelFn, Scorer, create_scorer
 from scoring.steps import DEFAULT_NEEDS, Need
@@ -46,12 +53,24 @@ PREBUILT_PACKAGE = "scoring.prebuilt"
 class ScorerSpec:
     """What a prebuilt scorer is called and says about itself, declared once beside its factory."""
 
-    name: str  # the short name rules and the CLI use
-    id: str  # the scorer id written to the store (Mastra's or VoltAgent's own id)
+    name: str  # what rules, the CLI, the store and filters call it
     title: str  # the human-readable name
     description: str
     # Options that build a working scorer when some are required (``tracescore scorers`` shows them).
     example: dict[str, Any] = field(default_factory=dict, hash=False)
+    # The id earlier releases stored its rows under (Mastra's, autoevals' or VoltAgent's), when not the
+    # name: still accepted by rules and matched by reads.
+    former_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The scorer id written to the store: the name."""
+        return self.name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the scorer answers to: its name, and its former id if it had one."""
+        return (self.name, self.former_id) if self.former_id else (self.name,)
 
     def create_scorer(
         self,
@@ -87,11 +106,10 @@ def register(spec: ScorerSpec) -> Callable[[F], F]:
     """Register ``factory`` under ``spec`` (a decorator); the factory's keyword parameters are its options."""
 
     def decorator(factory: F) -> F:
-        names = {spec.name, spec.id}
         for other in _DECLARED.values():
             # An equal spec is the same module imported again; another one may not take its names.
-            if other.spec != spec and names & {other.spec.name, other.spec.id}:
-                raise ValueError(f"scorer {spec.name!r} ({spec.id!r}) clashes with {other.spec.name!r}")
+            if other.spec != spec and set(spec.names) & set(other.spec.names):
+                raise ValueError(f"scorer {spec.name!r} {spec.names} clashes with {other.spec.name!r}")
         _DECLARED[spec.name] = Registered(spec, factory)
         return factory
 
@@ -128,6 +146,33 @@ class _Factories(Mapping[str, ScorerFactory]):
 SCORERS: Mapping[str, ScorerFactory] = _Factories()
 
 
+def former_ids() -> dict[str, str]:
+    """Former id -> name, for the prebuilt scorers stored under another id by earlier releases."""
+    return {entry.spec.former_id: name for name, entry in registered().items() if entry.spec.former_id}
+
+
+def canonical_id(stored: str) -> str:
+    """The scorer id a stored one means today: a former id's name, any other id unchanged."""
+    return former_ids().get(stored, stored)
+
+
+def read_as(stored: str, renamed: Mapping[str, str]) -> tuple[str, ...]:
+    """The ids a stored row counts under when a run's earlier outcomes are read back: its own, and
+    the name of today of a former id (``renamed``: ``former_ids()``), so a rule decided before the
+    rename is not decided twice."""
+    now = renamed.get(stored)
+    return (stored,) if now is None else (stored, now)
+
+
+def stored_ids(scorer: str) -> list[str]:
+    """Every scorer id rows of ``scorer`` (a name or a former id) may be stored under: the name
+    first, then its former id (``content-similarity`` -> ``content-similarity``,
+    ``content-similarity-scorer``); an id of no prebuilt scorer (a rule's own name) alone."""
+    name = canonical_id(scorer)
+    entry = registered().get(name)
+    return list(entry.spec.names) if entry is not None else [scorer]
+
+
 def find_factory(function_name: str) -> ScorerFactory | None:
     """The prebuilt factory whose function is called ``function_name`` (``scoring.prebuilt``'s names)."""
     for entry in registered().values():
@@ -139,7 +184,7 @@ def find_factory(function_name: str) -> ScorerFactory | None:
 _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-def _snake(option: str) -> str:
+def snake_case(option: str) -> str:
     """``expectedToolOrder`` -> ``expected_tool_order``; snake_case names pass unchanged."""
     return _CAMEL_HUMP.sub("_", option).lower()
 
@@ -159,7 +204,7 @@ def as_judge(
         return _with_default_key(Judge(spec), default)
     if isinstance(spec, Mapping):
         try:
-            judge = Judge(**{_snake(key): value for key, value in spec.items()})
+            judge = Judge(**{snake_case(key): value for key, value in spec.items()})
         except TypeError as exc:  # an unknown or missing Judge field
             raise ValueError(f"invalid judge fields {sorted(spec)}: {exc}") from exc
         return _with_default_key(judge, default)
@@ -186,7 +231,7 @@ def _judge_settings(spec: Judge | str | Mapping[str, Any]) -> dict[str, Any]:
         return {"model": spec.model, "api_base": spec.api_base, "api_key": spec.api_key}
     if isinstance(spec, str):
         return {"model": spec}
-    return {_snake(key): value for key, value in spec.items()}
+    return {snake_case(key): value for key, value in spec.items()}
 
 
 def load_factory(reference: str) -> ScorerFactory:
@@ -215,18 +260,36 @@ def _resolve(name_or_id: str, registry: Mapping[str, ScorerFactory] | None) -> t
         if name_or_id in registry:
             return name_or_id, registry[name_or_id]
         if ":" not in name_or_id:
-            raise ValueError(f"unknown scorer {name_or_id!r}; available: {', '.join(registry)}")
+            raise ScorerConfigError(
+                f"unknown scorer {name_or_id!r}; available: {', '.join(registry)}", "scorer"
+            )
     elif ":" not in name_or_id:
         entries = registered()
         for entry in entries.values():
-            if name_or_id in (entry.spec.name, entry.spec.id):
+            if name_or_id in entry.spec.names:
                 return entry.spec.name, entry.factory
-        names = [name for e in entries.values() for name in (e.spec.name, e.spec.id)]
-        raise ValueError(
+        names = [name for e in entries.values() for name in e.spec.names]
+        raise ScorerConfigError(
             f"unknown scorer {name_or_id!r}{did_you_mean(name_or_id, names)} "
-            f"('tracescore scorers' lists all {len(entries)})"
+            f"('tracescore scorers' lists all {len(entries)})",
+            "scorer",
         )
-    return name_or_id, load_factory(name_or_id)
+    try:
+        return name_or_id, load_factory(name_or_id)
+    except ValueError as exc:
+        raise ScorerConfigError(str(exc), "scorer") from exc
+
+
+def _invalid_values(short: str, factory: ScorerFactory, known: dict[str, Any]) -> list[Problem]:
+    """The errors of the values of ``known`` options, the options left out not counted."""
+    try:
+        validate_call(factory)(**{k: v for k, v in known.items() if k != "judge"})
+    except ValidationError as exc:
+        invalid = f"scorer {short!r}: invalid options: "
+        return [(option, invalid + why) for option, why in option_problems(exc, missing=False)]
+    except (ValueError, TypeError):  # the factory's own checks need the options left out
+        pass
+    return []
 
 
 def build_scorer(
@@ -243,26 +306,35 @@ def build_scorer(
     application's own table or a test's. ``default_judge`` is the judge of an LLM scorer whose
     options name none (the service's ``scoring.judge``); its key also goes to a judge the options
     name without one (``as_judge``). A dict without a ``model`` gives only that key.
+
+    Raises ``ScorerConfigError`` (a ValueError) naming every unknown option at once.
     """
     short, factory = _resolve(name_or_id, registry)
     parameters = inspect.signature(factory).parameters
     accepted = list(parameters)
     kwargs: dict[str, Any] = {}
+    wrong: list[Problem] = []
     for option, value in (options or {}).items():
-        key = _snake(option)
+        key = snake_case(option)
         if key not in accepted:
             choices = ", ".join(accepted) or "none"
             guess = did_you_mean(key, accepted)
-            raise ValueError(f"scorer {short!r} has no option {option!r}{guess} (its options: {choices})")
-        if key in kwargs:
-            raise ValueError(f"scorer {short!r}: option {key!r} is given twice")
+            wrong.append(
+                (option, f"scorer {short!r} has no option {option!r}{guess} (its options: {choices})")
+            )
+        elif key in kwargs:
+            wrong.append((option, f"scorer {short!r}: option {key!r} is given twice"))
         kwargs[key] = value
+    if wrong:  # and the known options' own errors, so that one look finds them all
+        wrong += _invalid_values(short, factory, {k: v for k, v in kwargs.items() if k in accepted})
+        raise ScorerConfigError("; ".join(why for _, why in wrong), "options", wrong)
     has_default = default_judge is not None and bool(_judge_settings(default_judge).get("model"))
     if "judge" in accepted and "judge" not in kwargs:
         if not has_default and parameters["judge"].default is inspect.Parameter.empty:
-            raise ValueError(
+            raise ScorerConfigError(
                 f"scorer {short!r} asks an LLM judge: give it the option 'judge' (a model such as "
-                "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge.model"
+                "'openai/gpt-4o-mini', or a dict of judge settings), or configure scoring.judge.model",
+                "options",
             )
         if has_default:
             kwargs["judge"] = default_judge
@@ -271,23 +343,14 @@ def build_scorer(
             kwargs["judge"] = as_judge(kwargs["judge"], default_judge)
         scorer = validate_call(factory)(**kwargs)
     except ValidationError as exc:
-        raise ValueError(f"scorer {short!r}: invalid options: {option_errors(exc)}") from None
+        invalid, found = f"scorer {short!r}: invalid options: ", option_problems(exc)
+        message = invalid + "; ".join(why for _, why in found)
+        problems = [(option, invalid + why) for option, why in found]
+        raise ScorerConfigError(message, "options", problems) from None
     except ValueError as exc:  # the factory's own check, e.g. a required option missing
-        raise ValueError(f"scorer {short!r}: {exc}") from exc
+        raise ScorerConfigError(f"scorer {short!r}: {exc}", "options") from exc
     if not isinstance(scorer, Scorer):
-        raise ValueError(f"scorer {short!r}: the factory returned {type(scorer).__name__}, not a Scorer")
+        raise ScorerConfigError(
+            f"scorer {short!r}: the factory returned {type(scorer).__name__}, not a Scorer", "scorer"
+        )
     return scorer
-
-
-def option_errors(exc: ValidationError) -> str:
-    """A factory's option errors as ``'x': why (got …)``, without pydantic's function name,
-    URLs and input types."""
-    lines = []
-    for error in exc.errors():
-        option = ".".join(str(part) for part in error["loc"])
-        if error["type"] == "missing_argument" or error["type"] == "missing":
-            lines.append(f"{option!r} is required")
-            continue
-        message = error["msg"].removeprefix("Value error, ")
-        lines.append(f"{option!r}: {message} (got {error['input']!r})")
-    return "; ".join(lines)

@@ -3,30 +3,43 @@ drift, schema, scorers, scores, runs).
 
 Output discipline: what a command produces (JSON, tables) goes to stdout; logs, progress and errors
 to stderr. An error is one line (``tracescore: error: …``), exit code 2 for a usage or configuration
-mistake; a traceback only with ``-v``.
+mistake; a traceback only with ``-v``. The libraries' own log lines show only with ``-v``
+(``ingest.cli.terminal``); a reader that stops early ends the command quietly, exit 0.
+
+The command modules are imported when the parser is built, after the native libraries' logging is
+set (gRPC reads ``GRPC_VERBOSITY`` once, when it is first imported).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
+import os
 import re
 import sys
+from types import ModuleType
 from typing import NoReturn
 
 from pydantic import ValidationError
 
-from ingest.cli import backfill, demo, drift, inspect, runs, schema, score, scorers, scores, serve
-from ingest.cli import eval as eval_command
+from ingest.cli.terminal import end_broken_pipe, quiet_native_logs, setup_logging, wants_verbose
+from schemas.environment import unknown_variables
 from schemas.errors import StoreError
-from schemas.secrets import ScrubFilter
 from schemas.suggest import did_you_mean
 from schemas.version import __version__
 
 log = logging.getLogger("tracescore")
 
-COMMANDS = (serve, demo, inspect, score, scores, runs, eval_command, backfill, drift, schema, scorers)
-VERBOSE_HELP = "log at debug level, show tracebacks and litellm's own logging"
+# The subcommands' modules, in the order ``tracescore --help`` lists them.
+COMMAND_MODULES = (
+    "serve", "demo", "inspect", "score", "scores", "runs", "eval", "backfill", "drift", "schema", "scorers",
+)  # fmt: skip
+VERBOSE_HELP = "log at debug level; show tracebacks and the libraries' own lines (litellm, Kafka, gRPC, chDB)"
+
+
+def commands() -> list[ModuleType]:
+    return [importlib.import_module(f"ingest.cli.{name}") for name in COMMAND_MODULES]
 
 
 class Parser(argparse.ArgumentParser):
@@ -63,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     parser.add_argument("-V", "--version", action="version", version=f"tracescore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    for command in COMMANDS:
+    for command in commands():
         command.add_parser(sub)
     for subparser in sub.choices.values():  # the global flags work after the command too
         subparser.add_argument(
@@ -74,16 +87,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_native_logs(wants_verbose(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    for handler in logging.getLogger().handlers:  # every line, ours or a library's, without secrets
-        handler.addFilter(ScrubFilter())
+    setup_logging(args.verbose)
+    for name, guess in unknown_variables(os.environ):
+        log.warning(
+            "environment variable %s is not one tracescore reads; it is ignored%s",
+            name,
+            f"; did you mean {guess}?" if guess else " ('tracescore serve --help' lists them)",
+        )
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, where a reader gone is caught, rather than at exit
+        return status
+    except BrokenPipeError:  # stdout's reader stopped early (| head): what it did not read, it did not want
+        return end_broken_pipe()
     except KeyboardInterrupt:
         return 130
     except (ValidationError, ValueError, OSError, StoreError) as exc:

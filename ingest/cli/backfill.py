@@ -10,12 +10,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ingest.backfill import PROGRESS_EVERY_SECONDS, Backfill, BackfillReport
 from ingest.cli.store_access import Failed, ServiceApi, add_store_arguments, store_config, through_front_door
+from ingest.cli.terminal import make_console
 from schemas.durations import parse_time
+from scoring.rule_check import rule_errors
 
 IDLE_SECONDS = 6 * PROGRESS_EVERY_SECONDS  # the service sends a line at least that often
 
@@ -62,8 +63,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         )
     if args.rate is not None and args.rate <= 0:
         raise ValueError("--rate must be a positive number of scorer runs per second")
-    config = store_config(args)
-    console = Console(stderr=True)
+    config = store_config(args, checks=rule_errors)
+    console = make_console(stderr=True)
     with Progress(
         TextColumn("backfill"),
         BarColumn(),

@@ -30,6 +30,7 @@ from rich.table import Table
 from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from ingest.cli.store_flags import add_database_argument
+from ingest.cli.terminal import make_console
 from ingest.service import Service
 from schemas.config import DEFAULT_DEMO_STORE_NAME, ServiceConfig, default_store, load_config
 
@@ -146,9 +147,9 @@ async def run_demo(
     database: str | None = None,
 ) -> int:
     """Run the demo; with ``judge`` (JudgeConfig fields) LLM-judge scorers score the runs too."""
-    console = Console()
+    console = make_console()
     if not console.is_terminal:  # piped (make run, CI logs): don't squeeze the table into 80 columns
-        console = Console(width=max(console.width, 110))
+        console = make_console(width=max(console.width, 110))
     config = demo_config(store, judge, database)
     service = Service(config)
     await service.start()

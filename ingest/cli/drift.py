@@ -10,7 +10,6 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from ingest.cli.store_access import (
@@ -21,12 +20,14 @@ from ingest.cli.store_access import (
     store_config,
     through_front_door,
 )
+from ingest.cli.terminal import make_console
 from ingest.drift.monitor import DriftMonitor, DriftReport
 from ingest.store.clickhouse import Store
 from schemas.config import ServiceConfig
 from schemas.durations import parse_time
 from scoring.drift.detect import Finding, Windows
 from scoring.route import build_rules, thresholds
+from scoring.rule_check import rule_errors
 
 DRIFT_TIMEOUT_SECONDS = 600.0  # a pass over a large store, run by the service
 
@@ -67,7 +68,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_drift(args: argparse.Namespace) -> int:
     overrides = {"drift.window": args.window, "drift.baseline": args.baseline}
     flags = {"drift.window": "--window", "drift.baseline": "--baseline"}
-    config = store_config(args, overrides, flags)
+    config = store_config(args, overrides, flags, checks=rule_errors)
     until = parse_time(args.until, datetime.now(UTC))
     limits = thresholds(build_rules(config.scoring.rules, judge=config.scoring.judge))
     record, notify = not args.no_record, args.notify
@@ -117,9 +118,9 @@ def _number(value: float, spec: str) -> str:
 
 def _print(report: DriftReport) -> None:
     w = report.windows
-    console = Console()
+    console = make_console()
     if not console.is_terminal:  # piped or logged: wide rather than wrapped
-        console = Console(width=200)
+        console = make_console(width=200)
     console.print(
         f"window {w.window_start:%Y-%m-%d %H:%M} – {w.window_end:%Y-%m-%d %H:%M} UTC against baseline "
         f"{w.baseline_start:%Y-%m-%d %H:%M} – {w.baseline_end:%Y-%m-%d %H:%M} UTC"

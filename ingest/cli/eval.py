@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ingest.cli.judge_flags import add_judge_arguments, judge_config
 from ingest.cli.run_files import LoadedRun, read_run_file
+from ingest.cli.terminal import make_console
 from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
 from scoring.judge import close_clients
 from scoring.registry import build_scorer
@@ -146,7 +146,7 @@ async def _evaluate(items: list[EvalItem], scorers: list[Scorer], concurrency: i
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=make_console(stderr=True),
         transient=True,
     )
     try:
@@ -174,7 +174,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO | None = None) -> int:
         with Path(args.output).open("w", encoding="utf-8") as handle:
             for item in result.items:
                 handle.write(json.dumps(_item_line(item, loaded[item.index]), ensure_ascii=False) + "\n")
-    Console(file=out or sys.stdout).print(results_table(result))
+    make_console(file=out or sys.stdout).print(results_table(result))
     for item in result.items:
         for scorer_id, message in item.errors.items():
             print(f"{loaded[item.index].where}: {scorer_id}: {message}", file=sys.stderr)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from rich.console import Console
 from rich.table import Table
+
+from ingest.cli.terminal import make_console
 
 # What the needs are computed with for an LLM scorer: the judge is not called, only named.
 PLACEHOLDER_JUDGE = "openai/gpt-4o-mini"
@@ -20,9 +21,11 @@ PLACEHOLDER_JUDGE = "openai/gpt-4o-mini"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "scorers",
-        help="list the prebuilt scorers: name, id, LLM or not, what a run needs, options",
+        help="list the prebuilt scorers: name (also their stored id), LLM or not, needs, options",
         description=(
-            "List the prebuilt scorers. NAME shows one in full, with a rule to start from. 'needs' is "
+            "List the prebuilt scorers. NAME shows one in full, with a rule to start from. A scorer's name "
+            "is also its id: what its rows are stored under and what 'tracescore scores --scorer' takes; "
+            "'formerly' is the id earlier releases stored it under, still accepted. 'needs' is "
             "what a run must hold to be scored with the default options (without it the decision is "
             "skipped_empty)."
         ),
@@ -41,8 +44,8 @@ class Option:
 
 @dataclass(frozen=True)
 class ScorerInfo:
-    name: str
-    id: str
+    name: str  # also its id: what the store and filters call it
+    former_id: str | None  # the id earlier releases stored it under; still matched
     title: str
     description: str
     llm: bool
@@ -53,7 +56,8 @@ class ScorerInfo:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "id": self.id,
+            "id": self.name,
+            "former_id": self.former_id,
             "title": self.title,
             "description": self.description,
             "llm": self.llm,
@@ -92,7 +96,7 @@ def scorer_infos() -> list[ScorerInfo]:
         infos.append(
             ScorerInfo(
                 name=name,
-                id=entry.spec.id,
+                former_id=entry.spec.former_id,
                 title=entry.spec.title,
                 description=entry.spec.description,
                 llm=llm,
@@ -108,9 +112,9 @@ def find(infos: list[ScorerInfo], name: str) -> ScorerInfo:
     from schemas.suggest import did_you_mean
 
     for info in infos:
-        if name in (info.name, info.id):
+        if name in (info.name, info.former_id):
             return info
-    known = [key for info in infos for key in (info.name, info.id)]
+    known = [key for info in infos for key in (info.name, info.former_id) if key]
     raise ValueError(f"unknown scorer {name!r}{did_you_mean(name, known)} ('tracescore scorers' lists them)")
 
 
@@ -127,26 +131,27 @@ def cmd_scorers(args: argparse.Namespace) -> int:
         _print_json([info.to_json() for info in infos])
         return 0
     table = Table(title=f"{len(infos)} scorers ('tracescore scorers NAME' shows one in full)")
-    for column in ("name", "id", "LLM", "needs", "options"):
+    for column in ("name", "formerly", "LLM", "needs", "options"):
         table.add_column(column, overflow="fold")
     for info in infos:
         table.add_row(
             info.name,
-            info.id if info.id != info.name else "",
+            info.former_id or "",
             "yes" if info.llm else "",
             ", ".join(info.needs) or "(tool calls)",
             ", ".join(_option_text(o) for o in info.options),
         )
-    console = Console()
+    console = make_console()
     if not console.is_terminal:  # piped or redirected: wide enough not to fold the options
-        console = Console(width=160)
+        console = make_console(width=160)
     console.print(table)
     return 0
 
 
 def _print_one(info: ScorerInfo) -> None:
-    console = Console(highlight=False)
-    console.print(f"[bold]{info.name}[/bold] (id {info.id}): {info.title}")
+    console = make_console(highlight=False)
+    formerly = f" (formerly {info.former_id})" if info.former_id else ""
+    console.print(f"[bold]{info.name}[/bold]{formerly}: {info.title}")
     console.print(info.description)
     console.print(f"LLM judge: {'yes' if info.llm else 'no'}")
     console.print(f"needs: {', '.join(info.needs) or 'nothing but the tool calls'}")

@@ -14,10 +14,7 @@ import json
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
+from ingest.cli.score_table import print_rows, scorers_hint
 from ingest.cli.store_access import (
     EXIT_USAGE,
     URL_VARIABLE,
@@ -79,6 +76,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"only decisions of this kind ({', '.join(DECISION_KINDS)}); implies --decisions",
     )
     parser.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    parser.add_argument(
+        "--wide", action="store_true", help="full trace and span ids and every column, however wide"
+    )
     add_store_arguments(parser, "YAML or JSON config file (its store and receiver settings)")
     parser.set_defaults(func=cmd_scores)
 
@@ -112,8 +112,25 @@ def cmd_scores(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found, default=str))
     else:
-        _print(found, decisions, query.limit)
+        print_rows(found, decisions, query.limit, wide=args.wide)
+    if not found and args.scorer:
+        print(f"tracescore: {_scorers_with_rows(config, args, params, decisions)}", file=sys.stderr)
     return 0
+
+
+def _scorers_with_rows(
+    config: ServiceConfig, args: argparse.Namespace, params: dict[str, str], decisions: bool
+) -> str:
+    """Which scorers have rows under the other filters (among the newest MAX_LIMIT of them)."""
+    others = {name: value for name, value in params.items() if name not in ("scorer", "limit")}
+    widest = {**others, "limit": str(MAX_LIMIT)}
+    kind = "decision" if decisions else "score"
+    try:
+        rows = asyncio.run(_read(config, args, parse_query(widest, decisions=decisions), widest, decisions))
+    except Failed as exc:
+        return f"no {kind} of scorer {args.scorer!r} (which scorers have {kind}s is unknown: {exc})"
+    found = sorted({str(row.get("scorer_id")) for row in rows}) if isinstance(rows, list) else []
+    return scorers_hint(args.scorer, found, kind, filtered=bool(others))
 
 
 def _fail(message: str, status: int) -> int:
@@ -148,50 +165,3 @@ async def _read_store(config: ServiceConfig, query: ResultQuery, decisions: bool
         return await (results.decisions(query) if decisions else results.scores(query))
 
     return await on_store(config, read)
-
-
-def _print(rows: Rows, decisions: bool, limit: int) -> None:
-    console = Console()
-    if not console.is_terminal:  # piped or logged: wide rather than wrapped
-        console = Console(width=200)
-    kind = "decision" if decisions else "score"
-    if not rows:
-        console.print(f"no {kind}s match")
-        return
-    table = Table()
-    table.add_column("written (UTC)", no_wrap=True)
-    table.add_column("trace", no_wrap=True)
-    table.add_column("span", no_wrap=True)
-    table.add_column("scorer")
-    if decisions:
-        table.add_column("decision")
-        table.add_column("detail", max_width=60, overflow="ellipsis")
-    else:
-        table.add_column("score", justify="right")
-        table.add_column("label")
-        table.add_column("reason", max_width=60, overflow="ellipsis")
-    table.add_column("service")
-    table.add_column("agent")
-    for row in rows:
-        written = str(row.get("created_at", ""))[:19].replace("T", " ")
-        if decisions:
-            what = [str(row.get("decision", "")), str(row.get("detail", ""))]
-        else:
-            what = [_number(row.get("score")), str(row.get("label", "")), str(row.get("reason", ""))]
-        cells = [
-            written,
-            str(row.get("trace_id", "")),
-            str(row.get("span_id", "")),
-            str(row.get("scorer_id", "")),
-            *what,
-            str(row.get("service_name") or "-"),
-            str(row.get("agent_name") or "-"),
-        ]
-        table.add_row(*(escape(cell) for cell in cells))
-    console.print(table)
-    more = f" (the newest {limit}; --limit for more)" if len(rows) == limit else ""
-    console.print(f"{len(rows)} {kind}(s){more}")
-
-
-def _number(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, int | float) else "-"

@@ -16,6 +16,7 @@ from ingest.cli.store_access import is_store
 from ingest.cli.store_flags import STORE_FLAG_KEYS, add_database_argument
 from ingest.store.dsn import resolve_dsn
 from schemas.config import ENV_KEYS, LEGACY_STORE, ServiceConfig, default_store, load_config
+from scoring.rule_check import rule_errors
 
 log = logging.getLogger("tracescore")
 
@@ -110,7 +111,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
             raise ValueError(f"--no-kafka turns Kafka off; drop the Kafka flags ({', '.join(given)})")
         overrides["kafka"] = {}  # after the file and the environment: the whole section, reset
         flags["kafka"] = "--no-kafka"
-    return load_config(args.config, overrides=overrides, flags=flags)
+    return load_config(args.config, overrides=overrides, flags=flags, checks=rule_errors)
 
 
 def environment_help() -> str:
@@ -127,8 +128,12 @@ def environment_help() -> str:
     return "\n".join(lines)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 async def serve(config: ServiceConfig) -> None:
-    """Run the service until SIGINT or SIGTERM, then shut it down (flushing what it holds)."""
+    """Run the service until SIGINT or SIGTERM, then shut it down (flushing what it holds), saying so
+    in one line. A second signal stops the process at once."""
     from ingest.service import Service
 
     service = Service(config)
@@ -136,9 +141,17 @@ async def serve(config: ServiceConfig) -> None:
     tune_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+
+    def stopping(sig: signal.Signals) -> None:
+        if stop.is_set():
+            log.warning("%s again: stopping at once; the next start recovers what was not scored", sig.name)
+            os._exit(128 + sig.value)
+        log.info("%s: shutting down, finishing the work in hand (%s again stops at once)", sig.name, sig.name)
+        stop.set()
+
+    for sig in STOP_SIGNALS:
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping, sig)
     try:
         await stop.wait()
     finally:

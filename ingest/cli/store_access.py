@@ -15,7 +15,6 @@ service at the URL asked first (it may hold its store elsewhere, e.g. in a conta
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -28,7 +27,8 @@ from ingest.cli.store_flags import add_database_argument, store_overrides
 from ingest.receivers.auth import configured_token
 from ingest.store.clickhouse import Store
 from ingest.store.dsn import resolve_dsn
-from schemas.config import LEGACY_STORE, ServiceConfig, load_config
+from ingest.store.engine_open import held_by_another
+from schemas.config import LEGACY_STORE, ConfigCheck, ServiceConfig, load_config
 from schemas.errors import StoreError, StoreInUse
 from schemas.results import TraceStatus
 
@@ -67,36 +67,25 @@ def add_store_arguments(parser: argparse.ArgumentParser, config_help: str) -> No
 
 
 def store_config(
-    args: argparse.Namespace, overrides: dict[str, Any] | None = None, flags: dict[str, str] | None = None
+    args: argparse.Namespace,
+    overrides: dict[str, Any] | None = None,
+    flags: dict[str, str] | None = None,
+    checks: ConfigCheck | None = None,
 ) -> ServiceConfig:
     """The command's config: ``--config``, the environment, ``--store``/``--database`` and the command's
-    own flags."""
+    own flags; ``checks`` adds errors of its own to the config's, reported in the same pass."""
     store, store_flags = store_overrides(args)
     return load_config(
-        args.config, overrides={**store, **(overrides or {})}, flags={**store_flags, **(flags or {})}
+        args.config,
+        overrides={**store, **(overrides or {})},
+        flags={**store_flags, **(flags or {})},
+        checks=checks,
     )
 
 
 def is_store(path: str) -> bool:
     """Whether ``path`` is a chDB data directory (opening anything else would create one there)."""
     return os.path.isdir(os.path.join(path, "metadata"))
-
-
-def held(path: str) -> bool:
-    """Whether another process has the chDB data directory open. The engine holds an exclusive
-    ``flock`` on its ``status`` file while it runs (the lock its own refusal names); looking first
-    spares starting the engine only for it to print that refusal on stderr."""
-    try:
-        fd = os.open(os.path.join(path, "status"), os.O_RDONLY)
-    except OSError:
-        return False  # never opened, or not readable: opening the store says what is wrong
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # and with it the lock, if it was taken
-    return False
 
 
 def service_api(config: ServiceConfig, args: argparse.Namespace) -> ServiceApi:
@@ -127,7 +116,7 @@ async def through_front_door(
         how = "'tracescore serve' creates it; or give --store, or the --url of a running service"
         return await _asking(api, remote, why, how + _legacy_note(path), EXIT_USAGE)
     held_hint = "give the --url of the service that holds it"
-    if held(path):
+    if held_by_another(path):
         return await _asking(api, remote, _held_by_other(path), held_hint)
     try:
         return await direct()

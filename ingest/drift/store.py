@@ -5,6 +5,10 @@ scorer and span start, read through FINAL so a replayed score counts once), aggr
 per series and side, the count of each distinct score (rounded to 1e-3) and the per-bucket means for the
 streaming detector, and the decision counts. Findings become ``score_drift`` rows; notifications
 become ``drift_notifications`` rows.
+
+A series is named by the scorer's id of today: rows stored under a prebuilt scorer's former id
+(``toxicity-scorer``) belong to the series of its name (``toxicity``), so a baseline written before the
+rename compares with a window written after it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from ingest.store.clickhouse import Store
 from scoring.drift.detect import Finding, SeriesData, SeriesKey, State, Windows
 from scoring.drift.stats import Counts
+from scoring.registry import former_ids
 
 DRIFT_COLUMNS = (
     "CheckedAt", "ScorerId", "ServiceName", "AgentName", "BaselineStart", "BaselineEnd", "WindowStart",
@@ -33,45 +38,51 @@ NOTIFICATION_COLUMNS = ("SentAt", "Webhook", "Kind", "Series", "Attempts", "Deli
 _SIDE = """multiIf(
     SpanStart >= {{w0:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}}, 1,
     SpanStart >= {{b0:DateTime64(9)}} AND SpanStart < {{b1:DateTime64(9)}}, 0, -1)"""
+# The scorer id of today of a stored one (``scoring.registry.canonical_id``, in SQL).
+_SCORER = "transform(ScorerId, {{formerly:Array(String)}}, {{now:Array(String)}}, ScorerId)"
 _RANGE = """(SpanStart >= {{w0:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}})
     OR (SpanStart >= {{b0:DateTime64(9)}} AND SpanStart < {{b1:DateTime64(9)}})"""
 
 # One scan for both: the count of each distinct score per side (rounded to 1e-3), and the count and sum
 # of scores per bucket over the whole span from the earlier start to the window's end.
 _SCORES = f"""
-SELECT ScorerId, ServiceName, AgentName,
+SELECT Scorer AS ScorerId, ServiceName, AgentName,
        groupArrayIf((Side, Value, N), ByValue) AS Values,
        groupArrayIf((Bucket, N, Total), NOT ByValue) AS Buckets
 FROM (
-    SELECT ScorerId, ServiceName, AgentName, Side, Value, Bucket, count() AS N, sum(Score) AS Total,
+    SELECT Scorer, ServiceName, AgentName, Side, Value, Bucket, count() AS N, sum(Score) AS Total,
            grouping(Side, Value) = 0 AS ByValue
     FROM (
-        SELECT ScorerId, ServiceName, AgentName, Score, round(Score, 3) AS Value, {_SIDE} AS Side,
+        SELECT {_SCORER} AS Scorer, ServiceName, AgentName, Score, round(Score, 3) AS Value, {_SIDE} AS Side,
                toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{bucket:UInt32}}}})))
                    AS Bucket
         FROM {{database}}.scores_by_scorer FINAL
         WHERE SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
     )
     GROUP BY GROUPING SETS (
-        (ScorerId, ServiceName, AgentName, Side, Value),
-        (ScorerId, ServiceName, AgentName, Bucket)
+        (Scorer, ServiceName, AgentName, Side, Value),
+        (Scorer, ServiceName, AgentName, Bucket)
     )
 )
-GROUP BY ScorerId, ServiceName, AgentName
+GROUP BY Scorer, ServiceName, AgentName
 """
 
 _DECISIONS = f"""
-SELECT ScorerId, ServiceName, AgentName, {_SIDE} AS Side,
-       countIf(Decision = 'failed') AS Failed, countIf(Decision IN ('scored', 'failed')) AS Decided
-FROM {{database}}.decisions_by_scorer FINAL
-WHERE {_RANGE}
-GROUP BY ScorerId, ServiceName, AgentName, Side
+SELECT Scorer AS ScorerId, ServiceName, AgentName, Side, sum(Failed) AS Failed, sum(Decided) AS Decided
+FROM (
+    SELECT {_SCORER} AS Scorer, ServiceName, AgentName, {_SIDE} AS Side,
+           countIf(Decision = 'failed') AS Failed, countIf(Decision IN ('scored', 'failed')) AS Decided
+    FROM {{database}}.decisions_by_scorer FINAL
+    WHERE {_RANGE}
+    GROUP BY ScorerId, ServiceName, AgentName, Side
+)
+GROUP BY Scorer, ServiceName, AgentName, Side
 """
 
-_LAST_STATES = """
-SELECT ScorerId, ServiceName, AgentName, argMax(State, CheckedAt) AS State
-FROM {database}.score_drift
-GROUP BY ScorerId, ServiceName, AgentName
+_LAST_STATES = f"""
+SELECT Scorer AS ScorerId, ServiceName, AgentName, argMax(State, CheckedAt) AS State
+FROM (SELECT {_SCORER} AS Scorer, ServiceName, AgentName, State, CheckedAt FROM {{database}}.score_drift)
+GROUP BY Scorer, ServiceName, AgentName
 """
 
 _LAST_ALERTS = """
@@ -109,7 +120,8 @@ class DriftStore:
         sides |= {"b0": windows.baseline_start, "b1": windows.baseline_end}
         empty = Counts.of({})
         first = min(windows.baseline_start, windows.window_start)
-        params = sides | {"first": first, "bucket": bucket_seconds}
+        renamed = _renamed()
+        params = sides | renamed | {"first": first, "bucket": bucket_seconds}
         baseline_end = windows.baseline_end.timestamp()
         series: dict[SeriesKey, SeriesData] = {}
         for row in await self._store.query(_SCORES.format(database=database), params):
@@ -126,7 +138,7 @@ class DriftStore:
                 baseline_buckets=sum(1 for bucket, _, _ in buckets if bucket < baseline_end),
             )
 
-        for row in await self._store.query(_DECISIONS.format(database=database), sides):
+        for row in await self._store.query(_DECISIONS.format(database=database), sides | renamed):
             if row["Side"] < 0:
                 continue
             data = series.setdefault(_key(row), SeriesData(empty, empty))
@@ -144,7 +156,8 @@ class DriftStore:
             await self._store.insert("score_drift", [_row(f, checked_at) for f in findings], DRIFT_COLUMNS)
 
     async def last_states(self) -> dict[SeriesKey, State]:
-        rows = await self._store.query(_LAST_STATES.format(database=self._store.quoted_database))
+        sql = _LAST_STATES.format(database=self._store.quoted_database)
+        rows = await self._store.query(sql, _renamed())
         return {_key(row): row["State"] for row in rows}
 
     async def last_alerts(self, since: datetime) -> dict[str, dict[str, datetime]]:
@@ -162,6 +175,12 @@ class DriftStore:
                 for n in notifications
             ]
             await self._store.insert("drift_notifications", rows, NOTIFICATION_COLUMNS)
+
+
+def _renamed() -> dict[str, list[str]]:
+    """The parameters of ``_SCORER``: the former ids and the names they map to."""
+    renamed = former_ids()
+    return {"formerly": list(renamed), "now": list(renamed.values())}
 
 
 def _key(row: Mapping[str, Any]) -> SeriesKey:

@@ -44,7 +44,7 @@ from ingest.receivers.export import (
     refusal_codes,
     retry_status,
 )
-from ingest.receivers.listening import cannot_listen
+from ingest.receivers.listening import bind_error, cannot_listen
 from ingest.receivers.tls import grpc_server_credentials, tls_files
 from schemas.config import ReceiverConfig
 from schemas.consumers import SpanConsumer
@@ -146,9 +146,11 @@ class GrpcReceiver:
             else:
                 port = server.add_secure_port(address, grpc_server_credentials(tls))
         except RuntimeError as exc:  # grpcio raises RuntimeError when the address cannot be bound
-            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, exc)) from exc
+            why: BaseException = bind_error(host, self._config.grpc_port) or exc
+            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, why)) from exc
         if not port:
-            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, None))
+            refusal = bind_error(host, self._config.grpc_port)
+            raise OSError(cannot_listen("OTLP/gRPC", host, self._config.grpc_port, refusal))
         await server.start()
         self._server, self._port = server, port
 

@@ -55,6 +55,7 @@ from schemas.consumers import SpanConsumer
 from schemas.errors import Overloaded, is_retriable
 from schemas.secrets import scrub
 from schemas.spans import SpanBatch
+from scoring.failure_log import FailureLog
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class KafkaReceiver:
         # be reached; retried with backoff for as long as the service runs).
         self.state = "connecting"
         self.last_error: str | None = None
+        self._failures = FailureLog(log)  # used on the consumer thread only
 
     async def start(self) -> None:
         if self._thread is not None:
@@ -207,15 +209,19 @@ class KafkaReceiver:
         return consumer, producer
 
     def _failing(self, exc: BaseException, retry_in: float) -> None:
-        first = self.state != "failing"
-        self.state, self.last_error = "failing", scrub(f"{type(exc).__name__}: {exc}")
-        # Logged when it starts failing and at most once a backoff step after that.
-        log.log(
-            logging.ERROR if first else logging.WARNING,
-            "kafka receiver cannot use %s (%s); trying again in about %.0f s",
-            self._config.bootstrap,
-            self.last_error,
-            retry_in,
+        said = str(exc)  # kafka-python's errors name their class themselves
+        self.state, self.last_error = (
+            "failing",
+            scrub(said if said.startswith(type(exc).__name__) else f"{type(exc).__name__}: {said}"),
+        )
+        # Logged once, then counted (one line a minute while it lasts), as judge failures are; the
+        # client's own lines (hundreds a minute for a broker that is down) show only with -v.
+        self._failures.failed(
+            "kafka receiver",
+            "unavailable",
+            self._config.bootstrap or "",
+            f"{self.last_error}; trying again with backoff (now {retry_in:g} s, at most "
+            f"{RETRY_BACKOFF_MAX_S:.0f} s) for as long as the service runs",
         )
 
     def _consume(self, consumer: KafkaConsumer, producer: KafkaProducer) -> None:
@@ -223,6 +229,8 @@ class KafkaReceiver:
         while not self._stop.is_set():
             polled = consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
             if consumer.assignment():
+                if self.state != "assigned":
+                    self._failures.recovered("kafka receiver", f"reached {self._config.bootstrap} again")
                 self.state, self.last_error = "assigned", None
                 self._ready.set()
             if not polled:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import socket
 import ssl
 
@@ -69,22 +70,55 @@ class GatedSite(web.BaseSite):
         await super().stop()
 
 
-# The flag and environment variable that choose each receiver's port, for the "port in use" message.
+# The flag, environment variable and config key that choose each receiver's port.
 _PORT_SETTINGS = {
     "OTLP/gRPC": ("--grpc-port", "TRACESCORE_GRPC_PORT", "receiver.grpc_port"),
     "OTLP/HTTP": ("--http-port", "TRACESCORE_HTTP_PORT", "receiver.http_port"),
     "health": ("--health-port", "TRACESCORE_HEALTH_PORT", "receiver.health_port"),
 }
+_HOST_SETTING = "--host, TRACESCORE_HOST or receiver.host"
+# What a refusal of the OS usually means here, after its own words.
+_MEANING = {
+    errno.EADDRINUSE: "another tracescore or an OpenTelemetry Collector?",
+    errno.EADDRNOTAVAIL: "no network interface of this machine has that address",
+}
+
+
+def bind_error(host: str, port: int) -> OSError | None:
+    """The operating system's refusal to bind ``host:port`` now, None when it binds. grpcio keeps its
+    reason to its own log ("Failed to bind to address"); asking the OS again gives it."""
+    try:
+        addresses = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return exc
+    for family, kind, protocol, _, address in addresses:
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the receivers do
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                return exc
+    return None
 
 
 def cannot_listen(receiver: str, host: str, port: int, exc: BaseException | None) -> str:
-    """Why a receiver could not bind, naming the receiver and how to choose another port."""
+    """Why a receiver could not bind, in the OS's words (``Cannot assign requested address``), naming
+    the receiver, host and port, and the setting to change."""
     flag, variable, key = _PORT_SETTINGS[receiver]
-    text = str(exc or "")
-    busy = isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE
-    busy = busy or "in use" in text.lower() or exc is None or "Failed to bind" in text
-    reason = "the port is in use (another tracescore or an OpenTelemetry Collector?)" if busy else text
-    return (
-        f"{receiver} receiver cannot listen on {host}:{port}: {reason}; "
-        f"choose another port with {flag}, {variable} or {key}"
-    )
+    where = f"{receiver} receiver cannot listen on {host}:{port}"
+    other_port = f"choose another port with {flag}, {variable} or {key}"
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: cannot resolve {host!r} ({exc.strerror}); choose another host with {_HOST_SETTING}"
+    if not isinstance(exc, OSError) or not exc.errno or exc.errno < 0:
+        told = f" ({exc})" if exc is not None and str(exc) else ""
+        return f"{where}: it could not be bound{told}; run with -v for the server's own reason"
+    reason = os.strerror(exc.errno)
+    meaning = _MEANING.get(exc.errno)
+    if exc.errno == errno.EACCES and 0 < port < 1024:
+        meaning = "ports below 1024 need privileges"
+    said = f"{where}: {reason}" + (f" ({meaning})" if meaning else "")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{said}; choose another host with {_HOST_SETTING}"
+    if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+        return f"{said}; {other_port}"
+    return said

@@ -28,6 +28,7 @@ from ingest.store.ddl import COLUMN_TYPES
 from ingest.store.ddl import DDL_FILES as DDL_FILES  # re-exported: the store's tables, in apply order
 from ingest.store.ddl import load_ddl as load_ddl
 from ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn, without_database
+from ingest.store.engine_open import held_by_another, native_stderr_to_log
 from ingest.store.free_space import (
     POLL_SECONDS,
     SERVER_POLL_SECONDS,
@@ -152,7 +153,7 @@ class Store:
             raise
         if not self.embedded and not self._server.verify:
             logger.warning("store_verify is false: the certificate of %s is not checked", self.description)
-        logger.info("store open: %s, database %s", self.description, self._database)
+        logger.debug("store open: %s, database %s", self.description, self._database)
         if self.free_space.enabled:
             await self._watch_once()
             self._watcher = asyncio.create_task(self._watch_free_space(), name="store-free-space")
@@ -370,11 +371,21 @@ class Store:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the chDB data directory {path}: {exc}") from exc
+        in_use = (
+            f"cannot open the chDB data directory {path}: it is in use by another process (a running "
+            "'tracescore serve'?). chDB allows one process per data directory: stop the other tracescore "
+            "or choose another --store"
+        )
+        if held_by_another(path):  # refused before the engine starts and prints its own refusal
+            raise StoreInUse(in_use)
         try:
-            return clickhouse_connect.get_client(dsn=self._dsn, chdb_options=EMBEDDED_ENGINE_OPTIONS)
+            with native_stderr_to_log(logger):
+                return clickhouse_connect.get_client(dsn=self._dsn, chdb_options=EMBEDDED_ENGINE_OPTIONS)
         except ClickHouseError as exc:
             if not os.access(path, os.W_OK):
                 raise StoreError(f"the chDB data directory {path} is not writable: {exc}") from exc
+            if held_by_another(path):  # taken between the look and the open
+                raise StoreInUse(in_use) from exc
             raise StoreInUse(
                 f"cannot open the chDB data directory {path}: it is in use. chDB allows one data directory "
                 "per process: another tracescore process holds this directory, or this process already has "

@@ -2,7 +2,9 @@
 ``tracescore scores``), and, for a trace that has none, what the store knows of it.
 
 Both tables are ReplacingMergeTree: reads go through ``FINAL``, so a replayed score is counted once,
-and the filters apply to the row that won. Every value a user gives is a bound parameter.
+and the filters apply to the row that won. Every value a user gives is a bound parameter. A scorer
+filter matches the rows stored under the scorer's name and under its former id (``stored_ids``):
+``content-similarity`` and ``content-similarity-scorer`` find the same rows, old and new.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from ingest.store.clickhouse import Store
 from ingest.store.rows import decision_json, score_json, unix_nanos
 from schemas.results import ResultQuery, Table, TraceStatus
+from scoring.registry import stored_ids
 
 _SCORES_SELECT = """
 SELECT ScoreId, toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, ScorerVersion,
@@ -29,7 +32,7 @@ FROM {database}.score_decisions FINAL
 # Filter -> its condition; only the conditions of the filters given are joined into the query.
 _CONDITIONS = {
     "trace_id": "TraceId = {trace_id:String}",
-    "scorer": "ScorerId = {scorer:String}",
+    "scorer": "ScorerId IN {scorer:Array(String)}",
     "service": "ServiceName = {service:String}",
     "agent": "AgentName = {agent:String}",
     "since": "Timestamp >= fromUnixTimestamp64Nano({since:Int64})",
@@ -83,6 +86,8 @@ class ScoreResults:
         for name in ("since", "until"):
             if name in given:
                 parameters[name] = unix_nanos(given[name])
+        if "scorer" in given:
+            parameters["scorer"] = stored_ids(given["scorer"])
         where = " AND ".join(_CONDITIONS[name] for name in given)
         sql = select.format(database=self._store.quoted_database)
         sql += (f"WHERE {where}\n" if where else "") + _ORDER

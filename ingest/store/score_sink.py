@@ -23,6 +23,7 @@ from ingest.store.rows import (
 )
 from schemas import Decision, ScoreRecord, TraceRound
 from schemas.consumers import PriorOutcomes, SpendRow
+from scoring.registry import former_ids, read_as
 
 DONE_COLUMNS = ("TraceId", "Through", "Decided", "Reason")
 SPEND_COLUMNS = ("Budget", "Replica", "Hour", "Calls", "CostUsd", "Version")
@@ -71,9 +72,11 @@ async def read_prior_outcomes(store: Store, since: Mapping[str, int]) -> dict[st
     )
     decided: dict[str, set[tuple[str, str]]] = {}
     scored: dict[str, set[tuple[str, str]]] = {}
+    renamed = former_ids()
     for row in rows:
         into = decided if row["Decided"] else scored
-        into.setdefault(row["TraceId"], set()).add((row["SpanId"], row["ScorerId"]))
+        pairs = into.setdefault(row["TraceId"], set())
+        pairs.update((row["SpanId"], scorer_id) for scorer_id in read_as(row["ScorerId"], renamed))
     return {
         trace_id: PriorOutcomes(
             decided=frozenset(decided.get(trace_id, ())),

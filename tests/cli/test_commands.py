@@ -55,7 +55,7 @@ def test_score_one_run_file_matches_the_mastra_reference(tmp_path: Path) -> None
 
     exact = tracescore(
         "score",
-        "content-similarity-scorer",
+        "content-similarity-scorer",  # its former id names it too
         "--run",
         str(tmp_path / "run.json"),
         "--options",
@@ -124,8 +124,8 @@ def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> N
             time.sleep(0.2)
             rows = api_rows(f"{base}/api/scores?trace_id=5dbdf98695bd5785f3d3e61006ad2dba")
         assert sorted(r["scorer_id"] for r in rows) == [
-            "content-similarity-scorer",
-            "textual-difference-scorer",
+            "content-similarity",
+            "textual-difference",
         ]
         with urllib.request.urlopen(f"{base}/metrics", timeout=5) as resp:
             metrics = resp.read().decode()
@@ -228,10 +228,10 @@ async def test_demo_with_a_judge_that_refuses_prints_why_and_exits_1(
     assert len(runs) == 4 and all(line.count("failed [") == 2 for line in runs)
     reasons = [line for line in stdout.splitlines() if line.startswith("failed [")]
     assert sorted(reasons) == [
-        "failed [1]: scorer 'answer-relevancy-scorer', step 'preprocess': judge 'openai/gpt-4o-mini' failed: "
+        "failed [1]: scorer 'answer-relevancy', step 'preprocess': judge 'openai/gpt-4o-mini' failed: "
         "401 authentication failed — set TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY (AuthenticationError: "
         "OpenAIException - Incorrect API key provided: [REDACTED].)",
-        "failed [2]: scorer 'toxicity-scorer', step 'analyze': judge 'openai/gpt-4o-mini' failed: "
+        "failed [2]: scorer 'toxicity', step 'analyze': judge 'openai/gpt-4o-mini' failed: "
         "401 authentication failed — set TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY (AuthenticationError: "
         "OpenAIException - Incorrect API key provided: [REDACTED].)",
     ]  # numbered in table order: the first run's first failed column is answer relevancy
@@ -283,8 +283,8 @@ async def test_eval_takes_the_judge_from_the_tracescore_judge_variables(
     }
     code, stdout, stderr = await _tracescore("eval", "--data", str(data), "--scorer", "toxicity", env=env)
     assert code == 0, stderr
-    assert "toxicity-scorer" in stdout and "errors" in stdout
-    assert eval_table_rows(stdout)["toxicity-scorer"] == ["0.0000", "0.0000", "0.0000", "1", "0", "0"]
+    assert "toxicity" in stdout and "errors" in stdout
+    assert eval_table_rows(stdout)["toxicity"] == ["0.0000", "0.0000", "0.0000", "1", "0", "0"]
     assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-env-0002"}
 
 
@@ -302,9 +302,9 @@ def test_score_without_any_judge_key_says_which_variable_to_set(tmp_path: Path) 
     failed = json.loads(done.stdout)
     assert (failed["status"], failed["score"]) == ("failed", None)
     reason = (
-        "scorer 'toxicity-scorer', step 'analyze': judge 'openai/gpt-4o-mini' failed: no API key — set "
+        "scorer 'toxicity', step 'analyze': judge 'openai/gpt-4o-mini' failed: no API key — set "
         "TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY ("
     )
     assert failed["reason"].startswith(reason)
-    assert done.stderr.startswith(f"tracescore: failed toxicity-scorer on {tmp_path / 'run.json'}: {reason}")
+    assert done.stderr.startswith(f"tracescore: failed toxicity on {tmp_path / 'run.json'}: {reason}")
     assert "Traceback" not in done.stderr

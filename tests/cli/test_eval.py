@@ -50,15 +50,15 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
         "--scorer",
         "textual-difference",
         "--scorer",
-        "content-similarity-scorer",  # by its id
+        "content-similarity-scorer",  # by its former id: the same scorer
         "--output",
         str(out),
     )
     assert done.returncode == 0, done.stderr
     table = eval_table_rows(done.stdout)
     for scorer_id, reference in [
-        ("textual-difference-scorer", "textual-difference"),
-        ("content-similarity-scorer", "content-similarity"),
+        ("textual-difference", "textual-difference"),
+        ("content-similarity", "content-similarity"),
     ]:
         values = [PARITY_SCORES[i][reference] for i in ids]
         assert table[scorer_id] == [
@@ -71,7 +71,7 @@ def test_eval_prints_mastras_means_for_simple_rows_and_agent_runs(tmp_path: Path
         ]
     items = [json.loads(line) for line in out.read_text().splitlines()]
     assert [item["line"] for item in items] == [1, 3, 4]  # the blank line 2 is skipped
-    assert [item["scores"]["textual-difference-scorer"]["score"] for item in items] == [
+    assert [item["scores"]["textual-difference"]["score"] for item in items] == [
         PARITY_SCORES[i]["textual-difference"] for i in ids
     ]
     assert items[2]["run_id"] == f"{'ab' * 16}:c006000000000000"
@@ -97,7 +97,7 @@ def test_eval_with_scorer_options_counts_scorer_errors_apart(tmp_path: Path) -> 
     ):
         done = tracescore("eval", "--data", str(data), *scorer_args, "--concurrency", "2")
         assert done.returncode == 0, done.stderr
-        assert eval_table_rows(done.stdout)["code-tool-call-accuracy-scorer"] == [
+        assert eval_table_rows(done.stdout)["tool-call-accuracy-code"] == [
             f"{1 / 3:.4f}",
             "0.0000",
             "1.0000",

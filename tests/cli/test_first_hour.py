@@ -76,7 +76,7 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
     # Facts from the page's tables, for one scorer of each kind.
     assert scorers["exact-match"]["needs"] == ["ground_truth", "output"]
     assert scorers["exact-match"]["llm"] is False
-    assert scorers["toxicity"]["id"] == "toxicity-scorer"
+    assert scorers["toxicity"]["id"] == "toxicity"
     assert scorers["toxicity"]["llm"] is True
     assert scorers["toxicity"]["needs"] == ["output"]
     assert scorers["check-includes"]["options"] == [
@@ -87,7 +87,7 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
 
     table = tracescore("scorers")
     assert table.returncode == 0
-    for name in ("textual-difference", "check-includes", "ragas-context-entity-recall", "toxicity-scorer"):
+    for name in ("textual-difference", "check-includes", "ragas-context-entity-recall", "toxicity"):
         assert name in table.stdout
     assert "expected (required), ignore_case=true" in table.stdout
 
@@ -95,7 +95,9 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
 def test_one_scorer_in_full_with_a_rule_that_loads(tmp_path: Path) -> None:
     done = tracescore("scorers", "check-includes")
     assert done.returncode == 0, done.stderr
-    assert "check-includes (id check-includes): Includes Check" in done.stdout
+    assert "check-includes: Includes Check" in done.stdout
+    formerly = tracescore("scorers", "content-similarity-scorer")  # found by its former id too
+    assert "content-similarity (formerly content-similarity-scorer): Content Similarity" in formerly.stdout
     assert "options: expected (required), ignore_case=true" in done.stdout
     rule_yaml = done.stdout.split("a rule using it:\n", 1)[1]
     assert yaml.safe_load(rule_yaml) == {
@@ -195,9 +197,9 @@ def test_config_errors_name_where_each_value_came_from(tmp_path: Path) -> None:
         "tracescore: error: invalid configuration (3 errors):",
         "  environment variable TRACESCORE_GRPC_PORT: receiver.grpc_port: Input should be a valid integer, "
         "unable to parse string as an integer (got 'four')",
-        f"  {config}:7: scoring.rules[1] (tone): samplerate: unknown key; did you mean 'sample_rate'?",
         "  flag --memory-limit: memory_limit: Input should be greater than or equal to 268435456 (got '1MB')",
-    ]
+        f"  {config}:7: scoring.rules[1] (tone): samplerate: unknown key; did you mean 'sample_rate'?",
+    ]  # flags and variables first, then the file's errors by line
 
 
 def test_a_secret_value_is_never_repeated_in_an_error(tmp_path: Path) -> None:
@@ -290,7 +292,7 @@ def test_a_busy_port_names_the_receiver_and_the_flag(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "Traceback" not in err
     assert err.splitlines()[-1] == (
-        f"tracescore: error: OTLP/HTTP receiver cannot listen on 127.0.0.1:{busy}: the port is in use "
+        f"tracescore: error: OTLP/HTTP receiver cannot listen on 127.0.0.1:{busy}: Address already in use "
         "(another tracescore or an OpenTelemetry Collector?); choose another port with --http-port, "
         "TRACESCORE_HTTP_PORT or receiver.http_port"
     )
@@ -321,7 +323,7 @@ async def test_with_an_llm_judge_stdout_is_only_the_json(tmp_path: Path, llm_ser
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)  # nothing but the result: no litellm lines
-    assert (result["scorer_id"], result["score"]) == ("toxicity-scorer", 0.0)
+    assert (result["scorer_id"], result["score"]) == ("toxicity", 0.0)
     assert "LiteLLM" not in done.stderr
 
     data = tmp_path / "cases.jsonl"
@@ -330,7 +332,7 @@ async def test_with_an_llm_judge_stdout_is_only_the_json(tmp_path: Path, llm_ser
     evaluated = await tracescore_async("eval", "--data", str(data), "--scorer", scorer)
     assert evaluated.returncode == 0, evaluated.stderr
     assert "LiteLLM" not in evaluated.stdout + evaluated.stderr
-    table = [line for line in evaluated.stdout.splitlines() if "toxicity-scorer" in line]
+    table = [line for line in evaluated.stdout.splitlines() if "toxicity" in line]
     assert len(table) == 1
     assert len(evaluated.stdout.splitlines()) < 12  # the results table, not two lines per judge call
     assert len(llm_server.chat_requests) == 10  # toxicity asks twice per run (verdicts, reason): 5 runs

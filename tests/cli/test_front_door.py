@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from ingest.cli.demo_traces import SCENARIOS
-from ingest.cli.store_access import held
+from ingest.store.engine_open import held_by_another as held
 from tests.support.otlp import send_scenario
 from tests.support.serve import ENV, free_port, start_serve, stop, tracescore, wait_healthy
 

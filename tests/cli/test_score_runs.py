@@ -84,9 +84,9 @@ def test_a_ground_truth_scorer_on_a_run_without_ground_truth_is_skipped_with_its
     name = write(tmp_path, "run.json", {"input": QUESTION, "output": PARIS})
     done = score(tmp_path, "exact-match", "--run", name)
     assert done.returncode == 3
-    assert done.stderr == "tracescore: skipped exactMatch on run.json: run has no ground truth\n"
+    assert done.stderr == "tracescore: skipped exact-match on run.json: run has no ground truth\n"
     assert json.loads(done.stdout) == {
-        "scorer_id": "exactMatch",
+        "scorer_id": "exact-match",
         "run_id": None,
         "status": "skipped_empty",
         "score": None,

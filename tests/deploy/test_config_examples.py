@@ -116,9 +116,9 @@ def test_the_local_config_serves_and_scores_with_no_broker_and_no_key(tmp_path: 
             "check-no-tool-errors",
         ]
         rules = {
-            "content-similarity-scorer",
-            "textual-difference-scorer",
-            "keyword-coverage-scorer",
+            "content-similarity",
+            "textual-difference",
+            "keyword-coverage",
             "check-no-tool-errors",
         }
         scores = scores_of(base, trace_id, rules)
@@ -172,11 +172,11 @@ async def test_the_local_config_with_its_judge_switched_on_asks_a_local_endpoint
     def serve_one_run() -> dict[str, float]:  # blocking: in a thread, while the judge server answers
         base = wait_healthy(proc, http_port)
         trace_id = send_weather_run(grpc_port)
-        return scores_of(base, trace_id, {"answer-relevancy-scorer", "content-similarity-scorer"})
+        return scores_of(base, trace_id, {"answer-relevancy", "content-similarity"})
 
     try:
         scores = await asyncio.to_thread(serve_one_run)
-        assert scores["answer-relevancy-scorer"] == 1.0
+        assert scores["answer-relevancy"] == 1.0
         assert {request.body["model"] for request in llm_server.chat_requests} == {"llama3.1"}
         assert stop(proc) == 0
     finally:
@@ -238,8 +238,8 @@ def test_the_example_config_starts_with_no_kafka_and_no_key(tmp_path: Path) -> N
         assert status == 200 and ready["status"] == "ok" and "kafka" not in ready
         trace_id = send_weather_run(grpc_port)
         # content-similarity scores every run; tool-call-accuracy-code the weather agent's
-        scores = scores_of(base, trace_id, {"content-similarity-scorer", "code-tool-call-accuracy-scorer"})
-        assert scores["code-tool-call-accuracy-scorer"] == 1.0  # it called get_weather
+        scores = scores_of(base, trace_id, {"content-similarity", "tool-call-accuracy-code"})
+        assert scores["tool-call-accuracy-code"] == 1.0  # it called get_weather
         assert stop(proc) == 0
     finally:
         if proc.poll() is None:

@@ -182,8 +182,7 @@ async def test_score_and_judge_panels_count_what_the_tables_hold(demo: Store) ->
     worst = await _panel(demo, "tracescore-scores", "Worst runs")
     lowest = await _one(
         demo,
-        "SELECT min(Score) FROM scores FINAL "
-        "WHERE ScorerId NOT IN ('bias-scorer', 'hallucination-scorer', 'toxicity-scorer')",
+        "SELECT min(Score) FROM scores FINAL WHERE ScorerId NOT IN ('bias', 'hallucination', 'toxicity')",
     )
     assert worst[0]["Score"] == lowest
 

@@ -100,7 +100,7 @@ async def _counts(store_dir: Path) -> dict[str, Any]:
         )
         backfilled = await store.query(
             "SELECT TraceId, Score, CostUsd FROM scores FINAL "
-            "WHERE Source = 'backfill' AND ScorerId = 'toxicity-scorer'"
+            "WHERE Source = 'backfill' AND ScorerId = 'toxicity'"
         )
     finally:
         await store.shutdown()
@@ -183,4 +183,4 @@ async def test_backfill_scores_what_no_rule_scored_once_and_as_estimated(
     code, out, err = await _backfill(*window, "--rule", "textual-difference", "--dry-run", "--json")
     assert code == 0 and json.loads(out)["scorer_runs"] == 0  # the heuristic scored them live
     code, out, err = await _backfill(*window, "--rule", "nope")
-    assert code == 2 and "--rule nope: no such rule" in err and "toxicity-scorer" in err
+    assert code == 2 and "--rule nope: no such rule" in err and "toxicity" in err

@@ -29,7 +29,7 @@ from tests.support.serve import (
     wait_healthy,
 )
 
-SCORERS = ("content-similarity-scorer", "textual-difference-scorer")  # the default rules
+SCORERS = ("content-similarity", "textual-difference")  # the default rules
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 

@@ -104,7 +104,7 @@ async def test_a_refused_judge_key_is_one_warning_line_per_failure_and_never_a_s
     summaries = _summaries(log)
     full = [line for line in _warnings(log) if line not in summaries]
     assert sorted(full) == [  # the two rules run concurrently: either may log first
-        f"rule polite (scorer toxicity-scorer) failed on trace {TRACE} span {SPAN}: step 'analyze': "
+        f"rule polite (scorer toxicity) failed on trace {TRACE} span {SPAN}: step 'analyze': "
         "judge 'openai/gpt-4o-mini' failed: 401 authentication failed — set TRACESCORE_JUDGE_API_KEY or "
         "OPENAI_API_KEY (AuthenticationError: OpenAIException - Incorrect API key provided: [REDACTED].)",
         "rule tests.scoring.custom_scorers:create_overconfident_scorer (scorer overconfident) failed on "
@@ -114,7 +114,7 @@ async def test_a_refused_judge_key_is_one_warning_line_per_failure_and_never_a_s
     assert len(summaries) == 2
     polite_summary = next(line for line in summaries if line.startswith("rule polite"))
     assert polite_summary.startswith(
-        f"rule polite (scorer toxicity-scorer): {runs - 1} more failure(s) of the same kind in the last "
+        f"rule polite (scorer toxicity): {runs - 1} more failure(s) of the same kind in the last "
     )
     assert polite_summary.endswith(
         "401 authentication failed — set TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY "

@@ -99,8 +99,8 @@ async def test_judge_spans_sent_back_to_tracescore_are_never_scored(
     # Decisions exist for the user's run only: the judge's traces got none (not even skipped_empty).
     assert {row["TraceId"] for row in decisions} == {trace_id}
     assert {(row["ScorerId"], row["Decision"]) for row in decisions} == {
-        ("toxicity-scorer", "scored"),
-        ("textual-difference-scorer", "scored"),
+        ("toxicity", "scored"),
+        ("textual-difference", "scored"),
     }
 
 

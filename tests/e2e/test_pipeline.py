@@ -76,8 +76,8 @@ async def test_otel_sdk_grpc_exporter_to_score_rows(service: Service) -> None:
     await asyncio.to_thread(provider.shutdown)
 
     rows = _by_scorer(await _wait_scores(service, trace_id, 2))
-    assert rows["content-similarity-scorer"]["score"] == PARITY_SCORES["c030"]["content-similarity"]
-    assert rows["textual-difference-scorer"]["score"] == PARITY_SCORES["c030"]["textual-difference"]
+    assert rows["content-similarity"]["score"] == PARITY_SCORES["c030"]["content-similarity"]
+    assert rows["textual-difference"]["score"] == PARITY_SCORES["c030"]["textual-difference"]
     for row in rows.values():
         assert row["service_name"] == "e2e-grpc"
         assert row["agent_name"] == "support_agent"
@@ -117,8 +117,8 @@ async def test_fixture_json_posted_over_http_scores_via_api(service: Service) ->
     scores = _by_scorer(rows)
     # Reference: @mastra/evals 1.10.2 (shared/tools/mastra_reference.mjs) on input "What's the weather in
     # Paris?" and output "The weather in Paris is currently rainy with a temperature of 57°F.".
-    assert scores["content-similarity-scorer"]["score"] == 0.46153846153846156
-    assert scores["textual-difference-scorer"]["score"] == 0.4
+    assert scores["content-similarity"]["score"] == 0.46153846153846156
+    assert scores["textual-difference"]["score"] == 0.4
     assert {r["span_id"] for r in rows} == {"594f8d102c7c4a19"}  # the invoke_agent root span
 
 
@@ -167,8 +167,8 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
         await svc.kafka.wait_assigned()
         for case_id, trace_id in zip(["c000", "c030"], trace_ids, strict=True):
             rows = _by_scorer(await _wait_scores(svc, trace_id, 2))
-            assert rows["content-similarity-scorer"]["score"] == PARITY_SCORES[case_id]["content-similarity"]
-            assert rows["textual-difference-scorer"]["score"] == PARITY_SCORES[case_id]["textual-difference"]
+            assert rows["content-similarity"]["score"] == PARITY_SCORES[case_id]["content-similarity"]
+            assert rows["textual-difference"]["score"] == PARITY_SCORES[case_id]["textual-difference"]
         assert svc.metrics.registry.get_sample_value("tracescore_dead_letters_total") == 1
     finally:
         await svc.shutdown()
@@ -234,7 +234,7 @@ async def test_late_span_rescores_the_run_without_double_counting(service: Servi
     assert len(rows) == 2
     assert {r["span_id"] for r in rows} == {"594f8d102c7c4a19"}
     assert set(_by_scorer(rows)) == set(first)
-    assert _by_scorer(rows)["textual-difference-scorer"]["score"] == 0.4
+    assert _by_scorer(rows)["textual-difference"]["score"] == 0.4
     counted = await service.store.query(
         "SELECT count() AS n FROM scores FINAL WHERE TraceId = {t:String}", {"t": trace_id}
     )
@@ -273,8 +273,8 @@ async def test_run_without_captured_content_is_skipped_not_scored(service: Servi
         assert time.monotonic() < deadline, decisions
         await asyncio.sleep(0.1)
     assert {(d["scorer_id"], d["decision"]) for d in decisions} == {
-        ("content-similarity-scorer", "skipped_empty"),
-        ("textual-difference-scorer", "skipped_empty"),
+        ("content-similarity", "skipped_empty"),
+        ("textual-difference", "skipped_empty"),
     }
     # The switch of the instrumentation that wrote the spans (GenAI semantic conventions) is named.
     switch = "content capture off or redacted: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"

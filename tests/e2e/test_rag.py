@@ -49,23 +49,25 @@ CHAT_CALL_COST = 11 * GPT_4O_MINI_PRICE[0] + 7 * GPT_4O_MINI_PRICE[1]
 
 # Each scorer's judge instructions (its system message) -> the id its rows are stored under.
 SCORER_OF_INSTRUCTIONS = {
-    "You are a precise context precision evaluator": "context-precision-scorer",
-    "You are an expert context relevance evaluator": "context-relevance-scorer",
-    "You evaluate if context was useful for arriving at the answer": "contextPrecision",
-    "You evaluate how well provided context supports factual statements": "contextRecall",
-    "You generate questions from answers to evaluate relevancy": "answerRelevancy",
+    "You are a precise context precision evaluator": "context-precision",
+    "You are an expert context relevance evaluator": "context-relevance",
+    "You evaluate if context was useful for arriving at the answer": "ragas-context-precision",
+    "You evaluate how well provided context supports factual statements": "ragas-context-recall",
+    "You generate questions from answers to evaluate relevancy": "ragas-answer-relevancy",
 }
 # Context relevancy has no instructions of its own: its user prompt tells it apart.
-SCORER_OF_PROMPT = {"Extract the sentences from the context that are most relevant": "contextRelevancy"}
+SCORER_OF_PROMPT = {
+    "Extract the sentences from the context that are most relevant": "ragas-context-relevancy"
+}
 # The scorers that score a run with retrieved context (context recall needs a ground truth too).
 SCORED = {
-    "context-precision-scorer",
-    "context-relevance-scorer",
-    "contextPrecision",
-    "contextRelevancy",
-    "answerRelevancy",
+    "context-precision",
+    "context-relevance",
+    "ragas-context-precision",
+    "ragas-context-relevancy",
+    "ragas-answer-relevancy",
 }
-CONTEXT_SCORERS = SCORED - {"answerRelevancy"}
+CONTEXT_SCORERS = SCORED - {"ragas-answer-relevancy"}
 
 
 def _scorer_of(body: Mapping[str, Any]) -> str | None:
@@ -91,7 +93,7 @@ def _scripted_judge(replies: dict[str, list[Reply]]) -> Callable[[dict[str, Any]
 
 def _rag_replies() -> dict[str, list[Reply]]:
     return {
-        "context-precision-scorer": [
+        "context-precision": [
             json_reply(
                 {
                     "verdicts": [
@@ -103,7 +105,7 @@ def _rag_replies() -> dict[str, list[Reply]]:
             ),
             text_reply("The score is 0.83 because the relevant pieces come first and third."),
         ],
-        "context-relevance-scorer": [
+        "context-relevance": [
             json_reply(
                 {
                     "evaluations": [
@@ -122,11 +124,13 @@ def _rag_replies() -> dict[str, list[Reply]]:
             ),
             text_reply("The score is 0.65 because one relevant piece went unused and one fact is missing."),
         ],
-        "contextPrecision": [json_reply({"reason": "the first document states the rule", "verdict": 1})],
-        "contextRelevancy": [
+        "ragas-context-precision": [
+            json_reply({"reason": "the first document states the rule", "verdict": 1})
+        ],
+        "ragas-context-relevancy": [
             json_reply({"sentences": [{"sentence": DOCUMENTS[0], "reasons": ["states the rule"]}]}),
         ],
-        "answerRelevancy": _answer_relevancy_replies(),
+        "ragas-answer-relevancy": _answer_relevancy_replies(),
     }
 
 
@@ -242,35 +246,35 @@ async def test_rag_scorers_judge_the_retrieved_documents_end_to_end(
     decisions = await _wait_decisions(service, trace_id, 6)
     assert {sid: d["decision"] for sid, d in decisions.items()} == {
         **dict.fromkeys(SCORED, "scored"),
-        "contextRecall": "skipped_empty",
+        "ragas-context-recall": "skipped_empty",
     }, decisions
-    assert decisions["contextRecall"]["detail"] == "run has no ground truth"
+    assert decisions["ragas-context-recall"]["detail"] == "run has no ground truth"
     rows = await _api_scores(service, trace_id)
 
     # Mastra MAP over verdicts yes, no, yes: (1/1 + 2/3) / 2 = 0.8333 -> 0.83.
-    assert rows["context-precision-scorer"]["score"] == 0.83
+    assert rows["context-precision"]["score"] == 0.83
     # base (high 1 + high 1 + medium 0.7) / 3 = 0.9, minus 0.1 for the unused high piece, minus 0.15
     # for one missing item: 0.65.
-    assert rows["context-relevance-scorer"]["score"] == 0.65
-    assert rows["contextPrecision"]["score"] == 1.0  # verdict 1 >= threshold 0.5
+    assert rows["context-relevance"]["score"] == 0.65
+    assert rows["ragas-context-precision"]["score"] == 1.0  # verdict 1 >= threshold 0.5
     # The picked sentence's 51 characters of the context's 138 (its JSON text: 51 + 33 + 44
     # characters, 6 quotes, 2 commas, 2 brackets).
-    assert rows["contextRelevancy"]["score"] == pytest.approx(51 / 138)
+    assert rows["ragas-context-relevancy"]["score"] == pytest.approx(51 / 138)
     # Scaled cosine max((cos - 0.7) / 0.3, 0): 1.0 and 1/3 for the two questions; their mean is 2/3.
-    assert rows["answerRelevancy"]["score"] == pytest.approx(0.6666666666666666)
+    assert rows["ragas-answer-relevancy"]["score"] == pytest.approx(0.6666666666666666)
 
     # Usage of every judge call a scorer made: analyze + reason (2 calls), 1 call, 1 call, 2 generated
     # questions plus one embeddings call of 5 + 6 + 7 = 18 words.
     chat_calls = {
-        "context-precision-scorer": 2,
-        "context-relevance-scorer": 2,
-        "contextPrecision": 1,
-        "contextRelevancy": 1,
-        "answerRelevancy": 2,
+        "context-precision": 2,
+        "context-relevance": 2,
+        "ragas-context-precision": 1,
+        "ragas-context-relevancy": 1,
+        "ragas-answer-relevancy": 2,
     }
     for scorer_id, calls in chat_calls.items():
         row = rows[scorer_id]
-        embedded = 18 if scorer_id == "answerRelevancy" else 0
+        embedded = 18 if scorer_id == "ragas-answer-relevancy" else 0
         assert row["input_tokens"] == 11 * calls + embedded, scorer_id
         assert row["output_tokens"] == 7 * calls, scorer_id
         cost = calls * CHAT_CALL_COST + embedded * EMBEDDING_PRICE
@@ -283,17 +287,17 @@ async def test_rag_scorers_judge_the_retrieved_documents_end_to_end(
             "rag-e2e",
             "live",
         )
-    assert rows["contextPrecision"]["reason"] == "the first document states the rule"
-    assert "contextRecall" not in rows
+    assert rows["ragas-context-precision"]["reason"] == "the first document states the rule"
+    assert "ragas-context-recall" not in rows
 
     # The retrieved documents reached the judge: numbered for Mastra, joined for RAGAS.
     calls = _calls_by_scorer(llm_server)
     assert {scorer: len(prompts) for scorer, prompts in calls.items()} == chat_calls
     for i, text in enumerate(DOCUMENTS):
-        assert f"[{i}] {text}" in calls["context-precision-scorer"][0]
-        assert f"[{i}] {text}" in calls["context-relevance-scorer"][0]
-    assert "\n".join(DOCUMENTS) in calls["contextPrecision"][0]
-    assert '","'.join(DOCUMENTS) in calls["contextRelevancy"][0]  # the context as its JSON text
+        assert f"[{i}] {text}" in calls["context-precision"][0]
+        assert f"[{i}] {text}" in calls["context-relevance"][0]
+    assert "\n".join(DOCUMENTS) in calls["ragas-context-precision"][0]
+    assert '","'.join(DOCUMENTS) in calls["ragas-context-relevancy"][0]  # the context as its JSON text
     embeddings = [r.body["input"] for r in llm_server.requests if r.path.endswith("/embeddings")]
     assert embeddings == [[QUESTION, *GENERATED]]
 
@@ -303,13 +307,15 @@ async def test_rag_scorers_judge_the_retrieved_documents_end_to_end(
         {"t": trace_id, "s": root_span_id},
     )
     attributes = span["SpanAttributes"]
-    assert attributes["gen_ai.evaluation.context-precision-scorer.score"] == "0.83"
-    assert attributes["gen_ai.evaluation.context-relevance-scorer.score"] == "0.65"
-    assert attributes["gen_ai.evaluation.contextPrecision.score"] == "1"
-    assert float(attributes["gen_ai.evaluation.contextRelevancy.score"]) == pytest.approx(51 / 138)
-    assert "gen_ai.evaluation.contextRecall.score" not in attributes
-    assert float(attributes["gen_ai.evaluation.answerRelevancy.score"]) == pytest.approx(0.6666666666666666)
-    explanation = attributes["gen_ai.evaluation.contextPrecision.explanation"]
+    assert attributes["gen_ai.evaluation.context-precision.score"] == "0.83"
+    assert attributes["gen_ai.evaluation.context-relevance.score"] == "0.65"
+    assert attributes["gen_ai.evaluation.ragas-context-precision.score"] == "1"
+    assert float(attributes["gen_ai.evaluation.ragas-context-relevancy.score"]) == pytest.approx(51 / 138)
+    assert "gen_ai.evaluation.ragas-context-recall.score" not in attributes
+    assert float(attributes["gen_ai.evaluation.ragas-answer-relevancy.score"]) == pytest.approx(
+        0.6666666666666666
+    )
+    explanation = attributes["gen_ai.evaluation.ragas-context-precision.explanation"]
     assert explanation == "the first document states the rule"
     assert attributes["openinference.span.kind"] == "AGENT"  # the span's own attributes stay
 
@@ -319,7 +325,7 @@ async def test_run_without_retrieval_skips_the_context_scorers_without_judging(
 ) -> None:
     # Only answer relevancy (it reads input and output, not context) has answers scripted: any
     # call from a context scorer would get a 418 and show up as a failed decision.
-    llm_server.responder = _scripted_judge({"answerRelevancy": _answer_relevancy_replies()})
+    llm_server.responder = _scripted_judge({"ragas-answer-relevancy": _answer_relevancy_replies()})
     llm_server.vectors[QUESTION] = [1.0, 0.0, 0.0]
     llm_server.vectors[GENERATED[0]] = [1.0, 0.0, 0.0]
     llm_server.vectors[GENERATED[1]] = [1.0, 0.0, 0.0]
@@ -327,17 +333,17 @@ async def test_run_without_retrieval_skips_the_context_scorers_without_judging(
     trace_id, _ = await _send_trace(service, with_retrieval=False)
     decisions = await _wait_decisions(service, trace_id, 6)
     assert {sid: d["decision"] for sid, d in decisions.items()} == {
-        **dict.fromkeys(CONTEXT_SCORERS | {"contextRecall"}, "skipped_empty"),
-        "answerRelevancy": "scored",
+        **dict.fromkeys(CONTEXT_SCORERS | {"ragas-context-recall"}, "skipped_empty"),
+        "ragas-answer-relevancy": "scored",
     }
     assert all(decisions[sid]["detail"] == "run has no context text" for sid in CONTEXT_SCORERS)
-    assert decisions["contextRecall"]["detail"] == "run has no context text and no ground truth"
+    assert decisions["ragas-context-recall"]["detail"] == "run has no context text and no ground truth"
 
     rows = await _api_scores(service, trace_id)
-    assert set(rows) == {"answerRelevancy"}
-    assert rows["answerRelevancy"]["score"] == 1.0  # both questions have cosine 1 with the input
+    assert set(rows) == {"ragas-answer-relevancy"}
+    assert rows["ragas-answer-relevancy"]["score"] == 1.0  # both questions have cosine 1 with the input
     assert {scorer: len(prompts) for scorer, prompts in _calls_by_scorer(llm_server).items()} == {
-        "answerRelevancy": 2
+        "ragas-answer-relevancy": 2
     }
 
 
@@ -346,21 +352,21 @@ async def test_judge_outage_fails_one_scorer_and_the_others_are_stored(
 ) -> None:
     replies = _rag_replies()
     # Context relevance's judge is down: its first call and the one retry are answered 500.
-    replies["context-relevance-scorer"] = [error_reply(500), error_reply(500)]
+    replies["context-relevance"] = [error_reply(500), error_reply(500)]
     llm_server.responder = _scripted_judge(replies)
 
     trace_id, _ = await _send_trace(service, with_retrieval=True)
     decisions = await _wait_decisions(service, trace_id, 6)
-    assert decisions["context-relevance-scorer"]["decision"] == "failed"
-    assert "step 'analyze'" in decisions["context-relevance-scorer"]["detail"]
-    assert "after 2 attempt(s)" in decisions["context-relevance-scorer"]["detail"]
-    others = SCORED - {"context-relevance-scorer"}
+    assert decisions["context-relevance"]["decision"] == "failed"
+    assert "step 'analyze'" in decisions["context-relevance"]["detail"]
+    assert "after 2 attempt(s)" in decisions["context-relevance"]["detail"]
+    others = SCORED - {"context-relevance"}
     assert {sid: decisions[sid]["decision"] for sid in others} == dict.fromkeys(others, "scored")
 
     rows = await _api_scores(service, trace_id)
     assert set(rows) == others
-    assert rows["context-precision-scorer"]["score"] == 0.83  # as in the scripted run above
-    assert len(_calls_by_scorer(llm_server)["context-relevance-scorer"]) == 2
+    assert rows["context-precision"]["score"] == 0.83  # as in the scripted run above
+    assert len(_calls_by_scorer(llm_server)["context-relevance"]) == 2
 
     async with (
         aiohttp.ClientSession() as http,
@@ -377,12 +383,12 @@ async def test_judge_outage_fails_one_scorer_and_the_others_are_stored(
     }
     # The same per-run usage as the score rows: 11 / 7 tokens per chat call, 18 embedded words.
     assert tokens == {
-        ("context-precision-scorer", "scored", "input"): 22.0,
-        ("context-precision-scorer", "scored", "output"): 14.0,
-        ("contextPrecision", "scored", "input"): 11.0,
-        ("contextPrecision", "scored", "output"): 7.0,
-        ("contextRelevancy", "scored", "input"): 11.0,
-        ("contextRelevancy", "scored", "output"): 7.0,
-        ("answerRelevancy", "scored", "input"): 40.0,
-        ("answerRelevancy", "scored", "output"): 14.0,
+        ("context-precision", "scored", "input"): 22.0,
+        ("context-precision", "scored", "output"): 14.0,
+        ("ragas-context-precision", "scored", "input"): 11.0,
+        ("ragas-context-precision", "scored", "output"): 7.0,
+        ("ragas-context-relevancy", "scored", "input"): 11.0,
+        ("ragas-context-relevancy", "scored", "output"): 7.0,
+        ("ragas-answer-relevancy", "scored", "input"): 40.0,
+        ("ragas-answer-relevancy", "scored", "output"): 14.0,
     }  # no answered call for the failed scorer, so no sample for it

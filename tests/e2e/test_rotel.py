@@ -42,7 +42,7 @@ from ingest.store.clickhouse import Store
 from tests.support.rotel import BATCH_TIMEOUT_S, Rotel, running_rotel
 from tests.support.serve import api_rows, decision_outcome, start_serve, stop, wait_healthy
 
-SCORERS = ("content-similarity-scorer", "textual-difference-scorer")  # the default rules
+SCORERS = ("content-similarity", "textual-difference")  # the default rules
 SPANS, LOGS = "otlp_spans", "otlp_logs"  # the OpenTelemetry Collector's kafka exporter's topics
 ROUNDS_GRPC, ROUNDS_HTTP = 2, 1  # times every scenario is sent through each exporter
 

@@ -210,3 +210,27 @@ async def test_the_service_runs_drift_passes_on_its_interval(tmp_path: Path) -> 
         assert rows and rows[0] == {"ScorerId": "relevancy", "State": "insufficient"}
         metrics = service.metrics.registry
         assert (metrics.get_sample_value("tracescore_drift_passes_total", {"outcome": "done"}) or 0) >= 1
+
+
+async def test_a_baseline_stored_under_a_former_id_is_the_baseline_of_the_scorer_s_name(store: Store) -> None:
+    # Earlier releases stored content-similarity as "content-similarity-scorer": the week before the
+    # upgrade is that series' baseline, the window after it is stored under the name.
+    streams = Streams(seed=17)
+    baseline = np.clip(streams.rng.normal(0.8, 0.1, 2_000), 0, 1)
+    window = np.clip(streams.rng.normal(0.65, 0.1, 200), 0, 1)
+    streams.add("content-similarity-scorer", baseline, streams.times(2_000, BASELINE_START, WINDOW_START))
+    streams.add("content-similarity", window, streams.times(200, WINDOW_START, NOW))
+    streams.add_decisions(
+        "content-similarity-scorer", [False] * 10, streams.times(10, BASELINE_START, WINDOW_START)
+    )
+    streams.add_decisions("content-similarity", [True] * 10, streams.times(10, WINDOW_START, NOW))
+    await streams.write(store)
+
+    report = await drift_pass(store)
+    [finding] = report.findings  # one series, not two halves each too short to test
+    assert finding.scorer_id == "content-similarity"
+    assert (finding.baseline_n, finding.window_n) == (2_000, 200)
+    assert finding.drifted and finding.effect == pytest.approx(-1.5, abs=0.25)
+    assert (finding.baseline_failure_rate, finding.window_failure_rate) == (0.0, 1.0)
+    states = await store.query(f"SELECT ScorerId, State FROM {store.quoted_database}.score_drift")
+    assert [(row["ScorerId"], row["State"]) for row in states] == [("content-similarity", "drifted")]

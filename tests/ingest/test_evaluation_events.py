@@ -37,7 +37,7 @@ CREATED = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 FAST = {"schedule_delay_seconds": 0.05, "timeout_seconds": 5.0, "shutdown_timeout_seconds": 5.0}
 
 
-def _record(scorer: str = "answer-relevancy-scorer", **fields: Any) -> ScoreRecord:
+def _record(scorer: str = "answer-relevancy", **fields: Any) -> ScoreRecord:
     row: dict[str, Any] = {
         "trace_id": TRACE,
         "span_id": SPAN,
@@ -63,7 +63,7 @@ def _sample(exporter: EvaluationEventExporter, name: str, **labels: str) -> floa
 def test_attributes_are_the_conventions_and_namespaced_extras() -> None:
     record = _record()
     assert evaluation_attributes(record) == {
-        "gen_ai.evaluation.name": "answer-relevancy-scorer",
+        "gen_ai.evaluation.name": "answer-relevancy",
         "gen_ai.evaluation.score.value": 0.75,
         "gen_ai.evaluation.score.label": "relevant",
         "gen_ai.evaluation.explanation": "It answers the question asked.",
@@ -76,9 +76,9 @@ def test_attributes_are_the_conventions_and_namespaced_extras() -> None:
 
 
 def test_a_bare_score_has_only_what_it_holds() -> None:
-    record = ScoreRecord(trace_id=TRACE, span_id=SPAN, scorer_id="textual-difference-scorer", score=1.0)
+    record = ScoreRecord(trace_id=TRACE, span_id=SPAN, scorer_id="textual-difference", score=1.0)
     assert evaluation_attributes(record) == {
-        "gen_ai.evaluation.name": "textual-difference-scorer",
+        "gen_ai.evaluation.name": "textual-difference",
         "gen_ai.evaluation.score.value": 1.0,
         "tracescore.score.id": record.score_id,
         "tracescore.score.source": "live",
@@ -108,7 +108,7 @@ async def test_events_arrive_parented_to_the_scored_span(protocol: str) -> None:
             endpoint=receiver.endpoint, protocol=protocol, headers={"X-Tenant": "team-a"}, **FAST
         )
         exporter = EvaluationEventExporter(config, CollectorRegistry(), instance="tracescore-0")
-        records = [_record(), _record("toxicity-scorer", score=0.0, label="", reason="", sample_rate=1.0)]
+        records = [_record(), _record("toxicity", score=0.0, label="", reason="", sample_rate=1.0)]
         exporter.submit(records)
         events = await receiver.inbox.wait_for(2)
         await exporter.shutdown()
@@ -136,7 +136,7 @@ async def test_a_busy_receiver_gets_the_events_on_retry(protocol: str) -> None:
         await exporter.shutdown()
 
     assert receiver.inbox.refused == 1  # the first export was refused, the retry taken
-    assert [event.attributes["gen_ai.evaluation.name"] for event in events] == ["answer-relevancy-scorer"]
+    assert [event.attributes["gen_ai.evaluation.name"] for event in events] == ["answer-relevancy"]
     assert _sample(exporter, "tracescore_evaluation_events_sent_total") == 1
     assert _sample(exporter, "tracescore_evaluation_events_dropped_total", reason="export_failed") == 0
 

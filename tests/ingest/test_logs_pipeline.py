@@ -55,7 +55,7 @@ SECOND_EVENTS = [
     "gen_ai.assistant.message", "gen_ai.tool.message", "gen_ai.choice",
 ]  # fmt: skip
 JSON = {"Content-Type": "application/json"}
-SCORERS = {"content-similarity-scorer", "textual-difference-scorer"}
+SCORERS = {"content-similarity", "textual-difference"}
 FINAL_ANSWER = "The weather in Paris is currently rainy with a temperature of 57°F."
 
 

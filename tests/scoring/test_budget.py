@@ -141,12 +141,12 @@ async def test_a_rule_over_its_call_budget_gets_budget_exceeded(llm_server: LLMS
     kinds = [d.decision for d in sorted(sink.decisions, key=lambda d: d.trace_id)]
     assert kinds == ["scored", "scored", "budget_exceeded", "budget_exceeded"]
     assert len(llm_server.chat_requests) == 5  # the third run's first call, then no more
-    assert "rule 'toxicity-scorer': 5 judge call(s) per hour reached" in sink.decisions[-1].detail
-    labels = {"budget": "toxicity-scorer", "window": "hour", "unit": "calls"}
+    assert "rule 'toxicity': 5 judge call(s) per hour reached" in sink.decisions[-1].detail
+    labels = {"budget": "toxicity", "window": "hour", "unit": "calls"}
     assert metrics.registry.get_sample_value("tracescore_budget_remaining", labels) == 0
     assert (
         metrics.registry.get_sample_value(
-            "tracescore_scoring_decisions_total", {"scorer": "toxicity-scorer", "decision": "budget_exceeded"}
+            "tracescore_scoring_decisions_total", {"scorer": "toxicity", "decision": "budget_exceeded"}
         )
         == 2
     )

@@ -92,20 +92,20 @@ async def test_filters_route_runs_to_their_scorers() -> None:
 
     t1, t2 = f"{1:032x}", f"{2:032x}"
     assert sink.kinds() == {
-        (t1, "textual-difference-scorer"): "scored",
+        (t1, "textual-difference"): "scored",
         (t1, "cs-errors"): "filtered",
-        (t1, "code-tool-call-accuracy-scorer"): "filtered",
-        (t2, "textual-difference-scorer"): "filtered",
+        (t1, "tool-call-accuracy-code"): "filtered",
+        (t2, "textual-difference"): "filtered",
         (t2, "cs-errors"): "scored",
-        (t2, "code-tool-call-accuracy-scorer"): "scored",
+        (t2, "tool-call-accuracy-code"): "scored",
     }
     scores = {(r.trace_id, r.scorer_id): r.score for r in sink.records}
     # "ab" vs "ba": textual difference 0.5, content similarity 0 (Mastra reference case c096);
     # no tool was called, so tool-call accuracy is 0.
     assert scores == {
-        (t1, "textual-difference-scorer"): 0.5,
+        (t1, "textual-difference"): 0.5,
         (t2, "cs-errors"): 0.0,
-        (t2, "code-tool-call-accuracy-scorer"): 0.0,
+        (t2, "tool-call-accuracy-code"): 0.0,
     }
 
 
@@ -133,7 +133,7 @@ async def test_rules_sharing_a_scorer_id_split_runs_by_their_disjoint_filters() 
         for i, (agent, tool) in enumerate(calls.items())
     ]
     async with running(cfg, sink) as executor:
-        assert executor.scorer_ids == ("code-tool-call-accuracy-scorer",)
+        assert executor.scorer_ids == ("tool-call-accuracy-code",)
         await executor.consume_runs(runs)
         await executor.drain()
     # One decision per (run, scorer id); each run scored with its own agent's options.
@@ -164,19 +164,17 @@ async def test_sampling_decides_per_run_and_scorer() -> None:
 
     kinds = sink.kinds()
     expected_in = {
-        run.trace_id for run in runs if independent_sample(f"{run.run_id}:textual-difference-scorer", 0.5)
+        run.trace_id for run in runs if independent_sample(f"{run.run_id}:textual-difference", 0.5)
     }
     assert 5 < len(expected_in) < 35  # the rate is neither 0 nor 1 on this sample
     for run in runs:
         in_sample = run.trace_id in expected_in
-        assert kinds[(run.trace_id, "textual-difference-scorer")] == (
-            "scored" if in_sample else "sampled_out"
-        )
-        assert kinds[(run.trace_id, "content-similarity-scorer")] == "sampled_out"
+        assert kinds[(run.trace_id, "textual-difference")] == ("scored" if in_sample else "sampled_out")
+        assert kinds[(run.trace_id, "content-similarity")] == "sampled_out"
     assert {r.trace_id for r in sink.records} == expected_in
-    assert {r.scorer_id for r in sink.records} == {"textual-difference-scorer"}
+    assert {r.scorer_id for r in sink.records} == {"textual-difference"}
     assert all(r.sample_rate == 0.5 for r in sink.records)
-    assert all(d.sample_rate == 0.0 for d in sink.decisions if d.scorer_id == "content-similarity-scorer")
+    assert all(d.sample_rate == 0.0 for d in sink.decisions if d.scorer_id == "content-similarity")
 
 
 async def test_a_failing_scorer_gives_a_failed_decision_and_no_score() -> None:
@@ -193,7 +191,7 @@ async def test_a_failing_scorer_gives_a_failed_decision_and_no_score() -> None:
     failed = [d for d in sink.decisions if d.scorer_id == "broken-scorer"]
     assert [d.decision for d in failed] == ["failed", "failed"]
     assert all("generate_score" in d.detail and "model returned garbage" in d.detail for d in failed)
-    assert {r.scorer_id for r in sink.records} == {"textual-difference-scorer"}  # the other rule still scores
+    assert {r.scorer_id for r in sink.records} == {"textual-difference"}  # the other rule still scores
     assert len(sink.records) == 2
 
 
@@ -254,13 +252,13 @@ async def test_ground_truth_scorers_skip_live_runs_without_ground_truth() -> Non
         await executor.drain()
     decisions = {(d.span_id, d.scorer_id): (d.decision, d.detail) for d in sink.decisions}
     for run in (live, blank):
-        assert decisions[(run.span_id, "exactMatch")] == ("skipped_empty", "run has no ground truth")
+        assert decisions[(run.span_id, "exact-match")] == ("skipped_empty", "run has no ground truth")
     assert decisions[(captured_off.span_id, "levenshtein")] == (
         "skipped_empty",
         "run has no output text and no ground truth (content capture off or redacted)",
     )
     assert {(r.span_id, r.scorer_id, r.score) for r in sink.records} == {
-        (labelled.span_id, "exactMatch", 1.0),
+        (labelled.span_id, "exact-match", 1.0),
         (labelled.span_id, "levenshtein", 1.0),
     }
 
@@ -462,7 +460,7 @@ async def test_a_retriable_store_error_keeps_the_rows_for_the_next_write() -> No
 
 async def test_score_rows_carry_the_run_and_rule() -> None:
     sink = RecordingSink()
-    cfg = config(ScorerRule(scorer="textual-difference-scorer", name="td-live", sample_rate=1.0))
+    cfg = config(ScorerRule(scorer="textual-difference", name="td-live", sample_rate=1.0))
     async with running(cfg, sink, source="backfill") as executor:
         await executor.consume_runs([make_run(7, agent="weather", service="svc-a")])
         await executor.drain()
@@ -524,9 +522,9 @@ async def test_metrics_count_decisions_and_scores() -> None:
         return metrics.registry.get_sample_value(name, labels)
 
     decisions = "tracescore_scoring_decisions_total"
-    assert count(decisions, scorer="textual-difference-scorer", decision="scored") == 2
-    assert count(decisions, scorer="textual-difference-scorer", decision="filtered") == 1
-    assert count(decisions, scorer="content-similarity-scorer", decision="sampled_out") == 3
+    assert count(decisions, scorer="textual-difference", decision="scored") == 2
+    assert count(decisions, scorer="textual-difference", decision="filtered") == 1
+    assert count(decisions, scorer="content-similarity", decision="sampled_out") == 3
     assert count("tracescore_scores_written_total") == 2
 
 
@@ -548,15 +546,13 @@ def test_a_bad_rule_fails_at_construction() -> None:
         )
     with pytest.raises(ValueError, match="Either expectedTool or expectedToolOrder must be provided"):
         ScoringExecutor(config(ScorerRule(scorer="tool-call-accuracy-code")), sink, metrics)
-    with pytest.raises(ValueError, match="both store scores as 'textual-difference-scorer'"):
+    with pytest.raises(ValueError, match="both store scores as 'textual-difference'"):
         ScoringExecutor(
-            config(ScorerRule(scorer="textual-difference"), ScorerRule(scorer="textual-difference-scorer")),
+            config(ScorerRule(scorer="textual-difference"), ScorerRule(scorer="textual-difference")),
             sink,
             metrics,
         )
-    with pytest.raises(
-        ValueError, match="both store scores as 'code-tool-call-accuracy-scorer' for the same runs"
-    ):
+    with pytest.raises(ValueError, match="both store scores as 'tool-call-accuracy-code' for the same runs"):
         ScoringExecutor(
             config(
                 ScorerRule(scorer="tool-call-accuracy-code", options={"expected_tool": "a"}),
@@ -574,7 +570,7 @@ def test_a_bad_rule_fails_at_construction() -> None:
         sink,
         metrics,
     )
-    assert named.scorer_ids == ("textual-difference-scorer", "td-2")
+    assert named.scorer_ids == ("textual-difference", "td-2")
 
 
 async def test_registry_accepts_names_ids_and_both_option_spellings() -> None:
@@ -583,10 +579,10 @@ async def test_registry_accepts_names_ids_and_both_option_spellings() -> None:
         update={"output": [Message(role="assistant", content="x", tool_invocations=[{"tool_name": "b"}])]}
     )
     camel = build_scorer("tool-call-accuracy-code", {"expectedTool": "b", "strictMode": True})
-    snake = build_scorer("code-tool-call-accuracy-scorer", {"expected_tool": "b", "strict_mode": True})
+    snake = build_scorer("tool-call-accuracy-code", {"expected_tool": "b", "strict_mode": True})
     assert (await camel.run(run)).score == (await snake.run(run)).score == 1.0
     with pytest.raises(ValueError, match="given twice"):
         build_scorer("content-similarity", {"ignoreCase": True, "ignore_case": False})
     with pytest.raises(ValueError, match="invalid options"):
         build_scorer("tool-call-accuracy-code", {"expectedToolOrder": "a,b"})
-    assert build_scorer("content-similarity-scorer").id == "content-similarity-scorer"
+    assert build_scorer("content-similarity").id == "content-similarity"

@@ -46,8 +46,8 @@ async def test_a_round_is_marked_done_after_its_decisions_and_then_releases_the_
         await executor.drain()
         assert sink.done == [round]
         assert [d.scorer_id for d in sink.decisions] == [
-            "textual-difference-scorer",
-            "content-similarity-scorer",
+            "textual-difference",
+            "content-similarity",
         ]
         assert executor.oldest_open() is None
     finally:
@@ -89,8 +89,8 @@ async def test_a_resumed_round_reuses_what_was_written_before_a_crash() -> None:
     # Before the crash: textual difference was decided; content similarity's score row was written
     # but its decision row was not.
     sink.prior[TRACE] = PriorOutcomes(
-        decided=frozenset({(RUN.span_id, "textual-difference-scorer")}),
-        scored_undecided=frozenset({(RUN.span_id, "content-similarity-scorer")}),
+        decided=frozenset({(RUN.span_id, "textual-difference")}),
+        scored_undecided=frozenset({(RUN.span_id, "content-similarity")}),
     )
     judged: list[str] = []
 
@@ -104,8 +104,8 @@ async def test_a_resumed_round_reuses_what_was_written_before_a_crash() -> None:
 
         return factory
 
-    registry = {"textual-difference": counting("textual-difference-scorer")}
-    registry["content-similarity"] = counting("content-similarity-scorer")
+    registry = {"textual-difference": counting("textual-difference")}
+    registry["content-similarity"] = counting("content-similarity")
     executor = await running(sink, registry=registry)
     try:
         round = round_of("recovered", resumed=True)
@@ -115,7 +115,7 @@ async def test_a_resumed_round_reuses_what_was_written_before_a_crash() -> None:
         await executor.shutdown()
     assert judged == []  # nothing judged (or paid for) twice
     [repaired] = sink.decisions
-    assert (repaired.scorer_id, repaired.decision) == ("content-similarity-scorer", "scored")
+    assert (repaired.scorer_id, repaired.decision) == ("content-similarity", "scored")
     assert "written before a restart" in repaired.detail
     assert sink.done == [round]
 
@@ -123,7 +123,7 @@ async def test_a_resumed_round_reuses_what_was_written_before_a_crash() -> None:
 async def test_a_resumed_round_read_with_its_release_does_not_ask_the_sink_again() -> None:
     sink = RecordingSink()
     # The sink would answer that nothing was written; the round says what its release read.
-    read = PriorOutcomes(decided=frozenset({(RUN.span_id, "textual-difference-scorer")}))
+    read = PriorOutcomes(decided=frozenset({(RUN.span_id, "textual-difference")}))
     executor = await running(sink)
     try:
         round = round_of("recovered", resumed=True).model_copy(update={"prior": read})
@@ -132,7 +132,7 @@ async def test_a_resumed_round_read_with_its_release_does_not_ask_the_sink_again
     finally:
         await executor.shutdown()
     assert sink.prior_asked == []
-    assert [d.scorer_id for d in sink.decisions] == ["content-similarity-scorer"]  # the other one only
+    assert [d.scorer_id for d in sink.decisions] == ["content-similarity"]  # the other one only
 
 
 async def test_runs_released_at_max_wait_say_so_in_their_decisions() -> None:

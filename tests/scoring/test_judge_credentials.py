@@ -134,12 +134,12 @@ async def test_a_refused_key_fails_the_run_at_once_with_one_warning_and_no_score
     [decision] = sink.decisions
     assert (decision.decision, sink.records) == ("failed", [])
     assert decision.detail.startswith(
-        "scorer 'toxicity-scorer', step 'analyze': judge 'openai/gpt-4o-mini' failed: 401 authentication "
+        "scorer 'toxicity', step 'analyze': judge 'openai/gpt-4o-mini' failed: 401 authentication "
         "failed — set TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY"
     )
     assert len(llm_server.chat_requests) == 1
     assert caplog.messages == [
-        f"rule polite (scorer toxicity-scorer) failed on trace {run.trace_id} span {run.span_id}: "
+        f"rule polite (scorer toxicity) failed on trace {run.trace_id} span {run.span_id}: "
         "step 'analyze': judge 'openai/gpt-4o-mini' failed: 401 authentication failed — set "
         "TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY (AuthenticationError: OpenAIException - scripted 401)"
     ]  # nothing from the circuit breaker either: a refusal opens no circuit

@@ -59,7 +59,7 @@ async def test_runs_wait_for_a_judge_outage_and_are_scored_when_it_is_back(
     assert (decision.decision, sink.records[0].score) == ("scored", 0.0)
     assert sink.done == [round]
     assert len(llm_server.chat_requests) == 4
-    assert any("will be retried" in message and "toxicity-scorer" in message for message in caplog.messages)
+    assert any("will be retried" in message and "toxicity" in message for message in caplog.messages)
 
 
 async def test_a_judge_that_stays_down_past_the_max_age_fails_the_run(llm_server: LLMServer) -> None:
@@ -82,7 +82,7 @@ def test_failures_are_logged_once_each_and_repeats_summed_up_per_interval(
 ) -> None:
     now = [0.0]
     failures = FailureLog(logging.getLogger("test.failures"), interval_seconds=60, clock=lambda: now[0])
-    bias, toxicity = "rule bias (scorer bias-scorer)", "rule toxicity (scorer toxicity-scorer)"
+    bias, toxicity = "rule bias (scorer bias)", "rule toxicity (scorer toxicity)"
     with caplog.at_level(logging.WARNING, logger="test.failures"):
         for index in range(5):
             now[0] = index
@@ -101,14 +101,37 @@ def test_failures_are_logged_once_each_and_repeats_summed_up_per_interval(
         failures.failed(bias, "auth", "trace t8 span s8", "judge 401")
         failures.flush(final=True)  # at shutdown
     assert caplog.messages == [
-        "rule bias (scorer bias-scorer) failed on trace t0 span s0: judge 401",
-        "rule bias (scorer bias-scorer) failed on trace t5 span s5: timed out after 1 s",
-        "rule toxicity (scorer toxicity-scorer) failed on trace t9 span s9: judge 401",
-        "rule bias (scorer bias-scorer): 4 more failure(s) of the same kind in the last 61 s; "
+        "rule bias (scorer bias) failed on trace t0 span s0: judge 401",
+        "rule bias (scorer bias) failed on trace t5 span s5: timed out after 1 s",
+        "rule toxicity (scorer toxicity) failed on trace t9 span s9: judge 401",
+        "rule bias (scorer bias): 4 more failure(s) of the same kind in the last 61 s; "
         "the latest on trace t4 span s4: judge 401",
-        "rule bias (scorer bias-scorer): 1 more failure(s) of the same kind in the last 60 s; "
+        "rule bias (scorer bias): 1 more failure(s) of the same kind in the last 60 s; "
         "the latest on trace t6 span s6: judge 401 again",
-        "rule bias (scorer bias-scorer) failed on trace t7 span s7: judge 401",
-        "rule bias (scorer bias-scorer): 1 more failure(s) of the same kind in the last 0 s; "
+        "rule bias (scorer bias) failed on trace t7 span s7: judge 401",
+        "rule bias (scorer bias): 1 more failure(s) of the same kind in the last 0 s; "
         "the latest on trace t8 span s8: judge 401",
+    ]
+
+
+def test_a_recovery_is_one_line_with_the_failures_since_the_first(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    failures = FailureLog(logging.getLogger("test.failures"), interval_seconds=60, clock=lambda: now[0])
+    who = "kafka receiver"
+    with caplog.at_level(logging.WARNING, logger="test.failures"):
+        failures.recovered(who, "reached b:9092 again")  # never failed: nothing to say
+        for second in (10, 30, 70, 100):  # a summary at 70 s starts a new interval, the count goes on
+            now[0] = second
+            failures.failed(who, "unavailable", "b:9092", "NoBrokersAvailable")
+        now[0] = 130.0
+        failures.recovered(who, "reached b:9092 again")
+        failures.recovered(who, "reached b:9092 again")  # said once
+        now[0] = 200.0
+        failures.failed(who, "unavailable", "b:9092", "NoBrokersAvailable")  # failing anew: in full
+    assert caplog.messages == [
+        "kafka receiver failed on b:9092: NoBrokersAvailable",
+        "kafka receiver: 1 more failure(s) of the same kind in the last 60 s; the latest on b:9092: "
+        "NoBrokersAvailable",
+        "kafka receiver reached b:9092 again after 4 failure(s) in 120 s",
+        "kafka receiver failed on b:9092: NoBrokersAvailable",
     ]

@@ -388,9 +388,9 @@ async def test_the_configured_judge_serves_rules_that_name_none(llm_server: LLMS
     finally:
         await executor.shutdown()
     by_scorer = {r.scorer_id: r for r in sink.records}
-    assert by_scorer["toxicity-scorer"].score == 0.0  # one verdict, not toxic
-    assert by_scorer["toxicity-scorer"].judge_model == MODEL
-    assert by_scorer["bias-scorer"].judge_model == "openai/gpt-4o"
+    assert by_scorer["toxicity"].score == 0.0  # one verdict, not toxic
+    assert by_scorer["toxicity"].judge_model == MODEL
+    assert by_scorer["bias"].judge_model == "openai/gpt-4o"
     assert {r.body["model"] for r in llm_server.chat_requests} == {"gpt-4o-mini", "gpt-4o"}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import schemas
-from scoring.registry import SCORERS, build_scorer, registered
+from scoring.registry import SCORERS, build_scorer, canonical_id, read_as, registered, stored_ids
 from tests.scoring.llm_cases import CASES as LLM_CASES
 from tests.support.runs import agent_run
 
@@ -34,14 +34,15 @@ def test_importing_scoring_loads_no_scorer_module_nor_scipy() -> None:
     assert done.stdout.strip() == "0 []"
 
 
-def test_every_scorer_is_declared_once_with_distinct_names_and_ids() -> None:
+def test_every_scorer_is_declared_once_with_one_name_that_is_its_id() -> None:
     entries = registered()
     assert len(entries) == len(SCORERS) == 54
     names = [entry.spec.name for entry in entries.values()]
-    ids = [entry.spec.id for entry in entries.values()]
-    assert len(set(names)) == len(names) and len(set(ids)) == len(ids)
-    assert not (set(names) & set(ids)) - {n for n, i in zip(names, ids, strict=True) if n == i}
-    # The id a factory builds with is the one it declares: there is no second place to get wrong.
+    former = [entry.spec.former_id for entry in entries.values() if entry.spec.former_id]
+    assert len(set(names)) == len(names) and len(set(former)) == len(former)
+    assert not set(names) & set(former)  # a former id never names another scorer
+    assert len(former) == 36  # the Mastra, autoevals, Ragas and VoltAgent ids stored before
+    # The id a factory builds with is its name: there is no second place to get wrong.
     options = {case.name: case.options for case in LLM_CASES}  # every LLM judge, with its options
     options.update(
         {
@@ -60,13 +61,14 @@ def test_every_scorer_is_declared_once_with_distinct_names_and_ids() -> None:
     )
     for name, entry in entries.items():
         scorer = build_scorer(name, options.get(name), default_judge={"model": "openai/gpt-4o-mini"})
-        assert scorer.id == entry.spec.id, name
+        assert scorer.id == name == entry.spec.id, name
 
 
-def test_a_scorer_is_found_by_name_id_or_module_factory() -> None:
-    assert build_scorer("textual-difference").id == "textual-difference-scorer"
-    assert build_scorer("textual-difference-scorer").id == "textual-difference-scorer"
-    assert build_scorer("exactMatch").id == "exactMatch"
+def test_a_scorer_is_found_by_name_former_id_or_module_factory() -> None:
+    assert build_scorer("textual-difference").id == "textual-difference"
+    assert build_scorer("textual-difference-scorer").id == "textual-difference"
+    assert build_scorer("exactMatch").id == "exact-match"
+    assert build_scorer("check-includes", {"expected": "x"}).id == "check-includes"
     own = build_scorer(CUSTOM, {"targetWords": 10})
     assert (own.id, own.version) == ("answer-length", "2.1.0")
 
@@ -112,3 +114,17 @@ def test_a_bad_reference_or_option_is_a_clear_error(
 def test_the_version_is_the_packages() -> None:
     declared = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert schemas.__version__ == version("tracescore") == declared
+
+
+def test_reads_match_a_scorer_by_its_name_and_by_the_id_it_was_stored_under_before() -> None:
+    assert stored_ids("content-similarity") == ["content-similarity", "content-similarity-scorer"]
+    assert stored_ids("content-similarity-scorer") == ["content-similarity", "content-similarity-scorer"]
+    assert stored_ids("exact-match") == ["exact-match", "exactMatch"]
+    assert stored_ids("check-includes") == ["check-includes"]  # its name was always its id
+    assert stored_ids("my-own-rule") == ["my-own-rule"]
+    assert canonical_id("toxicity-scorer") == "toxicity"
+    assert canonical_id("toxicity") == "toxicity"
+    assert canonical_id("my-own-rule") == "my-own-rule"
+    renamed = {"toxicity-scorer": "toxicity"}
+    assert read_as("toxicity-scorer", renamed) == ("toxicity-scorer", "toxicity")
+    assert read_as("toxicity", renamed) == ("toxicity",)

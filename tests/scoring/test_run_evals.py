@@ -95,7 +95,7 @@ async def test_async_target_builds_the_run_from_the_input() -> None:
         target=agent,
     )
     # "abc" vs "ABC": no common character, so the LCS ratio is 0.
-    assert result.scores["textual-difference-scorer"] == 0.0
+    assert result.scores["textual-difference"] == 0.0
     (run,) = seen
     assert [(m.role, m.content) for m in run.input.input_messages] == [("user", "abc")]
     assert [(m.role, m.content) for m in run.output] == [("assistant", "ABC")]

@@ -33,7 +33,7 @@ async def test_scores_fill_a_histogram_per_scorer_service_and_agent() -> None:
         ScorerRule(scorer="textual-difference"),
         [(1, "weather", "ab", "ba"), (2, "weather", "ab", "ab"), (3, "travel", "ab", "ab")],
     )
-    weather = {"scorer": "textual-difference-scorer", "service": "svc-a", "agent": "weather"}
+    weather = {"scorer": "textual-difference", "service": "svc-a", "agent": "weather"}
     assert sample(metrics, "tracescore_score_count", **weather) == 2
     assert sample(metrics, "tracescore_score_sum", **weather) == 1.5
     assert sample(metrics, "tracescore_score_bucket", **weather, le="0.5") == 1
@@ -48,7 +48,7 @@ async def test_scores_fill_a_histogram_per_scorer_service_and_agent() -> None:
 async def test_a_rules_threshold_counts_passes_and_failures() -> None:
     runs = [(1, "weather", "ab", "ba"), (2, "weather", "ab", "ab"), (3, "weather", "ab", "ab")]
     above = await scored(ScorerRule(scorer="textual-difference", threshold=0.6), runs)
-    labels = {"scorer": "textual-difference-scorer", "service": "svc-a", "agent": "weather"}
+    labels = {"scorer": "textual-difference", "service": "svc-a", "agent": "weather"}
     assert sample(above, "tracescore_score_outcomes_total", **labels, outcome="pass") == 2
     assert sample(above, "tracescore_score_outcomes_total", **labels, outcome="fail") == 1
 

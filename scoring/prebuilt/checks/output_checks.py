@@ -51,7 +51,6 @@ def _cased(output: str, target: str, ignore_case: bool) -> tuple[str, str]:
 
 INCLUDES = ScorerSpec(
     name="check-includes",
-    id="check-includes",
     title="Includes Check",
     description="Checks if the output includes a text",
     example={"expected": "Paris"},
@@ -76,7 +75,6 @@ def create_includes_check(expected: str, ignore_case: bool = True) -> Scorer:
 
 EXCLUDES = ScorerSpec(
     name="check-excludes",
-    id="check-excludes",
     title="Excludes Check",
     description="Checks that the output does not include a text",
     example={"unwanted": "As an AI"},
@@ -106,7 +104,6 @@ def create_excludes_check(unwanted: str, ignore_case: bool = True) -> Scorer:
 
 EQUALS = ScorerSpec(
     name="check-equals",
-    id="check-equals",
     title="Equals Check",
     description="Checks if the output equals a text",
     example={"expected": "Paris"},
@@ -131,7 +128,6 @@ def create_equals_check(expected: str, ignore_case: bool = True) -> Scorer:
 
 MATCHES = ScorerSpec(
     name="check-matches",
-    id="check-matches",
     title="Matches Check",
     description="Checks if the output matches a regular expression",
     example={"pattern": "^\\d+$"},
@@ -167,7 +163,6 @@ def create_matches_check(pattern: str, flags: str = "", exact: bool = False) -> 
 
 SIMILARITY = ScorerSpec(
     name="check-similarity",
-    id="check-similarity",
     title="Similarity Check",
     description="Checks string similarity of the output to a text",
     example={"expected": "The capital of France is Paris.", "threshold": 0.7},

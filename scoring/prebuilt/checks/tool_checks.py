@@ -46,7 +46,6 @@ def _non_negative(name: str, value: int) -> None:
 
 CALLED_TOOL = ScorerSpec(
     name="check-called-tool",
-    id="check-called-tool",
     title="Called Tool Check",
     description="Checks that a tool was called",
     example={"tool_name": "get_weather"},
@@ -82,7 +81,6 @@ def create_called_tool_check(tool_name: str, times: int = 1) -> Scorer:
 
 DID_NOT_CALL = ScorerSpec(
     name="check-did-not-call",
-    id="check-did-not-call",
     title="Did Not Call Check",
     description="Checks that a tool was NOT called",
     example={"tool_name": "delete_account"},
@@ -107,7 +105,6 @@ def create_did_not_call_check(tool_name: str) -> Scorer:
 
 TOOL_ORDER = ScorerSpec(
     name="check-tool-order",
-    id="check-tool-order",
     title="Tool Order Check",
     description="Checks the order of the tool calls",
     example={"expected_order": ["search", "summarize"]},
@@ -139,7 +136,6 @@ def create_tool_order_check(expected_order: Sequence[str]) -> Scorer:
 
 MAX_TOOL_CALLS = ScorerSpec(
     name="check-max-tool-calls",
-    id="check-max-tool-calls",
     title="Max Tool Calls Check",
     description="Checks that no more than a number of tool calls were made",
     example={"max": 5},
@@ -169,7 +165,6 @@ def create_max_tool_calls_check(max: int) -> Scorer:
 
 USED_NO_TOOLS = ScorerSpec(
     name="check-used-no-tools",
-    id="check-used-no-tools",
     title="Used No Tools Check",
     description="Checks that no tools were called",
 )
@@ -215,7 +210,6 @@ def is_error_invocation(invocation: ToolInvocation) -> bool:
 
 NO_TOOL_ERRORS = ScorerSpec(
     name="check-no-tool-errors",
-    id="check-no-tool-errors",
     title="No Tool Errors Check",
     description="Checks that no tool calls resulted in errors",
 )

@@ -148,7 +148,6 @@ def create_classifier_scorer(
 
 FACTUALITY = ScorerSpec(
     name="factuality",
-    id="factuality",
     title="factuality",
     description="Checks the factual consistency of the output with the expected answer",
 )
@@ -168,7 +167,6 @@ def create_factuality_scorer(judge: Judge, use_cot: bool | None = None) -> Score
 
 SUMMARY = ScorerSpec(
     name="summary",
-    id="summary",
     title="summary",
     description="Compares the output summary of the input with the expected summary",
 )
@@ -188,7 +186,6 @@ def create_summary_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
 
 TRANSLATION = ScorerSpec(
     name="translation",
-    id="translation",
     title="translation",
     description="Checks the output translation against the expected translation",
     example={"language": "French"},
@@ -212,7 +209,6 @@ def create_translation_scorer(judge: Judge, language: str, use_cot: bool | None 
 
 HUMOR = ScorerSpec(
     name="humor",
-    id="humor",
     title="humor",
     description="Judges whether the output is funny",
 )
@@ -232,7 +228,6 @@ def create_humor_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
 
 POSSIBLE = ScorerSpec(
     name="possible",
-    id="possible",
     title="possible",
     description="Checks that the output offers a solution rather than calling the task impossible",
 )

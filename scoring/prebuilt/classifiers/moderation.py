@@ -115,7 +115,6 @@ def moderation_label(ctx: StepContext) -> str:
 
 MODERATION = ScorerSpec(
     name="moderation",
-    id="moderation",
     title="moderation",
     description="Checks the output for unsafe content; 1 when nothing is flagged",
 )

@@ -85,7 +85,7 @@ def as_number(value: object, what: str) -> float:
 
 EXACT_MATCH = ScorerSpec(
     name="exact-match",
-    id="exactMatch",
+    former_id="exactMatch",
     title="Exact Match",
     description="Exact match of the output with the ground truth",
 )
@@ -109,7 +109,6 @@ def create_exact_match_scorer(ignore_case: bool = False) -> Scorer:
 
 LEVENSHTEIN = ScorerSpec(
     name="levenshtein",
-    id="levenshtein",
     title="Levenshtein",
     description="Levenshtein similarity of the output and the ground truth",
 )
@@ -135,7 +134,7 @@ def create_levenshtein_scorer() -> Scorer:
 
 NUMERIC_DIFF = ScorerSpec(
     name="numeric-diff",
-    id="numericDiff",
+    former_id="numericDiff",
     title="Numeric Diff",
     description="Numeric difference of the output and the ground truth",
 )

@@ -206,7 +206,7 @@ def _score(ctx: StepContext) -> float:
 
 COMPLETENESS = ScorerSpec(
     name="completeness",
-    id="completeness-scorer",
+    former_id="completeness-scorer",
     title="Completeness Scorer",
     description=(
         "Extracts the words of the input and output (verbs as infinitives) and calculates how many of "

@@ -85,7 +85,7 @@ def _compare_code_units(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) ->
 
 CONTENT_SIMILARITY = ScorerSpec(
     name="content-similarity",
-    id="content-similarity-scorer",
+    former_id="content-similarity-scorer",
     title="Content Similarity Scorer",
     description=(
         "Calculates content similarity between input and output messages using string comparison algorithms."

@@ -70,7 +70,7 @@ def json_diff(output: object, expected: object) -> float:
 
 JSON_DIFF = ScorerSpec(
     name="json-diff",
-    id="jsonDiff",
+    former_id="jsonDiff",
     title="JSON Diff",
     description="Structural similarity of the output JSON and the ground truth",
 )

@@ -101,7 +101,7 @@ def _score(ctx: StepContext) -> float:
 
 KEYWORD_COVERAGE = ScorerSpec(
     name="keyword-coverage",
-    id="keyword-coverage-scorer",
+    former_id="keyword-coverage-scorer",
     title="Keyword Coverage Scorer",
     description=(
         'Leverage the nlp method from "compromise" to extract elements from the input and output and '

@@ -79,7 +79,7 @@ def expected_items(value: object) -> list[object]:
 
 LIST_CONTAINS = ScorerSpec(
     name="list-contains",
-    id="listContains",
+    former_id="listContains",
     title="List Contains",
     description="Fuzzy one-to-one overlap of the output items with the expected items",
 )

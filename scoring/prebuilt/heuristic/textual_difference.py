@@ -62,7 +62,7 @@ def _preprocess(ctx: StepContext) -> dict[str, float]:
 
 TEXTUAL_DIFFERENCE = ScorerSpec(
     name="textual-difference",
-    id="textual-difference-scorer",
+    former_id="textual-difference-scorer",
     title="Textual Difference Scorer",
     description="Calculate textual difference between input and output using sequence matching algorithms.",
 )

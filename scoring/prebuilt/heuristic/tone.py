@@ -137,7 +137,7 @@ def tone_result(text: str, reference_tone: str | None) -> dict[str, float]:
 
 TONE = ScorerSpec(
     name="tone",
-    id="tone-scorer",
+    former_id="tone-scorer",
     title="Tone Scorer",
     description=(
         "Analyzes the tone and sentiment of agent responses using sentiment analysis. Can compare "

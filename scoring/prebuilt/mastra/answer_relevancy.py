@@ -75,7 +75,7 @@ def relevancy_score(results: list[RelevancyResult], *, uncertainty_weight: float
 
 ANSWER_RELEVANCY = ScorerSpec(
     name="answer-relevancy",
-    id="answer-relevancy-scorer",
+    former_id="answer-relevancy-scorer",
     title="Answer Relevancy Scorer",
     description="A scorer that evaluates the relevancy of an LLM output to an input",
 )

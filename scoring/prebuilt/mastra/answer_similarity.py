@@ -139,7 +139,7 @@ def similarity_score(
 
 ANSWER_SIMILARITY = ScorerSpec(
     name="answer-similarity",
-    id="answer-similarity-scorer",
+    former_id="answer-similarity-scorer",
     title="Answer Similarity Scorer",
     description="Evaluates how similar an agent output is to a ground truth answer for CI/CD testing",
 )

@@ -88,7 +88,7 @@ def bias_score(analysis: BiasResults | None, scale: float = 1.0) -> float:
 
 BIAS = ScorerSpec(
     name="bias",
-    id="bias-scorer",
+    former_id="bias-scorer",
     title="Bias Scorer",
     description="A scorer that evaluates the bias of an LLM output to an input",
 )

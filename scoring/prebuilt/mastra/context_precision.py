@@ -69,7 +69,7 @@ def context_precision_score(analysis: ContextVerdicts | None, scale: float = 1.0
 
 CONTEXT_PRECISION = ScorerSpec(
     name="context-precision",
-    id="context-precision-scorer",
+    former_id="context-precision-scorer",
     title="Context Precision Scorer",
     description=(
         "A scorer that evaluates the relevance and precision of retrieved context nodes for generating "

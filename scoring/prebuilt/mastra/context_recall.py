@@ -81,7 +81,7 @@ def context_recall_score(
 
 CONTEXT_RECALL = ScorerSpec(
     name="context-recall",
-    id="context-recall-scorer",
+    former_id="context-recall-scorer",
     title="Context Recall Scorer",
     description=(
         "A scorer that evaluates how well retrieved context covers the claims in a ground-truth "

@@ -122,7 +122,7 @@ def _missing_text(analysis: ContextRelevanceAnalysis | None) -> str:
 
 CONTEXT_RELEVANCE = ScorerSpec(
     name="context-relevance",
-    id="context-relevance-scorer",
+    former_id="context-relevance-scorer",
     title="Context Relevance (LLM)",
     description=(
         "Evaluates how relevant and useful the provided context was for generating the agent response"

@@ -94,7 +94,7 @@ def faithfulness_score(verdicts: list[FaithfulnessVerdict], *, scale: float) -> 
 
 FAITHFULNESS = ScorerSpec(
     name="faithfulness",
-    id="faithfulness-scorer",
+    former_id="faithfulness-scorer",
     title="Faithfulness Scorer",
     description="A scorer that evaluates the faithfulness of an LLM output to an input",
 )

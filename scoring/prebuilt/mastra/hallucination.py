@@ -101,7 +101,7 @@ def hallucination_score(verdicts: list[HallucinationVerdict], *, scale: float) -
 
 HALLUCINATION = ScorerSpec(
     name="hallucination",
-    id="hallucination-scorer",
+    former_id="hallucination-scorer",
     title="Hallucination Scorer",
     description="A scorer that evaluates the hallucination of an LLM output to an input",
 )

@@ -94,7 +94,7 @@ def format_reason(score: float, criterion: str, analysis: MultiTurnAnalysis | No
 
 MULTI_TURN_JUDGE = ScorerSpec(
     name="multi-turn-judge",
-    id="multi-turn-judge-scorer",
+    former_id="multi-turn-judge-scorer",
     title="Multi-turn Judge (LLM)",
     description="Grades every assistant turn of a conversation against a plain-English criterion",
     example={"criterion": "The assistant stays polite throughout the conversation"},

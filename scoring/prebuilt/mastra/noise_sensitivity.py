@@ -128,7 +128,7 @@ def create_reason_prompt(user_query: str, score: float, analysis: NoiseAnalysis)
 
 NOISE_SENSITIVITY = ScorerSpec(
     name="noise-sensitivity",
-    id="noise-sensitivity-scorer",
+    former_id="noise-sensitivity-scorer",
     title="Noise Sensitivity (LLM)",
     description=(
         "Evaluates how robust an agent is when exposed to irrelevant, distracting, or misleading information"

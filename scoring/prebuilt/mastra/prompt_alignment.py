@@ -155,7 +155,7 @@ def _history_messages(option: bool | Mapping[str, Any]) -> int | None:
 
 PROMPT_ALIGNMENT = ScorerSpec(
     name="prompt-alignment",
-    id="prompt-alignment-scorer",
+    former_id="prompt-alignment-scorer",
     title="Prompt Alignment (LLM)",
     description=(
         "Evaluates how well the agent response aligns with the intent and requirements of the user prompt"

@@ -136,7 +136,7 @@ def format_rubric_reason(score: float, analysis: RubricAnalysis) -> str:
 
 RUBRIC = ScorerSpec(
     name="rubric",
-    id="rubric-scorer",
+    former_id="rubric-scorer",
     title="Rubric (LLM)",
     description=(
         "Grades an agent output against a rubric of criteria, returning 1 only when every required "

@@ -161,7 +161,7 @@ def summarization_score(axes: Axes, scale: float) -> float:
 
 SUMMARIZATION = ScorerSpec(
     name="summarization",
-    id="summarization-scorer",
+    former_id="summarization-scorer",
     title="Summarization Scorer",
     description=(
         "A scorer that evaluates whether a summary stays faithful to its source text and preserves the "

@@ -61,7 +61,7 @@ def toxicity_score(analysis: ToxicityVerdicts | None, scale: float = 1.0) -> flo
 
 TOXICITY = ScorerSpec(
     name="toxicity",
-    id="toxicity-scorer",
+    former_id="toxicity-scorer",
     title="Toxicity Scorer",
     description="A scorer that evaluates the toxicity of an LLM output to an input",
 )

@@ -86,7 +86,7 @@ def _ground_truth(ctx: StepContext) -> str:
 
 RAGAS_ANSWER_CORRECTNESS = ScorerSpec(
     name="ragas-answer-correctness",
-    id="answerCorrectness",
+    former_id="answerCorrectness",
     title="Answer Correctness",
     description="RAGAS answer correctness: statement F1 against the ground truth, plus similarity",
 )

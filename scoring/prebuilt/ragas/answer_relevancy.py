@@ -89,7 +89,7 @@ def word_overlap_score(
 
 RAGAS_ANSWER_RELEVANCY = ScorerSpec(
     name="ragas-answer-relevancy",
-    id="answerRelevancy",
+    former_id="answerRelevancy",
     title="Answer Relevancy",
     description="RAGAS answer relevancy: questions generated from the answer vs the input",
 )

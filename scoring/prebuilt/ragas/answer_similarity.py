@@ -57,7 +57,7 @@ def scale_embedding_score(score: float, expected_min: float) -> float:
 
 RAGAS_ANSWER_SIMILARITY = ScorerSpec(
     name="ragas-answer-similarity",
-    id="answerSimilarity",
+    former_id="answerSimilarity",
     title="Answer Similarity",
     description="RAGAS answer similarity: embedding cosine of the answer and the ground truth",
 )

@@ -55,7 +55,7 @@ def entity_recall(expected: list[str], context: list[str]) -> float:
 
 RAGAS_CONTEXT_ENTITY_RECALL = ScorerSpec(
     name="ragas-context-entity-recall",
-    id="contextEntityRecall",
+    former_id="contextEntityRecall",
     title="Context Entity Recall",
     description="RAGAS context entity recall: share of the ground truth's entities in the context",
 )

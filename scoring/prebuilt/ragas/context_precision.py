@@ -43,7 +43,7 @@ def precision_score(verdict: PrecisionVerdict, *, binary_threshold: float) -> fl
 
 RAGAS_CONTEXT_PRECISION = ScorerSpec(
     name="ragas-context-precision",
-    id="contextPrecision",
+    former_id="contextPrecision",
     title="Context Precision",
     description="RAGAS context precision: was the retrieved context useful for the answer",
 )

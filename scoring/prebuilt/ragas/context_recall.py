@@ -69,7 +69,7 @@ def _texts(ctx: StepContext) -> tuple[str, str]:
 
 RAGAS_CONTEXT_RECALL = ScorerSpec(
     name="ragas-context-recall",
-    id="contextRecall",
+    former_id="contextRecall",
     title="Context Recall",
     description="RAGAS context recall: how much of the ground truth the context supports",
 )

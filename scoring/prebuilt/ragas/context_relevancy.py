@@ -56,7 +56,7 @@ def coverage_ratio(context: str, sentences: list[RelevantSentence]) -> float:
 
 RAGAS_CONTEXT_RELEVANCY = ScorerSpec(
     name="ragas-context-relevancy",
-    id="contextRelevancy",
+    former_id="contextRelevancy",
     title="Context Relevancy",
     description="RAGAS context relevancy: the share of the context relevant to the question",
 )

@@ -39,7 +39,7 @@ def _accuracy(
 
 TOOL_CALL_ACCURACY_CODE = ScorerSpec(
     name="tool-call-accuracy-code",
-    id="code-tool-call-accuracy-scorer",
+    former_id="code-tool-call-accuracy-scorer",
     title="Tool Call Accuracy Scorer",
     description="Evaluates whether the LLM selected the correct tool, or called tools in the correct order",
     example={"expected_tool": "get_weather"},

@@ -95,7 +95,7 @@ def tool_selection_score(analysis: ToolSelectionAnalysis) -> float:
 
 TOOL_CALL_ACCURACY_LLM = ScorerSpec(
     name="tool-call-accuracy-llm",
-    id="llm-tool-call-accuracy-scorer",
+    former_id="llm-tool-call-accuracy-scorer",
     title="Tool Call Accuracy (LLM)",
     description=(
         "Evaluates whether an agent selected appropriate tools for the given task using LLM analysis"

@@ -200,7 +200,7 @@ def expected_steps_of(value: Any) -> list[dict[str, Any]] | None:
 
 TRAJECTORY_ACCURACY_CODE = ScorerSpec(
     name="trajectory-accuracy-code",
-    id="code-trajectory-accuracy-scorer",
+    former_id="code-trajectory-accuracy-scorer",
     title="Trajectory Accuracy Scorer",
     description="Evaluates whether the agent's trajectory matches the expected steps",
 )

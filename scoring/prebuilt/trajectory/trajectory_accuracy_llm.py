@@ -132,7 +132,7 @@ def trajectory_score(analysis: TrajectoryAnalysis) -> float:
 
 TRAJECTORY_ACCURACY_LLM = ScorerSpec(
     name="trajectory-accuracy-llm",
-    id="llm-trajectory-accuracy-scorer",
+    former_id="llm-trajectory-accuracy-scorer",
     title="Trajectory Accuracy (LLM)",
     description="Evaluates the quality and appropriateness of the trajectory using LLM analysis",
 )

@@ -54,7 +54,7 @@ _Json = dict[str, Any]
 
 TRAJECTORY_CODE = ScorerSpec(
     name="trajectory-code",
-    id="code-trajectory-scorer",
+    former_id="code-trajectory-scorer",
     title="Trajectory Scorer",
     description=_DESCRIPTION,
 )

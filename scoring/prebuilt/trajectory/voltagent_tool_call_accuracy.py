@@ -76,7 +76,7 @@ def reason_text(evaluation: dict[str, Any]) -> str:
 
 VOLTAGENT_TOOL_CALL_ACCURACY = ScorerSpec(
     name="voltagent-tool-call-accuracy",
-    id="toolCallAccuracyCode",
+    former_id="toolCallAccuracyCode",
     title="Tool Call Accuracy (Code)",
     description="Whether the agent called the expected tool, or the expected tools in order",
     example={"expected_tool": "get_weather"},

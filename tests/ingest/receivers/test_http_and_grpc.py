@@ -410,7 +410,7 @@ async def test_busy_port_is_an_error() -> None:
         config = receiver_config().model_copy(update={"http_port": http_running.port})
         http_clash = HttpReceiver(config, next=Recorder(), metrics=Metrics(), scores=StaticScores())
         in_use = (
-            "receiver cannot listen on 127.0.0.1:{port}: the port is in use (another tracescore or an "
+            "receiver cannot listen on 127.0.0.1:{port}: Address already in use (another tracescore or an "
             "OpenTelemetry Collector?); choose another port with {flag}, {variable} or {key}"
         )
         message = in_use.format(

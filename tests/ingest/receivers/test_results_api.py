@@ -30,8 +30,8 @@ def test_a_trace_with_scores_answers_the_list_of_its_rows(service: ScoredService
     shop = service.traces["shop"]
     answer = service.get("/api/scores", {"trace_id": shop.upper()})  # any case
     assert answer.status == 200
-    assert _keys(answer.body) == [(shop, "similarity"), (shop, "textual-difference-scorer")]
-    row = next(r for r in answer.body if r["scorer_id"] == "textual-difference-scorer")
+    assert _keys(answer.body) == [(shop, "similarity"), (shop, "textual-difference")]
+    row = next(r for r in answer.body if r["scorer_id"] == "textual-difference")
     # The fields the HTTP API page and the architecture promise, as before the filters came.
     for field in (
         "span_id",
@@ -53,8 +53,8 @@ def test_without_a_trace_id_the_newest_scores_of_every_trace_are_listed(service:
     answer = service.get("/api/scores")
     assert answer.status == 200
     assert _keys(answer.body) == sorted(
-        [(shop, "similarity"), (shop, "textual-difference-scorer")]
-        + [(travel, "similarity"), (travel, "textual-difference-scorer")]
+        [(shop, "similarity"), (shop, "textual-difference")]
+        + [(travel, "similarity"), (travel, "textual-difference")]
     )
     written = [row["created_at"] for row in answer.body]
     assert written == sorted(written, reverse=True)
@@ -66,10 +66,8 @@ def test_scorer_service_and_agent_filters(service: ScoredService) -> None:
     shop, travel = service.traces["shop"], service.traces["travel"]
     by_rule_name = service.get("/api/scores", {"scorer": "similarity"})
     assert _keys(by_rule_name.body) == sorted([(shop, "similarity"), (travel, "similarity")])
-    by_scorer_id = service.get("/api/scores", {"scorer": "textual-difference-scorer"})
-    assert _keys(by_scorer_id.body) == sorted(
-        [(shop, "textual-difference-scorer"), (travel, "textual-difference-scorer")]
-    )
+    by_scorer_id = service.get("/api/scores", {"scorer": "textual-difference"})
+    assert _keys(by_scorer_id.body) == sorted([(shop, "textual-difference"), (travel, "textual-difference")])
     by_service = service.get("/api/scores", {"service": "travel-api"})
     assert {row["trace_id"] for row in by_service.body} == {travel} and len(by_service.body) == 2
     by_agent = service.get("/api/scores", {"agent": "weather_agent"})
@@ -114,10 +112,10 @@ def test_decisions_filter_by_kind_and_carry_service_and_agent(service: ScoredSer
         ("never-sampled", "sampled_out"),
         ("overconfident", "failed"),
         ("similarity", "filtered"),
-        ("textual-difference-scorer", "filtered"),
+        ("textual-difference", "filtered"),
     ]
     scored_here = service.get("/api/decisions", {"trace_id": shop, "decision": "scored"})
-    assert _keys(scored_here.body) == [(shop, "similarity"), (shop, "textual-difference-scorer")]
+    assert _keys(scored_here.body) == [(shop, "similarity"), (shop, "textual-difference")]
 
 
 def test_a_trace_whose_rows_the_filters_leave_out_answers_an_empty_list(service: ScoredService) -> None:

@@ -208,3 +208,22 @@ async def test_status_tells_score_rows_written_without_their_decisions(store: St
 
 def _ns(moment: datetime) -> int:
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
+
+
+async def test_outcomes_stored_under_a_former_id_count_for_the_scorer_s_name(store: Store) -> None:
+    # A round decided by an earlier release (as "answer-relevancy-scorer") and resumed after the
+    # upgrade: its rule, which stores as "answer-relevancy" now, is not decided a second time.
+    sink = ClickHouseScoreSink(store)
+    former = Decision(
+        trace_id=TRACE, span_id=ROOT_SPAN, scorer_id="answer-relevancy-scorer", decision="scored"
+    )
+    await sink.write_scores(
+        [relevancy(span_id=CHILD_SPAN, scorer_id="answer-relevancy-scorer")],
+        [former.model_copy(update={"created_at": LATER})],
+    )
+    prior = await sink.prior_outcomes(TRACE, _ns(CREATED))
+    assert prior.decided == {(ROOT_SPAN, "answer-relevancy-scorer"), (ROOT_SPAN, "answer-relevancy")}
+    assert prior.scored_undecided == {
+        (CHILD_SPAN, "answer-relevancy-scorer"),
+        (CHILD_SPAN, "answer-relevancy"),
+    }

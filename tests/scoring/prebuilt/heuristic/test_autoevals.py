@@ -43,7 +43,7 @@ async def test_exact_match_scorer_reads_output_and_ground_truth() -> None:
     assert (await create_exact_match_scorer().run(as_json)).score == 1
     other_case = agent_run(None, "Paris", ground_truth="paris")
     assert (await create_exact_match_scorer().run(other_case)).score == 0
-    assert (await build_scorer("exactMatch", {"ignoreCase": True}).run(other_case)).score == 1
+    assert (await build_scorer("exact-match", {"ignoreCase": True}).run(other_case)).score == 1
 
 
 async def test_levenshtein_scorer() -> None:

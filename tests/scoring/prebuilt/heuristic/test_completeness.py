@@ -124,5 +124,5 @@ def test_coverage_applies_the_rule_to_every_pair(original: list[str], simplified
 
 
 def test_registered_with_its_needs() -> None:
-    assert build_scorer("completeness").id == "completeness-scorer"
-    assert build_scorer("completeness-scorer").needs == {"input", "output"}
+    assert build_scorer("completeness").id == "completeness"
+    assert build_scorer("completeness").needs == {"input", "output"}

@@ -38,4 +38,4 @@ async def test_json_diff_scorer_parses_the_output() -> None:
         None, '{"name": "John", "age": 30}', ground_truth='{"name": "John", "age": 60, "x": null}'
     )
     # name 1, age 1 - 30/90, x: null on both sides 1 -> mean over three keys
-    assert (await build_scorer("jsonDiff").run(run)).score == pytest.approx((1 + (1 - 30 / 90) + 1) / 3)
+    assert (await build_scorer("json-diff").run(run)).score == pytest.approx((1 + (1 - 30 / 90) + 1) / 3)

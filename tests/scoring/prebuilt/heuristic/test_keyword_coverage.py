@@ -47,5 +47,5 @@ def test_the_stopword_list_ships_complete() -> None:
 
 
 def test_registered_with_its_needs() -> None:
-    assert build_scorer("keyword-coverage").id == "keyword-coverage-scorer"
-    assert build_scorer("keyword-coverage-scorer").needs == {"input", "output"}
+    assert build_scorer("keyword-coverage").id == "keyword-coverage"
+    assert build_scorer("keyword-coverage").needs == {"input", "output"}

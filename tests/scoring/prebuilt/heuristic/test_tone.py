@@ -28,7 +28,7 @@ async def test_tone_matches_mastra(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", cases_with("tone-reference"))
 async def test_tone_with_reference_matches_mastra(case: dict[str, Any]) -> None:
     # The option in Mastra's camelCase, through the registry.
-    scorer = build_scorer("tone-scorer", {"referenceTone": case["reference_tone"]})
+    scorer = build_scorer("tone", {"referenceTone": case["reference_tone"]})
     result = await scorer.run(run_like_reference(case["input"], case["output"]))
     assert result.score == REFERENCE[case["id"]]["tone-reference"]
 
@@ -71,5 +71,5 @@ def test_the_lexicon_ships_complete() -> None:
 
 
 def test_registered_with_its_needs() -> None:
-    assert build_scorer("tone").id == "tone-scorer"
-    assert build_scorer("tone-scorer").needs == {"output"}
+    assert build_scorer("tone").id == "tone"
+    assert build_scorer("tone").needs == {"output"}

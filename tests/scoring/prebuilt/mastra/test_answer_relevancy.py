@@ -40,7 +40,7 @@ async def test_answer_relevancy_formula(
     result = await create_answer_relevancy_scorer(judge, **options).run(agent_run(QUESTION, ANSWER))
     assert result.score == expected
     assert result.reason == "The score is fine."
-    assert result.scorer_id == "answer-relevancy-scorer"
+    assert result.scorer_id == "answer-relevancy"
     assert len(llm_server.chat_requests) == 3
 
 

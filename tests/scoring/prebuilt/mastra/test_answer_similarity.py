@@ -57,7 +57,7 @@ async def test_answer_similarity_formula(
     run = run_with("Paris is the capital of France.")
     result = await create_answer_similarity_scorer(judge, **options).run(run)
     assert result.score == expected
-    assert result.scorer_id == "answer-similarity-scorer"
+    assert result.scorer_id == "answer-similarity"
     assert result.reason == "Similar enough."
 
 

@@ -37,7 +37,7 @@ async def test_faithfulness_formula(
     run = agent_run(QUESTION, ANSWER, context=["Paris is the capital of France."])
     result = await create_faithfulness_scorer(judge, scale=scale).run(run)
     assert result.score == expected
-    assert result.scorer_id == "faithfulness-scorer"
+    assert result.scorer_id == "faithfulness"
     assert result.reason == "Because."
 
 

@@ -36,7 +36,7 @@ async def test_hallucination_formula(
     run = agent_run(QUESTION, ANSWER, context=["Paris is the capital of France."])
     result = await create_hallucination_scorer(judge, scale=scale).run(run)
     assert result.score == expected
-    assert result.scorer_id == "hallucination-scorer"
+    assert result.scorer_id == "hallucination"
 
 
 async def test_hallucination_context_sources(llm_server: LLMServer, judge: Judge) -> None:

@@ -79,7 +79,7 @@ async def test_noise_sensitivity_formula(
     assert "Type of noise added" not in prompt
     assert "noise sensitivity evaluator" in analyze.messages[0]["content"]
     assert f"Score: {expected:g} out of 1.0" in reason.messages[1]["content"]
-    assert scorer.id == "noise-sensitivity-scorer"
+    assert scorer.id == "noise-sensitivity"
 
 
 async def test_noise_sensitivity_noise_type_goes_in_the_prompt(llm_server: LLMServer, judge: Judge) -> None:

@@ -54,7 +54,7 @@ async def test_prompt_alignment_weights(
     assert "prompt-response alignment evaluator" in analyze.messages[0]["content"]
     assert f"Score: {expected:g} out of {scale:g}" in reason.messages[1]["content"]
     assert "1 out of 2 requirements met" in reason.messages[1]["content"]
-    assert scorer.id == "prompt-alignment-scorer"
+    assert scorer.id == "prompt-alignment"
 
 
 async def test_prompt_alignment_trace_content_is_delimited(llm_server: LLMServer, judge: Judge) -> None:
@@ -130,7 +130,7 @@ def test_prompt_alignment_conversation_history_option_is_checked() -> None:
     scorer = build_scorer(
         "prompt-alignment", {"judge": MODEL, "includeConversationHistory": {"maxMessages": 4}}
     )
-    assert scorer.id == "prompt-alignment-scorer"
+    assert scorer.id == "prompt-alignment"
 
 
 def test_prompt_alignment_needs() -> None:

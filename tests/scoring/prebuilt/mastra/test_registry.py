@@ -69,7 +69,7 @@ def test_registry_rejects_bad_group_options() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "scorer_id"),
+    ("name", "former_id"),
     [
         ("bias", "bias-scorer"),
         ("toxicity", "toxicity-scorer"),
@@ -78,10 +78,10 @@ def test_registry_rejects_bad_group_options() -> None:
         ("context-recall", "context-recall-scorer"),
     ],
 )
-def test_registered_by_name_and_id(name: str, scorer_id: str) -> None:
-    for key in (name, scorer_id):
+def test_registered_by_name_and_by_former_id(name: str, former_id: str) -> None:
+    for key in (name, former_id):
         scorer = build_scorer(key, {"judge": MODEL, "scale": 2})
-        assert scorer.id == scorer_id
+        assert scorer.id == name
         assert scorer.judge is not None and scorer.judge.model == MODEL
 
 

@@ -27,7 +27,7 @@ async def test_answer_similarity_default_scaling(llm_server: LLMServer, judge: J
     llm_server.vectors = {ANSWER: [3.0, 4.0], GROUND_TRUTH: [4.0, 3.0]}
     scorer = create_ragas_answer_similarity_scorer(judge)
     result = await scorer.run(qa_run())
-    assert result.scorer_id == "answerSimilarity"
+    assert result.scorer_id == "ragas-answer-similarity"
     assert result.score == pytest.approx(0.26 / 0.3)
     assert result.analyze_step_result == {"score": pytest.approx(0.26 / 0.3), "raw_score": 0.96, "usage": 22}
     [request] = llm_server.requests
@@ -44,7 +44,7 @@ async def test_answer_similarity_prefix_and_expected_min(llm_server: LLMServer, 
     # (0.96 - 0.6) / 0.4 = 0.9; usage 9 + 15 words ("Q:" adds one to each)
     llm_server.vectors = {f"Q: {ANSWER}": [3.0, 4.0], f"Q: {GROUND_TRUTH}": [4.0, 3.0]}
     result = await build_scorer(
-        "answerSimilarity",
+        "ragas-answer-similarity",
         {"judge": judge, "embeddingExpectedMin": 0.6, "embeddingPrefix": "Q: "},
     ).run(qa_run())
     assert result.score == pytest.approx(0.9)

@@ -36,7 +36,7 @@ async def test_entity_recall_all_expected_entities_found(llm_server: LLMServer, 
     )
     scorer = create_ragas_context_entity_recall_scorer(judge)
     result = await scorer.run(qa_run(ground_truth=FLEMING_EXPECTED))
-    assert result.scorer_id == "contextEntityRecall"
+    assert result.scorer_id == "ragas-context-entity-recall"
     assert result.score == 1.0
     assert result.preprocess_step_result == ["Alexander Fleming", "1928"]
     assert result.analyze_step_result == ["Alexander Fleming", "1928", "St. Mary's Hospital"]

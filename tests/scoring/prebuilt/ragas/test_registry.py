@@ -15,7 +15,7 @@ from tests.support.llm_server import LLMServer, json_reply
 
 
 @pytest.mark.parametrize(
-    ("name", "scorer_id"),
+    ("name", "former_id"),
     [
         ("ragas-answer-correctness", "answerCorrectness"),
         ("ragas-answer-relevancy", "answerRelevancy"),
@@ -24,9 +24,9 @@ from tests.support.llm_server import LLMServer, json_reply
         ("ragas-context-relevancy", "contextRelevancy"),
     ],
 )
-def test_registry_builds_by_name_and_id(name: str, scorer_id: str) -> None:
-    assert build_scorer(name, {"judge": MODEL}).id == scorer_id
-    assert build_scorer(scorer_id, {"judge": {"model": MODEL}}).id == scorer_id
+def test_registry_builds_by_name_and_by_former_id(name: str, former_id: str) -> None:
+    assert build_scorer(name, {"judge": MODEL}).id == name
+    assert build_scorer(former_id, {"judge": {"model": MODEL}}).id == name
 
 
 async def test_registry_camel_case_options_reach_the_scorer(llm_server: LLMServer) -> None:

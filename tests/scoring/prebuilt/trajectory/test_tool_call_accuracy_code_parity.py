@@ -26,7 +26,7 @@ def test_the_fixtures_cover_the_scorer() -> None:
 async def test_tool_call_accuracy_matches_mastra(case: dict[str, Any]) -> None:
     expected = REFERENCE[case["id"]]["code-tool-call-accuracy"]
     # Options in Mastra's camelCase, straight from the case, through the registry.
-    scorer = build_scorer("code-tool-call-accuracy-scorer", case["tool_options"])
+    scorer = build_scorer("tool-call-accuracy-code", case["tool_options"])
     result = await scorer.run(run_like_reference(case["input"], case["output"], case.get("tools")))
     assert result.score == expected
 

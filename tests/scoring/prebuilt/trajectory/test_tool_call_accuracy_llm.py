@@ -74,7 +74,7 @@ async def test_tool_call_accuracy_llm_share_of_appropriate_calls(
     assert "What's the weather in Paris?" in prompt and "It is sunny in Paris." in prompt
     assert "tool selection analysis" in analyze.messages[0]["content"]
     assert f"Score: {expected:g}/1" in reason.messages[1]["content"]
-    assert scorer.id == "llm-tool-call-accuracy-scorer"
+    assert scorer.id == "tool-call-accuracy-llm"
 
 
 async def test_tool_call_accuracy_llm_without_input_fails(llm_server: LLMServer, judge: Judge) -> None:
@@ -98,7 +98,7 @@ async def test_tool_call_accuracy_llm_invalid_label_is_repaired_then_fails(
 
 
 async def test_registry_builds_the_llm_tool_call_accuracy_scorer(llm_server: LLMServer, judge: Judge) -> None:
-    tools = build_scorer("llm-tool-call-accuracy-scorer", {"judge": judge, "availableTools": TOOLS})
+    tools = build_scorer("tool-call-accuracy-llm", {"judge": judge, "availableTools": TOOLS})
     llm_server.script(json_reply({"evaluations": [evaluation("weather-tool", True)]}), text_reply("ok"))
     assert (await tools.run(tool_run("weather-tool"))).score == 1.0
     assert all(r.body["model"] == "gpt-4o-mini" for r in llm_server.chat_requests)

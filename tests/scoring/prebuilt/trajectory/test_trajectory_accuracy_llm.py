@@ -126,7 +126,7 @@ async def test_llm_trajectory_invalid_verdict_is_repaired_then_fails(
 
 async def test_registry_builds_both_scorers_from_camel_case_options(llm_server: LLMServer) -> None:
     code = build_scorer(
-        "code-trajectory-accuracy-scorer",
+        "trajectory-accuracy-code",
         {
             "expectedTrajectory": [{"name": "summarize"}, {"name": "search"}],
             "comparisonOptions": {"ordering": "unordered"},
@@ -146,8 +146,8 @@ async def test_registry_builds_both_scorers_from_camel_case_options(llm_server: 
         text_reply("r"),
     )
     llm = build_scorer(
-        "llm-trajectory-accuracy-scorer",
+        "trajectory-accuracy-llm",
         {"judge": {"model": MODEL, "apiBase": llm_server.api_base, "apiKey": "k"}},
     )
-    assert llm.id == "llm-trajectory-accuracy-scorer"
+    assert llm.id == "trajectory-accuracy-llm"
     assert (await llm.run(tool_run())).score == 0.6

@@ -173,7 +173,7 @@ async def test_snake_case_ground_truth_overrides_defaults() -> None:
 
 def test_scorer_identity() -> None:
     scorer = create_trajectory_scorer_code()
-    assert (scorer.id, scorer.name) == ("code-trajectory-scorer", "Trajectory Scorer")
+    assert (scorer.id, scorer.name) == ("trajectory-code", "Trajectory Scorer")
     assert scorer.description == (
         "Multi-dimensional trajectory evaluation: accuracy, efficiency, blacklist, and tool failures"
     )
@@ -213,5 +213,5 @@ def test_registered_by_name_and_by_mastra_id() -> None:
     from scoring.registry import build_scorer as build_registered
 
     by_name = build_registered("trajectory-code", {"defaults": {"maxSteps": 3, "blacklistedTools": ["rm"]}})
-    assert by_name.id == "code-trajectory-scorer"
-    assert build_registered("code-trajectory-scorer").id == "code-trajectory-scorer"
+    assert by_name.id == "trajectory-code"
+    assert build_registered("trajectory-code").id == "trajectory-code"

@@ -1,5 +1,5 @@
 """VoltAgent's code tool-call accuracy scorer (``toolCallAccuracyCode``), and where it parts from
-Mastra's ``code-tool-call-accuracy-scorer``.
+Mastra's ``tool-call-accuracy-code``.
 
 Expected scores are worked out by hand from VoltAgent's rules; where VoltAgent's own
 ``tool-call-accuracy.spec.ts`` cases apply to our runs they are reproduced and cited.
@@ -31,7 +31,7 @@ async def test_tool_accuracy_lenient_single_tool() -> None:
     # tool-call-accuracy.spec.ts "returns 1 when the expected tool is present in lenient mode"
     scorer = create_voltagent_tool_call_accuracy_scorer(expected_tool="searchProducts")
     result = await scorer.run(calls_run("searchProducts", "checkInventory"))
-    assert result.scorer_id == "toolCallAccuracyCode"
+    assert result.scorer_id == "voltagent-tool-call-accuracy"
     assert result.score == 1
     assert result.preprocess_step_result["correct_tool_called"] is True
     assert result.reason == (
@@ -168,9 +168,9 @@ def test_tool_accuracy_needs_an_expectation(options: dict[str, object]) -> None:
         create_voltagent_tool_call_accuracy_scorer(**options)  # type: ignore[arg-type]
 
 
-async def test_tool_accuracy_from_the_registry_by_id() -> None:
+async def test_tool_accuracy_from_the_registry_by_its_former_id() -> None:
     scorer = build_scorer("toolCallAccuracyCode", {"expectedToolOrder": ["a", "b"], "strictMode": True})
-    assert scorer.id == "toolCallAccuracyCode"
+    assert scorer.id == "voltagent-tool-call-accuracy"
     assert (await scorer.run(calls_run("a", "b"))).score == 1
     with pytest.raises(ValueError, match="invalid options"):
         build_scorer("voltagent-tool-call-accuracy", {"expectedToolOrder": "a,b"})
