@@ -106,7 +106,7 @@ def test_eval_with_scorer_options_counts_scorer_errors_apart(tmp_path: Path) -> 
             "0",  # the tool-call scorer reads only the input: the service would run it on line 4 too
         ]
         # The failing line is named with the scorer's own message.
-        assert f"{data}:4: code-tool-call-accuracy-scorer: " in done.stderr
+        assert f"{data}:4: tool-call-accuracy-code: " in done.stderr
         assert "Input and output messages cannot be null or empty" in done.stderr
 
 

@@ -162,19 +162,19 @@ def test_what_the_commands_printed(outputs: Outputs) -> None:
     weather, travel = outputs.traces["weather"], outputs.traces["travel"]
     rows = json.loads(outputs.through_service[0].stdout)
     assert sorted((r["trace_id"], r["scorer_id"]) for r in rows) == sorted(
-        (t, s) for t in (weather, travel) for s in ("content-similarity-scorer", "textual-difference-scorer")
+        (t, s) for t in (weather, travel) for s in ("content-similarity", "textual-difference")
     )
     runs = outputs.through_service[2].stdout
     assert runs.startswith(f"trace {weather}: ")
-    assert "rules targeting it: content-similarity-scorer, textual-difference-scorer, late-difference" in runs
+    assert "rules targeting it: content-similarity, textual-difference, late-difference" in runs
     assert (
-        "content-similarity-scorer: scored" in runs and "as its scorers received it (AgentRun JSON):" in runs
+        "content-similarity: scored" in runs and "as its scorers received it (AgentRun JSON):" in runs
     )
     travel_units = json.loads(outputs.through_service[3].stdout)
     assert travel_units["trace_id"] == travel
     assert travel_units["units"][0]["unit"]["agent_name"] == "travel_agent"
     drift = json.loads(outputs.through_service[4].stdout)
-    assert {f["scorer_id"] for f in drift} == {"content-similarity-scorer", "textual-difference-scorer"}
+    assert {f["scorer_id"] for f in drift} == {"content-similarity", "textual-difference"}
     assert all(f["state"] == "insufficient" for f in drift)  # two runs are too few to test
     plan = json.loads(outputs.through_service[6].stdout)
     assert (plan["traces"], plan["scorer_runs"], plan["runs"]) == (2, 2, 2)  # only the late rule is new

@@ -146,7 +146,7 @@ def test_the_list_inspect_prints_is_read_by_eval_and_by_score(tmp_path: Path) ->
         tmp_path, "eval", "--data", "runs.json", "--scorer", "textual-difference", "--output", "o"
     )
     assert evaluated.returncode == 0, evaluated.stderr
-    assert eval_table_rows(evaluated.stdout)["textual-difference-scorer"] == [
+    assert eval_table_rows(evaluated.stdout)["textual-difference"] == [
         "0.4000",
         "0.4000",
         "0.4000",
@@ -217,4 +217,4 @@ def test_eval_of_only_empty_runs_has_no_mean(tmp_path: Path) -> None:
     name = jsonl(tmp_path, "empty.jsonl", [EMPTY_RUN, EMPTY_RUN])
     done = cli(tmp_path, "eval", "--data", name, "--scorer", "textual-difference")
     assert done.returncode == 0, done.stderr
-    assert eval_table_rows(done.stdout)["textual-difference-scorer"] == ["-", "-", "-", "0", "0", "2"]
+    assert eval_table_rows(done.stdout)["textual-difference"] == ["-", "-", "-", "0", "0", "2"]

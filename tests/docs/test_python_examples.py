@@ -55,7 +55,7 @@ def test_the_page_has_its_programs() -> None:
 
 def test_the_first_program_scores_a_run(tmp_path: Path, judge_server: LLMServer) -> None:
     lines = run_program(programs()[0], tmp_path, judge_server)
-    assert lines[0].startswith("textual-difference-scorer 0.")
+    assert lines[0].startswith("textual-difference 0.")
     assert lines[1] == "short-answer 1.0 {'words': 3}"  # "Paris, dear friend."
     assert judge_server.requests == []  # no judge in it
 
@@ -78,7 +78,7 @@ def test_the_judge_program_runs_with_a_local_judge(tmp_path: Path, judge_server:
     assert lines[0].startswith("polite: 1.0 tokens: 11 cost: ")  # the server's usage of one answer
     assert float(lines[0].rsplit(" ", 1)[1]) > 0  # priced with litellm's price map
     assert "Paris, dear friend." in "\n".join(lines[1:-1])  # the prompt, the answer inside it
-    assert json.loads(lines[-1].replace("'", '"')) == {"polite": 0.0, "answer-relevancy-scorer": 1.0}
+    assert json.loads(lines[-1].replace("'", '"')) == {"polite": 0.0, "answer-relevancy": 1.0}
     assert not any(answers.values())  # every scripted answer was asked for
     assert {request.authorization for request in judge_server.chat_requests} == {"Bearer sk-test"}
 
@@ -91,7 +91,7 @@ def test_every_registered_scorer_is_in_the_catalogue() -> None:
     missing = [
         name
         for name, entry in registered().items()
-        if not any(f"`{name}`" in row or f"`{name}," in row or f"`{entry.spec.id}`" in row for row in rows)
+        if not any(f"`{key}`" in row or f"`{key}," in row for row in rows for key in entry.spec.names)
     ]
     assert missing == []
 

@@ -81,7 +81,7 @@ async def test_the_judges_prompts_and_raw_answers_are_kept_with_the_decision(
         answer = await _runs(service, trace_id)
     assert [u["kind"] for u in answer["units"]] == ["run", "llm_call"]  # the rule scores the run
     [decision] = answer["units"][0]["decisions"]
-    assert (decision["scorer_id"], decision["decision"]) == ("toxicity-scorer", "scored")
+    assert (decision["scorer_id"], decision["decision"]) == ("toxicity", "scored")
     exchanges = decision["judge_io"]
     sent = llm_server.chat_requests
     assert len(exchanges) == len(sent) == 2  # toxicity's analyze step, then its reason

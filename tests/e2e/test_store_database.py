@@ -25,7 +25,7 @@ from tests.support.serve import ENV, api_rows, free_port, start_serve, stop, tra
 
 DATABASE = "agent_evals"
 # The rules of a config without any: content-similarity and textual-difference.
-SCORERS = ["content-similarity-scorer", "textual-difference-scorer"]
+SCORERS = ["content-similarity", "textual-difference"]
 
 
 def _tables(store: Path) -> dict[str, set[str]]:

@@ -127,13 +127,13 @@ async def test_the_units_of_a_stored_trace_as_the_scorers_received_them(
     )
     assert second_call["unit"]["parent_span_id"] == RUN_SPAN
     assert second_call["unit"]["usage"] == {"input_tokens": 97, "output_tokens": 52}
-    assert run["rules"] == ["content-similarity-scorer", "textual-difference-scorer"]
+    assert run["rules"] == ["content-similarity", "textual-difference"]
     assert first_call["rules"] == second_call["rules"] == ["call-difference"]
     # @mastra/evals on this run: content similarity 0.4615..., textual difference 0.4.
     scores = {d["scorer_id"]: (d["decision"], round(d["score"]["score"], 3)) for d in run["decisions"]}
     assert scores == {
-        "content-similarity-scorer": ("scored", 0.462),
-        "textual-difference-scorer": ("scored", 0.4),
+        "content-similarity": ("scored", 0.462),
+        "textual-difference": ("scored", 0.4),
     }
     # The first model call answered with a tool call only: nothing for textual difference to compare.
     [skipped] = first_call["decisions"]
