@@ -167,9 +167,7 @@ def test_what_the_commands_printed(outputs: Outputs) -> None:
     runs = outputs.through_service[2].stdout
     assert runs.startswith(f"trace {weather}: ")
     assert "rules targeting it: content-similarity, textual-difference, late-difference" in runs
-    assert (
-        "content-similarity: scored" in runs and "as its scorers received it (AgentRun JSON):" in runs
-    )
+    assert "content-similarity: scored" in runs and "as its scorers received it (AgentRun JSON):" in runs
     travel_units = json.loads(outputs.through_service[3].stdout)
     assert travel_units["trace_id"] == travel
     assert travel_units["units"][0]["unit"]["agent_name"] == "travel_agent"
