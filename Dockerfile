@@ -7,9 +7,10 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/tracescore
 WORKDIR /src
-# What pyproject.toml builds: its readme, its license file and the three packages (with their SQL,
-# prompts and data).
+# What pyproject.toml builds: its readme, its license file and the package tracescore: tracescore/
+# (its __init__.py and links to the three folders) and the folders (with their SQL, prompts and data).
 COPY pyproject.toml README.md LICENSE ./
+COPY tracescore ./tracescore
 COPY schemas ./schemas
 COPY scoring ./scoring
 COPY ingest ./ingest

@@ -36,8 +36,8 @@ test: $(TEST_INSTALLED) ## install the test needs and run the whole suite (real 
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(TEST_INSTALLED) ## ruff check, ruff format --check and mypy --strict
-	$(BIN)/ruff check schemas ingest scoring tests bench
-	$(BIN)/ruff format --check schemas ingest scoring tests bench
+	$(BIN)/ruff check tracescore schemas ingest scoring tests bench
+	$(BIN)/ruff format --check tracescore schemas ingest scoring tests bench
 	$(BIN)/mypy
 
 bench: $(TEST_INSTALLED) ## benchmarks against same-run baselines: bench/report.json and a table (docs/performance.md)

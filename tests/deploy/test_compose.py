@@ -529,9 +529,12 @@ def test_the_image_serves_through_the_tracescore_command_on_both_ports() -> None
 
 def test_the_image_installs_the_package_from_the_repository() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    packages = [
-        pattern.rstrip("*") for pattern in project["tool"]["setuptools"]["packages"]["find"]["include"]
-    ]
+    assert project["tool"]["setuptools"]["packages"]["find"]["include"] == ["tracescore", "tracescore.*"]
+    # tracescore/ and the folders its links point to (ingest, scoring, schemas): a link without its
+    # folder would build a package without its parts
+    links = [path for path in (REPO / "tracescore").iterdir() if path.is_symlink()]
+    packages = ["tracescore", *(str(path.resolve().relative_to(REPO)) for path in links)]
+    assert len(links) == 3, links
     copied = {
         source.rstrip("/").removeprefix("./")
         for arguments in instructions("COPY", stage="all")
@@ -646,12 +649,12 @@ def test_dockerignore_leaves_out_local_state_but_nothing_the_build_copies() -> N
     ):
         assert ignored(path), f"{path} would be sent to the build"
     tracked = subprocess.run(
-        ["git", "ls-files", "pyproject.toml", "README.md", "schemas", "scoring", "ingest"],
+        ["git", "ls-files", "pyproject.toml", "README.md", "tracescore", "schemas", "scoring", "ingest"],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    assert "schemas/sql/otel_traces.sql" in tracked
+    assert "schemas/sql/otel_traces.sql" in tracked and "tracescore/__init__.py" in tracked
     left_out = [path for path in tracked if ignored(path)]
     assert not left_out, f"the build needs these, which .dockerignore leaves out: {left_out[:5]}"

@@ -1,0 +1,7 @@
+"""``python -m tracescore``: the ``tracescore`` command."""
+
+import sys
+
+from tracescore.ingest.cli import main
+
+sys.exit(main())
