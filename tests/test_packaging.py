@@ -97,6 +97,7 @@ APP_MODULES = {
     "ingest/__init__.py": "OWNER = 'app'\n",
 }
 
+# rename: keep (the application's own ingest, schemas and scoring)
 PROBE = """
 import importlib, json, pkgutil, sys
 import ingest, schemas, scoring  # the application's own
