@@ -58,9 +58,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
 from bench import procs
 from bench.report import Metric
-from ingest.decode.otlp_json import parse_trace_request
-from schemas.config import DEFAULT_IDLE_SECONDS
-from schemas.scoring_config import DEFAULT_SCORERS
+from tracescore.ingest.decode.otlp_json import parse_trace_request
+from tracescore.schemas.config import DEFAULT_IDLE_SECONDS
+from tracescore.schemas.scoring_config import DEFAULT_SCORERS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json"
@@ -259,7 +259,7 @@ class Serve:
     async def __aenter__(self) -> Serve:
         self.proc = _start(
             "-m",
-            "ingest.cli",
+            "tracescore.ingest.cli",
             "serve",
             "--store",
             self.store,

@@ -78,9 +78,9 @@ class Sides:
     """The ways of making the same judge calls, each timed as ``RUNS`` runs at ``CONCURRENCY``."""
 
     def __init__(self, api_base: str) -> None:
-        from scoring.judge import DATA_PREAMBLE, Judge, litellm_module
-        from scoring.prebuilt import create_toxicity_scorer
-        from scoring.prebuilt.mastra.toxicity import TOXICITY_AGENT_INSTRUCTIONS, ToxicityVerdicts
+        from tracescore.scoring.judge import DATA_PREAMBLE, Judge, litellm_module
+        from tracescore.scoring.prebuilt import create_toxicity_scorer
+        from tracescore.scoring.prebuilt.mastra.toxicity import TOXICITY_AGENT_INSTRUCTIONS, ToxicityVerdicts
 
         self.api_base = api_base
         self.judge = Judge(MODEL, api_base=api_base, api_key=API_KEY)
@@ -159,10 +159,10 @@ class Sides:
     async def executor(self, runs: int) -> Timing:
         """The runs scored by the service's executor: ``CONCURRENCY`` workers, the judge guards (circuit
         breaker, redaction of keys) and a score row per run, written to a sink that keeps them."""
-        from schemas import AgentRun
-        from schemas.config import ScorerRule, ScoringConfig
-        from scoring.executor import ScoringExecutor
-        from scoring.metrics import ScoringMetrics
+        from tracescore.schemas import AgentRun
+        from tracescore.schemas.config import ScorerRule, ScoringConfig
+        from tracescore.scoring.executor import ScoringExecutor
+        from tracescore.scoring.metrics import ScoringMetrics
 
         judge = {"model": MODEL, "api_base": self.api_base, "api_key": API_KEY}
         rule = ScorerRule(scorer="toxicity", options={"judge": judge})
@@ -199,7 +199,7 @@ class _Sink:
         return None
 
     async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> Any:
-        from schemas.consumers import PriorOutcomes
+        from tracescore.schemas.consumers import PriorOutcomes
 
         return PriorOutcomes()
 
@@ -208,7 +208,7 @@ async def measure(api_base: str, runs: int = RUNS, repeats: int = REPEATS) -> di
     """Every side's timings: bare and ours ``repeats`` times, alternating (bare first, then ours
     first, ...), then the executor and plain aiohttp once each (they explain the gap, the row does
     not rest on them)."""
-    from scoring.judge import close_clients
+    from tracescore.scoring.judge import close_clients
 
     sides = Sides(api_base)
     checked = await sides.check()

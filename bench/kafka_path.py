@@ -52,9 +52,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from bench import procs
 from bench.report import Metric
-from ingest.decode.otlp_json import parse_trace_request
-from schemas.config import DEFAULT_IDLE_SECONDS
-from schemas.scoring_config import DEFAULT_SCORERS
+from tracescore.ingest.decode.otlp_json import parse_trace_request
+from tracescore.schemas.config import DEFAULT_IDLE_SECONDS
+from tracescore.schemas.scoring_config import DEFAULT_SCORERS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "conventions" / "otlp" / "otel_genai_semconv__main.traces.json"
@@ -226,7 +226,7 @@ def serve_run(
         args = [
             sys.executable,
             "-m",
-            "ingest.cli",
+            "tracescore.ingest.cli",
             "serve",
             "--config",
             str(config),

@@ -30,8 +30,8 @@ from autoevals import ExactMatch, JSONDiff, Levenshtein, ListContains, NumericDi
 from bench.mastra import MastraTimer
 from bench.micro_inputs import AUTOEVALS_CELLS, MASTRA_CELLS
 from bench.report import Metric
-from schemas import AgentRun
-from scoring.prebuilt import (
+from tracescore.schemas import AgentRun
+from tracescore.scoring.prebuilt import (
     create_completeness_scorer,
     create_content_similarity_scorer,
     create_exact_match_scorer,
@@ -43,7 +43,7 @@ from scoring.prebuilt import (
     create_textual_difference_scorer,
     create_tone_scorer,
 )
-from scoring.scorer import Scorer, create_scorer
+from tracescore.scoring.scorer import Scorer, create_scorer
 
 TARGET_SECONDS = 0.005  # a timed batch lasts at least this long
 CELL_SECONDS = 0.4  # the batches of one side of one cell last about this long together

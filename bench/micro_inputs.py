@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas import AgentRun, Message, RunInput
-from scoring.prebuilt.heuristic.list_contains import output_items
+from tracescore.schemas import AgentRun, Message, RunInput
+from tracescore.scoring.prebuilt.heuristic.list_contains import output_items
 
 PARITY_DIR = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mastra_parity"
 LONG_CHARS = 3_000

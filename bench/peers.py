@@ -38,7 +38,7 @@ import aiohttp
 from bench import procs
 from bench.report import Metric
 from bench.senders import SPANS_PER_TRACE, Sent, send
-from schemas.scoring_config import DEFAULT_SCORERS
+from tracescore.schemas.scoring_config import DEFAULT_SCORERS
 
 PHOENIX_VERSION = "20.26.1"
 PEERS_VENV = Path(__file__).resolve().parent / ".peers-venv"
@@ -152,7 +152,7 @@ def phoenix(directory: Path) -> list[Load]:
 def tracescore(directory: Path) -> list[Load]:
     port = procs.free_port()
     base = f"http://127.0.0.1:{port}"
-    args = [sys.executable, "-m", "ingest.cli", "serve", "--store", str(directory / "store")]
+    args = [sys.executable, "-m", "tracescore.ingest.cli", "serve", "--store", str(directory / "store")]
     args += ["--grpc-port", str(procs.free_port()), "--http-port", str(port), "--no-kafka"]
 
     async def decisions(session: aiohttp.ClientSession) -> float:

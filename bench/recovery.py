@@ -26,8 +26,8 @@ import aiohttp
 
 from bench import procs, senders
 from bench.report import Metric
-from schemas.config import DEFAULT_IDLE_SECONDS
-from schemas.scoring_config import DEFAULT_SCORERS
+from tracescore.schemas.config import DEFAULT_IDLE_SECONDS
+from tracescore.schemas.scoring_config import DEFAULT_SCORERS
 
 HELD = 10_000
 NEW = 10
@@ -68,7 +68,9 @@ class _Serve:
         self.base = f"http://127.0.0.1:{self.port}"
         args = ["--store", str(store), "--http-port", str(self.port), "--grpc-port", str(procs.free_port())]
         self._log = log.open("ab")
-        self.proc = procs.start([sys.executable, "-m", "ingest.cli", "serve", *args, *flags], self._log)
+        self.proc = procs.start(
+            [sys.executable, "-m", "tracescore.ingest.cli", "serve", *args, *flags], self._log
+        )
 
     async def ready(self) -> None:
         await procs.wait_http(f"{self.base}/healthz", self.proc)

@@ -18,7 +18,7 @@ from pathlib import Path
 import aiohttp
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ingest.decode.otlp_json import parse_trace_request
+from tracescore.ingest.decode.otlp_json import parse_trace_request
 
 FIXTURE = (
     Path(__file__).resolve().parents[1]

@@ -40,15 +40,15 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from bench.report import Metric
-from ingest.decode import decode_traces
-from ingest.decode.otlp_json import parse_trace_request
-from ingest.metrics import Metrics
-from ingest.store.clickhouse import Store
-from ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
-from ingest.store.rows import OTEL_TRACES_COLUMNS, span_row
-from ingest.store.span_sink import SpanSink
-from ingest.transform.runs import build_runs
-from schemas import Span, SpanBatch
+from tracescore.ingest.decode import decode_traces
+from tracescore.ingest.decode.otlp_json import parse_trace_request
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
+from tracescore.ingest.store.rows import OTEL_TRACES_COLUMNS, span_row
+from tracescore.ingest.store.span_sink import SpanSink
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import Span, SpanBatch
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "conventions" / "otlp"
 REQUEST_SPANS = 512  # an OTLP exporter's default batch (BatchSpanProcessor max_export_batch_size)

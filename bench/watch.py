@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import Metric
-from ingest.drift.monitor import DriftMonitor
-from ingest.store.clickhouse import Store
-from schemas.drift_config import DriftConfig
+from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.drift_config import DriftConfig
 
 ROWS = int(os.environ.get("TRACESCORE_BENCH_WATCH_ROWS", "10000000"))
 SLICE = 2_000_000

@@ -1,5 +1,5 @@
 """The tracescore service: receive, decode, store, assemble and transform spans; serve and command line."""
 
-from schemas.version import __version__
+from tracescore.schemas.version import __version__
 
 __all__ = ["__version__"]

@@ -40,13 +40,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from ingest.assembly_state import DueOrder, TracedItems, TraceLoader, item_key, rounds_of
-from ingest.metrics import Metrics
-from ingest.store.ledger import Undecided
-from schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
-from schemas.config import AssemblyConfig
-from schemas.consumers import TraceConsumer
-from schemas.errors import is_retriable
+from tracescore.ingest.assembly_state import DueOrder, TracedItems, TraceLoader, item_key, rounds_of
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.ledger import Undecided
+from tracescore.schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
+from tracescore.schemas.config import AssemblyConfig
+from tracescore.schemas.consumers import TraceConsumer
+from tracescore.schemas.errors import is_retriable
 
 log = logging.getLogger(__name__)
 

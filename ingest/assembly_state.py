@@ -13,9 +13,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ingest.store.ledger import StoredTrace, TraceStatus
-from schemas import LogRecord, RoundReason, Span, TraceRound
-from schemas.consumers import PriorOutcomes
+from tracescore.ingest.store.ledger import StoredTrace, TraceStatus
+from tracescore.schemas import LogRecord, RoundReason, Span, TraceRound
+from tracescore.schemas.consumers import PriorOutcomes
 
 # Log records with neither timestamp cannot be told from one another cheaply; each gets its own key.
 _untimed = itertools.count()

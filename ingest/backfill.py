@@ -23,23 +23,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ingest.assembly_state import item_key
-from ingest.store.clickhouse import Store
-from ingest.store.ledger import Ledger, StoredTrace
-from ingest.store.score_sink import ClickHouseScoreSink
-from ingest.transform.units import build_units
-from schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, TraceRound
-from schemas.config import ScorerRule, ServiceConfig
-from schemas.consumers import PriorOutcomes
-from schemas.units import TraceView
-from scoring.executor import ScoringExecutor
-from scoring.judge import metered
-from scoring.judge.guard import JudgeGuard, guarded
-from scoring.judge.redact import Redactor
-from scoring.metrics import ScoringMetrics
-from scoring.registry import former_ids, read_as, stored_ids
-from scoring.route import RuleGroup, is_own_judge_call, route, units_for
-from scoring.scorer import Scorer
+from tracescore.ingest.assembly_state import item_key
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import Ledger, StoredTrace
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.ingest.transform.units import build_units
+from tracescore.schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, TraceRound
+from tracescore.schemas.config import ScorerRule, ServiceConfig
+from tracescore.schemas.consumers import PriorOutcomes
+from tracescore.schemas.units import TraceView
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.judge import metered
+from tracescore.scoring.judge.guard import JudgeGuard, guarded
+from tracescore.scoring.judge.redact import Redactor
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.registry import former_ids, read_as, stored_ids
+from tracescore.scoring.route import RuleGroup, is_own_judge_call, route, units_for
+from tracescore.scoring.scorer import Scorer
 
 BATCH_TRACES = 200
 # Scorer runs: routed to a scorer (scored, failed, or stopped by a budget), not decided by routing.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from schemas.secrets import register_secret
+from tracescore.schemas.secrets import register_secret
 
 
 def secret_value(value: SecretStr | None, file: str | None, key: str) -> str | None:

@@ -53,8 +53,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ingest.metrics import Metrics
-from schemas.errors import Overloaded, TracescoreError
+from tracescore.ingest.metrics import Metrics
+from tracescore.schemas.errors import Overloaded, TracescoreError
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from scoring.metrics import ScoringMetrics
+from tracescore.scoring.metrics import ScoringMetrics
 
 PROMETHEUS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 

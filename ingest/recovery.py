@@ -34,14 +34,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ingest.assemble import TraceAssembler
-from ingest.assembly_state import TracedItems
-from ingest.metrics import Metrics
-from ingest.replicas import Membership, MembershipChange
-from ingest.store.ledger import Ledger
-from ingest.store.replicas import ReplicaTable, handoff_row
-from ingest.store.rows import iso_from_nanos
-from schemas.errors import StoreFull
+from tracescore.ingest.assemble import TraceAssembler
+from tracescore.ingest.assembly_state import TracedItems
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.replicas import Membership, MembershipChange
+from tracescore.ingest.store.ledger import Ledger
+from tracescore.ingest.store.replicas import ReplicaTable, handoff_row
+from tracescore.ingest.store.rows import iso_from_nanos
+from tracescore.schemas.errors import StoreFull
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ingest.metrics import Metrics
-from ingest.store.replicas import LEFT, LIVE, RETIRED, ReplicaRow, ReplicaTable
-from schemas.config import ReplicaConfig
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.replicas import LEFT, LIVE, RETIRED, ReplicaRow, ReplicaTable
+from tracescore.schemas.config import ReplicaConfig
 
 log = logging.getLogger(__name__)
 

@@ -18,18 +18,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ingest.backfill import stored_items
-from ingest.store.clickhouse import Store
-from ingest.store.ledger import Ledger
-from ingest.store.results import ScoreResults
-from ingest.store.rows import iso_from_nanos
-from ingest.transform.diagnose import explain_no_run
-from ingest.transform.units import build_units
-from schemas import AgentRun
-from schemas.results import MAX_LIMIT, ResultQuery, TraceStatus
-from schemas.rules import SpanTarget
-from schemas.units import TraceView
-from scoring.route import RuleGroup, units_for
+from tracescore.ingest.backfill import stored_items
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import Ledger
+from tracescore.ingest.store.results import ScoreResults
+from tracescore.ingest.store.rows import iso_from_nanos
+from tracescore.ingest.transform.diagnose import explain_no_run
+from tracescore.ingest.transform.units import build_units
+from tracescore.schemas import AgentRun
+from tracescore.schemas.results import MAX_LIMIT, ResultQuery, TraceStatus
+from tracescore.schemas.rules import SpanTarget
+from tracescore.schemas.units import TraceView
+from tracescore.scoring.route import RuleGroup, units_for
 
 UnitKind = str  # "run", "llm_call" or "span"
 

@@ -19,32 +19,32 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from ingest.assemble import TraceAssembler
-from ingest.decode.cost import request_cost
-from ingest.drift.monitor import DriftMonitor
-from ingest.export import EvaluationEventExporter, exporting
-from ingest.memory import ADMIT_SHARE, MemoryGuard, Rest, mib, resident_parts
-from ingest.metrics import Metrics
-from ingest.receivers.commands import StoreCommands
-from ingest.receivers.grpc import MESSAGE_COPIES, GrpcReceiver
-from ingest.receivers.http import HttpReceiver
-from ingest.recovery import Recovery
-from ingest.replicas import Membership
-from ingest.store.clickhouse import Store
-from ingest.store.ledger import Ledger
-from ingest.store.replicas import ReplicaTable
-from ingest.store.results import ScoreResults
-from ingest.store.score_sink import ClickHouseScoreSink
-from ingest.store.span_sink import SpanSink
-from ingest.summary import startup_summary
-from ingest.transform.run_builder import RunBuilder
-from schemas.config import HELD_BYTES_SHARE, ServiceConfig
-from schemas.errors import TracescoreError
-from scoring.executor import ScoringExecutor
-from scoring.judge import close_clients
+from tracescore.ingest.assemble import TraceAssembler
+from tracescore.ingest.decode.cost import request_cost
+from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.export import EvaluationEventExporter, exporting
+from tracescore.ingest.memory import ADMIT_SHARE, MemoryGuard, Rest, mib, resident_parts
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.commands import StoreCommands
+from tracescore.ingest.receivers.grpc import MESSAGE_COPIES, GrpcReceiver
+from tracescore.ingest.receivers.http import HttpReceiver
+from tracescore.ingest.recovery import Recovery
+from tracescore.ingest.replicas import Membership
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import Ledger
+from tracescore.ingest.store.replicas import ReplicaTable
+from tracescore.ingest.store.results import ScoreResults
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.ingest.store.span_sink import SpanSink
+from tracescore.ingest.summary import startup_summary
+from tracescore.ingest.transform.run_builder import RunBuilder
+from tracescore.schemas.config import HELD_BYTES_SHARE, ServiceConfig
+from tracescore.schemas.errors import TracescoreError
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.judge import close_clients
 
 if TYPE_CHECKING:
-    from ingest.receivers.kafka import KafkaReceiver
+    from tracescore.ingest.receivers.kafka import KafkaReceiver
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class Service:
         )
         self.kafka: KafkaReceiver | None = None
         if config.kafka.enabled:
-            from ingest.receivers.kafka import KafkaReceiver  # its client is only loaded when used
+            from tracescore.ingest.receivers.kafka import KafkaReceiver  # its client is only loaded when used
 
             self.kafka = KafkaReceiver(
                 config.kafka, next=sink, metrics=self.metrics, limits=config.receiver, memory=self.memory

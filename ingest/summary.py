@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from schemas.config import ServiceConfig
-from schemas.rules import ScorerRule
-from schemas.version import __version__
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.rules import ScorerRule
+from tracescore.schemas.version import __version__
 
 
 def startup_summary(

@@ -22,13 +22,13 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.config_source import ConfigError, Location, Sources, explain, read_config_file
-from schemas.drift_config import DriftConfig
-from schemas.environment import ENV_KEYS
-from schemas.export_config import ExportConfig, OtlpExportConfig
-from schemas.rules import RunFilter, ScorerRule
-from schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
-from schemas.store_database import DEFAULT_DATABASE, check_database, dsn_database, resolve_database
+from tracescore.schemas.config_source import ConfigError, Location, Sources, explain, read_config_file
+from tracescore.schemas.drift_config import DriftConfig
+from tracescore.schemas.environment import ENV_KEYS
+from tracescore.schemas.export_config import ExportConfig, OtlpExportConfig
+from tracescore.schemas.rules import RunFilter, ScorerRule
+from tracescore.schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
+from tracescore.schemas.store_database import DEFAULT_DATABASE, check_database, dsn_database, resolve_database
 
 # Re-exported: every part of the config is importable from here.
 __all__ = [

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from schemas.suggest import did_you_mean
+from tracescore.schemas.suggest import did_you_mean
 
 Location = tuple[str | int, ...]
 

@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch, TraceRound
-from schemas.rounds import PriorOutcomes as PriorOutcomes  # re-exported: the sinks' protocol uses it
-from schemas.units import TraceView
+from tracescore.schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch, TraceRound
+from tracescore.schemas.rounds import (
+    PriorOutcomes as PriorOutcomes,  # re-exported: the sinks' protocol uses it
+)
+from tracescore.schemas.units import TraceView
 
 
 class SpanConsumer(Protocol):

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, HttpUrl, model_validator
 
-from schemas.durations import parse_duration
+from tracescore.schemas.durations import parse_duration
 
 Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from schemas.suggest import closest
+from tracescore.schemas.suggest import closest
 
 # Environment variable -> dotted config key. Flags use the same dotted keys (see ingest.cli).
 ENV_KEYS: dict[str, str] = {

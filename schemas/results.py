@@ -14,8 +14,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from schemas.durations import parse_time
-from schemas.score import DecisionKind
+from tracescore.schemas.durations import parse_time
+from tracescore.schemas.score import DecisionKind
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from schemas.rules import BudgetLimits, CircuitBreakerConfig, ScorerRule
+from tracescore.schemas.rules import BudgetLimits, CircuitBreakerConfig, ScorerRule
 
 DEFAULT_SAMPLING_SALT = "tracescore"
 DEFAULT_SCORER_CONCURRENCY = 8

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from schemas.agent_run import AgentRun
-from schemas.spans import Span
+from tracescore.schemas.agent_run import AgentRun
+from tracescore.schemas.spans import Span
 
 
 @dataclass(frozen=True)

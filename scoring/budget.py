@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from schemas.consumers import SpendRow, SpendStore
-from schemas.errors import TracescoreError
-from schemas.rules import BudgetLimits
+from tracescore.schemas.consumers import SpendRow, SpendStore
+from tracescore.schemas.errors import TracescoreError
+from tracescore.schemas.rules import BudgetLimits
 
 logger = logging.getLogger(__name__)
 

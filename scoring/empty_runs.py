@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from schemas import AgentRun
-from scoring.scorer import Scorer
+from tracescore.schemas import AgentRun
+from tracescore.scoring.scorer import Scorer
 
 
 def empty_run_reason(

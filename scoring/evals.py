@@ -2,8 +2,8 @@
 
 A Python mirror of Mastra's ``runEvals``::
 
-    from scoring import run_evals
-    from scoring.prebuilt import create_content_similarity_scorer
+    from tracescore.scoring import run_evals
+    from tracescore.scoring.prebuilt import create_content_similarity_scorer
 
     async def agent(question: str) -> str:
         return await my_agent.answer(question)
@@ -36,10 +36,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas import AgentRun
-from scoring.empty_runs import empty_run_reason
-from scoring.scorer import Scorer, ScorerResult
-from scoring.utils import create_agent_test_run
+from tracescore.schemas import AgentRun
+from tracescore.scoring.empty_runs import empty_run_reason
+from tracescore.scoring.scorer import Scorer, ScorerResult
+from tracescore.scoring.utils import create_agent_test_run
 
 Target = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 ItemCallback = Callable[["EvalItemResult"], Any]

@@ -27,25 +27,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
-from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
-from schemas.config import ScoringConfig
-from schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
-from schemas.errors import Overloaded, is_retriable
-from schemas.score import JudgeExchange
-from schemas.units import TraceView
-from scoring.budget import BudgetExceeded
-from scoring.failure_log import FailureLog
-from scoring.guards import Guards
-from scoring.judge import JudgeError, JudgeUsage, litellm_module, metered
-from scoring.judge.guard import guarded
-from scoring.judge.transcript import Transcript, transcribed
-from scoring.metrics import ScoringMetrics
-from scoring.outcomes import count_score, count_usage, decision, score_record, with_round
-from scoring.registry import ScorerFactory
-from scoring.retries import PendingRetries
-from scoring.rounds import RoundState, RoundTracker
-from scoring.route import Rule, RuleGroup, build_rules, is_own_judge_call, route, thresholds, units_for
-from scoring.scorer import ScorerError, ScorerResult
+from tracescore.schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
+from tracescore.schemas.config import ScoringConfig
+from tracescore.schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
+from tracescore.schemas.errors import Overloaded, is_retriable
+from tracescore.schemas.score import JudgeExchange
+from tracescore.schemas.units import TraceView
+from tracescore.scoring.budget import BudgetExceeded
+from tracescore.scoring.failure_log import FailureLog
+from tracescore.scoring.guards import Guards
+from tracescore.scoring.judge import JudgeError, JudgeUsage, litellm_module, metered
+from tracescore.scoring.judge.guard import guarded
+from tracescore.scoring.judge.transcript import Transcript, transcribed
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.outcomes import count_score, count_usage, decision, score_record, with_round
+from tracescore.scoring.registry import ScorerFactory
+from tracescore.scoring.retries import PendingRetries
+from tracescore.scoring.rounds import RoundState, RoundTracker
+from tracescore.scoring.route import (
+    Rule,
+    RuleGroup,
+    build_rules,
+    is_own_judge_call,
+    route,
+    thresholds,
+    units_for,
+)
+from tracescore.scoring.scorer import ScorerError, ScorerResult
 
 logger = logging.getLogger(__name__)
 E = TypeVar("E", bound=BaseException)

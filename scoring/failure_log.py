@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from schemas.secrets import scrub
+from tracescore.schemas.secrets import scrub
 
 DEFAULT_INTERVAL_SECONDS = 60.0
 

@@ -12,15 +12,15 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
-from schemas.config import ScoringConfig
-from schemas.consumers import SpendStore
-from schemas.rules import CircuitBreakerConfig
-from scoring.budget import GLOBAL, Budget, BudgetBook, Unit, Window
-from scoring.judge.breaker import STATE_VALUES, Breakers, State
-from scoring.judge.guard import JudgeGuard
-from scoring.judge.redact import Redactor
-from scoring.metrics import ScoringMetrics
-from scoring.route import Rule, RuleGroup
+from tracescore.schemas.config import ScoringConfig
+from tracescore.schemas.consumers import SpendStore
+from tracescore.schemas.rules import CircuitBreakerConfig
+from tracescore.scoring.budget import GLOBAL, Budget, BudgetBook, Unit, Window
+from tracescore.scoring.judge.breaker import STATE_VALUES, Breakers, State
+from tracescore.scoring.judge.guard import JudgeGuard
+from tracescore.scoring.judge.redact import Redactor
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.route import Rule, RuleGroup
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from schemas import AgentRun, Span
-from schemas.rules import RunFilter, SpanMatch, ValueMatch
-from schemas.spans import SPAN_KIND_NAMES, STATUS_ERROR
-from schemas.units import TraceView
+from tracescore.schemas import AgentRun, Span
+from tracescore.schemas.rules import RunFilter, SpanMatch, ValueMatch
+from tracescore.schemas.spans import SPAN_KIND_NAMES, STATUS_ERROR
+from tracescore.schemas.units import TraceView
 
 _MISSING = object()
 

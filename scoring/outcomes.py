@@ -3,14 +3,14 @@ and the judge spend it is counted with in the metrics."""
 
 from __future__ import annotations
 
-from schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
-from schemas.score import JudgeExchange
-from schemas.secrets import scrub
-from schemas.version import __version__
-from scoring.judge import JudgeUsage
-from scoring.metrics import ScoringMetrics
-from scoring.route import Rule
-from scoring.scorer import ScorerError, ScorerResult
+from tracescore.schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
+from tracescore.schemas.score import JudgeExchange
+from tracescore.schemas.secrets import scrub
+from tracescore.schemas.version import __version__
+from tracescore.scoring.judge import JudgeUsage
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.route import Rule
+from tracescore.scoring.scorer import ScorerError, ScorerResult
 
 MAX_DETAIL_CHARS = 2_000
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from scoring.judge import Judge, JudgeResult
-from scoring.steps import StepContext, StepName, StepOutcome, result_key
+from tracescore.scoring.judge import Judge, JudgeResult
+from tracescore.scoring.steps import StepContext, StepName, StepOutcome, result_key
 
 PromptFn = Callable[[StepContext], str] | Callable[[StepContext], Awaitable[str]]
 _KEYS = frozenset({"description", "output_schema", "create_prompt", "judge", "calculate_score"})

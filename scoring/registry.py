@@ -14,7 +14,7 @@ A prebuilt scorer declares itself once, beside its factory::
         return TEXTUAL_DIFFERENCE.create_scorer().preprocess(...).generate_score(...)
 
 The registry is derived from those declarations, lazily: the first lookup imports the modules of
-``scoring.prebuilt``, so ``from scoring import create_scorer`` stays light. A team's own scorer is
+``scoring.prebuilt``, so ``from tracescore.scoring import create_scorer`` stays light. A team's own scorer is
 named ``"package.module:factory"``; its options are validated the same way as a built-in's.
 
 One name per scorer: the name a rule gives is the scorer's id, the ``scorer_id`` of its rows and what
@@ -37,16 +37,16 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError, validate_call
 
-from schemas.suggest import did_you_mean
-from scoring.build_errors import Problem, ScorerConfigError, option_problems
-from scoring.judge import Judge
-from scoring.scorer import LabelFn, Scorer, create_scorer
-from scoring.steps import DEFAULT_NEEDS, Need
+from tracescore.schemas.suggest import did_you_mean
+from tracescore.scoring.build_errors import Problem, ScorerConfigError, option_problems
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.scorer import LabelFn, Scorer, create_scorer
+from tracescore.scoring.steps import DEFAULT_NEEDS, Need
 
 ScorerFactory = Callable[..., Scorer]
 F = TypeVar("F", bound=ScorerFactory)
 
-PREBUILT_PACKAGE = "scoring.prebuilt"
+PREBUILT_PACKAGE = "tracescore.scoring.prebuilt"
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ def _with_default_key(judge: Judge, default: Judge | str | Mapping[str, Any] | N
     if not key or judge.api_base != api_base:
         return judge
     if api_base is None and model:
-        from scoring.judge.credentials import provider_of
+        from tracescore.scoring.judge.credentials import provider_of
 
         if provider_of(judge.model) != provider_of(str(model)):
             return judge  # another provider's key would be refused (and shadow its own variable)

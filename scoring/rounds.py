@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from schemas import TraceRound
+from tracescore.schemas import TraceRound
 
 _ids = itertools.count()
 

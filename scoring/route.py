@@ -17,18 +17,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from schemas import AgentRun, DecisionKind
-from schemas.config import JudgeConfig
-from schemas.rules import BudgetLimits, CircuitBreakerConfig, RunFilter, ScorerRule, SpanTarget, Target
-from schemas.spans import STATUS_ERROR
-from schemas.units import TraceView
-from scoring.empty_runs import empty_run_reason
-from scoring.judge.data import PREAMBLE_SIGNATURE
-from scoring.judge.guard import JUDGE_SPAN_ATTRIBUTE
-from scoring.match import span_matches, unit_matches
-from scoring.registry import ScorerFactory, build_scorer
-from scoring.sampling import is_sampled
-from scoring.scorer import Scorer
+from tracescore.schemas import AgentRun, DecisionKind
+from tracescore.schemas.config import JudgeConfig
+from tracescore.schemas.rules import (
+    BudgetLimits,
+    CircuitBreakerConfig,
+    RunFilter,
+    ScorerRule,
+    SpanTarget,
+    Target,
+)
+from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.units import TraceView
+from tracescore.scoring.empty_runs import empty_run_reason
+from tracescore.scoring.judge.data import PREAMBLE_SIGNATURE
+from tracescore.scoring.judge.guard import JUDGE_SPAN_ATTRIBUTE
+from tracescore.scoring.match import span_matches, unit_matches
+from tracescore.scoring.registry import ScorerFactory, build_scorer
+from tracescore.scoring.sampling import is_sampled
+from tracescore.scoring.scorer import Scorer
 
 
 @dataclass(frozen=True, slots=True)

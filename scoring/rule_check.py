@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from schemas.config import ServiceConfig
-from schemas.config_source import Location
-from scoring.build_errors import ScorerConfigError
-from scoring.registry import build_scorer, snake_case
-from scoring.route import build_rules
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.config_source import Location
+from tracescore.scoring.build_errors import ScorerConfigError
+from tracescore.scoring.registry import build_scorer, snake_case
+from tracescore.scoring.route import build_rules
 
 
 def rule_errors(data: Mapping[str, Any], config: ServiceConfig | None) -> list[tuple[Location, str]]:

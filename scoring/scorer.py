@@ -2,8 +2,8 @@
 
 A Python mirror of Mastra's ``createScorer``::
 
-    from scoring import create_scorer
-    from scoring.text import output_text
+    from tracescore.scoring import create_scorer
+    from tracescore.scoring.text import output_text
 
     scorer = (
         create_scorer(id="answer-length", description="Longer answers score higher")
@@ -48,11 +48,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
-from schemas import AgentRun, Score
-from schemas.errors import TracescoreError, is_retriable
-from scoring.judge import Judge, metered
-from scoring.prompt_step import PromptObject, PromptStep
-from scoring.steps import (
+from tracescore.schemas import AgentRun, Score
+from tracescore.schemas.errors import TracescoreError, is_retriable
+from tracescore.scoring.judge import Judge, metered
+from tracescore.scoring.prompt_step import PromptObject, PromptStep
+from tracescore.scoring.steps import (
     DEFAULT_NEEDS,
     NEEDS,
     STEP_ORDER,

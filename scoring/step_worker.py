@@ -1,6 +1,6 @@
 """A heavy-step worker process (started by ``scoring.workers``): run each pickled step it is sent.
 
-python -m scoring.step_worker REQUESTS_FD ANSWERS_FD
+python -m tracescore.scoring.step_worker REQUESTS_FD ANSWERS_FD
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from schemas import AgentRun
-from scoring.workers import step_workers
+from tracescore.schemas import AgentRun
+from tracescore.scoring.workers import step_workers
 
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
 STEP_ORDER: tuple[StepName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from schemas import AgentRun, Message
+from tracescore.schemas import AgentRun, Message
 
 # ECMAScript WhiteSpace + LineTerminator: what JS `\s` and `String.prototype.trim` match. Python's
 # `\s` also matches U+001C..U+001F and U+0085 and misses U+FEFF, so an explicit class is needed.

@@ -8,7 +8,7 @@ scorer's timeout fired, or the service stops -- the worker running it is killed 
 its place: the step's work stops with it. A worker that dies on its own (a crash in native code, the
 OOM killer) fails that step with the reason.
 
-Workers are fresh interpreters (``python -m scoring.step_worker``, not ``fork``: the service's own
+Workers are fresh interpreters (``python -m tracescore.scoring.step_worker``, not ``fork``: the service's own
 threads -- gRPC, chDB -- make forking unsafe, and unlike multiprocessing's ``spawn`` nothing of the
 caller's ``__main__`` is run again), started on first use and shared by every event loop of the
 process. Each waits on its pipe and exits when the service process is gone (the pipe closes), even
@@ -58,7 +58,13 @@ class _Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "scoring.step_worker", str(request_read), str(answer_write)],
+                [
+                    sys.executable,
+                    "-m",
+                    "tracescore.scoring.step_worker",
+                    str(request_read),
+                    str(answer_write),
+                ],
                 pass_fds=(request_read, answer_write),
                 stdin=subprocess.DEVNULL,
                 env=env,

@@ -23,11 +23,11 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from ingest.cli.terminal import end_broken_pipe, quiet_native_logs, setup_logging, wants_verbose
-from schemas.environment import unknown_variables
-from schemas.errors import StoreError
-from schemas.suggest import did_you_mean
-from schemas.version import __version__
+from tracescore.ingest.cli.terminal import end_broken_pipe, quiet_native_logs, setup_logging, wants_verbose
+from tracescore.schemas.environment import unknown_variables
+from tracescore.schemas.errors import StoreError
+from tracescore.schemas.suggest import did_you_mean
+from tracescore.schemas.version import __version__
 
 log = logging.getLogger("tracescore")
 
@@ -39,7 +39,7 @@ VERBOSE_HELP = "log at debug level; show tracebacks and the libraries' own lines
 
 
 def commands() -> list[ModuleType]:
-    return [importlib.import_module(f"ingest.cli.{name}") for name in COMMAND_MODULES]
+    return [importlib.import_module(f".{name}", __package__) for name in COMMAND_MODULES]
 
 
 class Parser(argparse.ArgumentParser):

@@ -1,7 +1,7 @@
-"""``python -m ingest.cli``: the ``tracescore`` command."""
+"""``python -m tracescore.ingest.cli``: the ``tracescore`` command."""
 
 import sys
 
-from ingest.cli import main
+from tracescore.ingest.cli import main
 
 sys.exit(main())

@@ -12,11 +12,17 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ingest.backfill import PROGRESS_EVERY_SECONDS, Backfill, BackfillReport
-from ingest.cli.store_access import Failed, ServiceApi, add_store_arguments, store_config, through_front_door
-from ingest.cli.terminal import make_console
-from schemas.durations import parse_time
-from scoring.rule_check import rule_errors
+from tracescore.ingest.backfill import PROGRESS_EVERY_SECONDS, Backfill, BackfillReport
+from tracescore.ingest.cli.store_access import (
+    Failed,
+    ServiceApi,
+    add_store_arguments,
+    store_config,
+    through_front_door,
+)
+from tracescore.ingest.cli.terminal import make_console
+from tracescore.schemas.durations import parse_time
+from tracescore.scoring.rule_check import rule_errors
 
 IDLE_SECONDS = 6 * PROGRESS_EVERY_SECONDS  # the service sends a line at least that often
 

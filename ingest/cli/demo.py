@@ -27,12 +27,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
-from ingest.cli.judge_flags import add_judge_arguments, judge_config
-from ingest.cli.store_flags import add_database_argument
-from ingest.cli.terminal import make_console
-from ingest.service import Service
-from schemas.config import DEFAULT_DEMO_STORE_NAME, ServiceConfig, default_store, load_config
+from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
+from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
+from tracescore.ingest.cli.store_flags import add_database_argument
+from tracescore.ingest.cli.terminal import make_console
+from tracescore.ingest.service import Service
+from tracescore.schemas.config import DEFAULT_DEMO_STORE_NAME, ServiceConfig, default_store, load_config
 
 DEMO_IDLE_SECONDS = 0.5
 MS = 1_000_000  # nanoseconds

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ingest.cli.store_access import (
+from tracescore.ingest.cli.store_access import (
     Failed,
     ServiceApi,
     add_store_arguments,
@@ -20,14 +20,14 @@ from ingest.cli.store_access import (
     store_config,
     through_front_door,
 )
-from ingest.cli.terminal import make_console
-from ingest.drift.monitor import DriftMonitor, DriftReport
-from ingest.store.clickhouse import Store
-from schemas.config import ServiceConfig
-from schemas.durations import parse_time
-from scoring.drift.detect import Finding, Windows
-from scoring.route import build_rules, thresholds
-from scoring.rule_check import rule_errors
+from tracescore.ingest.cli.terminal import make_console
+from tracescore.ingest.drift.monitor import DriftMonitor, DriftReport
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.durations import parse_time
+from tracescore.scoring.drift.detect import Finding, Windows
+from tracescore.scoring.route import build_rules, thresholds
+from tracescore.scoring.rule_check import rule_errors
 
 DRIFT_TIMEOUT_SECONDS = 600.0  # a pass over a large store, run by the service
 

@@ -19,13 +19,13 @@ from typing import Any, TextIO
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ingest.cli.judge_flags import add_judge_arguments, judge_config
-from ingest.cli.run_files import LoadedRun, read_run_file
-from ingest.cli.terminal import make_console
-from scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
-from scoring.judge import close_clients
-from scoring.registry import build_scorer
-from scoring.scorer import Scorer
+from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
+from tracescore.ingest.cli.run_files import LoadedRun, read_run_file
+from tracescore.ingest.cli.terminal import make_console
+from tracescore.scoring.evals import EvalItem, EvalItemResult, RunEvalsResult, run_evals
+from tracescore.scoring.judge import close_clients
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.scorer import Scorer
 
 DEFAULT_CONCURRENCY = 4
 

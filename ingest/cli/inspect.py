@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ingest.cli.json_documents import NotJsonError, json_documents
-from schemas import LogRecord, Span
+from tracescore.ingest.cli.json_documents import NotJsonError, json_documents
+from tracescore.schemas import LogRecord, Span
 
 SIGNAL_KEYS = {"traces": "resourceSpans", "logs": "resourceLogs", "metrics": "resourceMetrics"}
 _NOUNS = {"traces": "spans", "logs": "log records", "metrics": "metrics"}
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ingest.transform import build_runs, explain_missing_content, explain_no_run
+    from tracescore.ingest.transform import build_runs, explain_missing_content, explain_no_run
 
     spans, logs = read_export(Path(args.otlp_json), "traces")
     if args.logs:
@@ -83,7 +83,7 @@ def read_export(path: Path, signal: str) -> tuple[list[Span], list[LogRecord]]:
     instead. A traces file may hold log records too (a Collector file exporter serving both
     pipelines); metrics are skipped. Items the decoder rejects are reported on stderr, the rest kept.
     """
-    from ingest.decode import DecodeError, decode
+    from tracescore.ingest.decode import DecodeError, decode
 
     payload = path.read_bytes()
     documents = _documents(path, payload)

@@ -11,7 +11,7 @@ import argparse
 import os
 from collections.abc import Mapping
 
-from schemas.config import JudgeConfig
+from tracescore.schemas.config import JudgeConfig
 
 # Each judge flag and the config key it sets (``serve`` loads them with the rest of its config).
 JUDGE_FLAG_KEYS = {

@@ -27,11 +27,11 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from ingest.cli.inspect import SIGNAL_KEYS, otlp_signals
-from ingest.cli.json_documents import NotJsonError, json_documents
-from schemas import AgentRun
-from schemas.suggest import did_you_mean
-from scoring.utils import create_agent_test_run
+from tracescore.ingest.cli.inspect import SIGNAL_KEYS, otlp_signals
+from tracescore.ingest.cli.json_documents import NotJsonError, json_documents
+from tracescore.schemas import AgentRun
+from tracescore.schemas.suggest import did_you_mean
+from tracescore.scoring.utils import create_agent_test_run
 
 ACCEPTED = (
     "accepted: an AgentRun object, the JSON list `tracescore inspect` prints, or JSON Lines of AgentRuns "

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from ingest.cli.store_access import (
+from tracescore.ingest.cli.store_access import (
     Failed,
     ServiceApi,
     add_store_arguments,
@@ -24,11 +24,11 @@ from ingest.cli.store_access import (
     store_config,
     through_front_door,
 )
-from ingest.scored_units import scored_units
-from ingest.store.clickhouse import Store
-from schemas.config import ServiceConfig
-from schemas.results import QueryError, TraceStatus, parse_query
-from scoring.route import build_rules
+from tracescore.ingest.scored_units import scored_units
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.results import QueryError, TraceStatus, parse_query
+from tracescore.scoring.route import build_rules
 
 EXIT_NOT_FOUND = 1
 KIND_NAMES = {"run": "agent runs", "llm_call": "model calls", "span": "this span"}

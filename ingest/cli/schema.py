@@ -6,9 +6,9 @@ import argparse
 
 from clickhouse_connect.driver.binding import quote_identifier
 
-from ingest.cli.store_flags import add_database_argument, store_overrides
-from ingest.store.schema import SchemaOptions, schema_ddl
-from schemas.config import load_config
+from tracescore.ingest.cli.store_flags import add_database_argument, store_overrides
+from tracescore.ingest.store.schema import SchemaOptions, schema_ddl
+from tracescore.schemas.config import load_config
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

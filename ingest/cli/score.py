@@ -23,11 +23,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ingest.cli.judge_flags import add_judge_arguments, judge_config
-from ingest.cli.run_files import STDIN, STDIN_NAME, read_run_file
-from schemas import AgentRun
-from scoring.empty_runs import empty_run_reason
-from scoring.scorer import Scorer, ScorerError
+from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
+from tracescore.ingest.cli.run_files import STDIN, STDIN_NAME, read_run_file
+from tracescore.schemas import AgentRun
+from tracescore.scoring.empty_runs import empty_run_reason
+from tracescore.scoring.scorer import Scorer, ScorerError
 
 EXIT_SCORED = 0
 EXIT_FAILED = 1
@@ -73,7 +73,7 @@ def unscored(scorer: Scorer, run: AgentRun, status: str, reason: str) -> dict[st
 
 async def score_runs(scorer: Scorer, runs: Sequence[AgentRun], labels: Sequence[str]) -> list[dict[str, Any]]:
     """Each run's result, in order; a skipped or failed run's reason is also written to stderr."""
-    from scoring.judge import close_clients
+    from tracescore.scoring.judge import close_clients
 
     results: list[dict[str, Any]] = []
     try:
@@ -105,7 +105,7 @@ def exit_code(results: Sequence[dict[str, Any]]) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from scoring.registry import build_scorer
+    from tracescore.scoring.registry import build_scorer
 
     try:
         options = json.loads(args.options) if args.options else {}

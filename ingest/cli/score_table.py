@@ -17,8 +17,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from ingest.cli.terminal import make_console
-from schemas.suggest import closest
+from tracescore.ingest.cli.terminal import make_console
+from tracescore.schemas.suggest import closest
 
 SHORT_ID = 8  # hex characters of a shortened trace or span id
 MIN_REASON = 24  # an optional column joins only while the reason keeps this many characters

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from rich.table import Table
 
-from ingest.cli.terminal import make_console
+from tracescore.ingest.cli.terminal import make_console
 
 # What the needs are computed with for an LLM scorer: the judge is not called, only named.
 PLACEHOLDER_JUDGE = "openai/gpt-4o-mini"
@@ -81,7 +81,7 @@ class ScorerInfo:
 
 def scorer_infos() -> list[ScorerInfo]:
     """Every prebuilt scorer, in registration order, described from its declaration and its factory."""
-    from scoring.registry import build_scorer, registered
+    from tracescore.scoring.registry import build_scorer, registered
 
     infos = []
     for name, entry in registered().items():
@@ -109,7 +109,7 @@ def scorer_infos() -> list[ScorerInfo]:
 
 
 def find(infos: list[ScorerInfo], name: str) -> ScorerInfo:
-    from schemas.suggest import did_you_mean
+    from tracescore.schemas.suggest import did_you_mean
 
     for info in infos:
         if name in (info.name, info.former_id):

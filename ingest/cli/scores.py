@@ -14,8 +14,8 @@ import json
 import sys
 from typing import Any
 
-from ingest.cli.score_table import print_rows, scorers_hint
-from ingest.cli.store_access import (
+from tracescore.ingest.cli.score_table import print_rows, scorers_hint
+from tracescore.ingest.cli.store_access import (
     EXIT_USAGE,
     URL_VARIABLE,
     Failed,
@@ -25,11 +25,11 @@ from ingest.cli.store_access import (
     print_trace_status,
     through_front_door,
 )
-from ingest.cli.store_flags import store_overrides
-from ingest.store.clickhouse import Store
-from ingest.store.results import ScoreResults
-from schemas.config import ServiceConfig, load_config
-from schemas.results import (
+from tracescore.ingest.cli.store_flags import store_overrides
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.results import ScoreResults
+from tracescore.schemas.config import ServiceConfig, load_config
+from tracescore.schemas.results import (
     DECISION_KINDS,
     DEFAULT_LIMIT,
     MAX_LIMIT,

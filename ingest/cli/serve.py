@@ -11,12 +11,12 @@ import os
 import signal
 from typing import Any
 
-from ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
-from ingest.cli.store_access import is_store
-from ingest.cli.store_flags import STORE_FLAG_KEYS, add_database_argument
-from ingest.store.dsn import resolve_dsn
-from schemas.config import ENV_KEYS, LEGACY_STORE, ServiceConfig, default_store, load_config
-from scoring.rule_check import rule_errors
+from tracescore.ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
+from tracescore.ingest.cli.store_access import is_store
+from tracescore.ingest.cli.store_flags import STORE_FLAG_KEYS, add_database_argument
+from tracescore.ingest.store.dsn import resolve_dsn
+from tracescore.schemas.config import ENV_KEYS, LEGACY_STORE, ServiceConfig, default_store, load_config
+from tracescore.scoring.rule_check import rule_errors
 
 log = logging.getLogger("tracescore")
 
@@ -134,7 +134,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 async def serve(config: ServiceConfig) -> None:
     """Run the service until SIGINT or SIGTERM, then shut it down (flushing what it holds), saying so
     in one line. A second signal stops the process at once."""
-    from ingest.service import Service
+    from tracescore.ingest.service import Service
 
     service = Service(config)
     await service.start()

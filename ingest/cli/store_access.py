@@ -23,14 +23,14 @@ from typing import Any, NoReturn, TypeVar
 
 import aiohttp
 
-from ingest.cli.store_flags import add_database_argument, store_overrides
-from ingest.receivers.auth import configured_token
-from ingest.store.clickhouse import Store
-from ingest.store.dsn import resolve_dsn
-from ingest.store.engine_open import held_by_another
-from schemas.config import LEGACY_STORE, ConfigCheck, ServiceConfig, load_config
-from schemas.errors import StoreError, StoreInUse
-from schemas.results import TraceStatus
+from tracescore.ingest.cli.store_flags import add_database_argument, store_overrides
+from tracescore.ingest.receivers.auth import configured_token
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.dsn import resolve_dsn
+from tracescore.ingest.store.engine_open import held_by_another
+from tracescore.schemas.config import LEGACY_STORE, ConfigCheck, ServiceConfig, load_config
+from tracescore.schemas.errors import StoreError, StoreInUse
+from tracescore.schemas.results import TraceStatus
 
 URL_VARIABLE = "TRACESCORE_URL"
 HTTP_TIMEOUT_SECONDS = 30.0

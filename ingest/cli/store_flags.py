@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from schemas.config import DEFAULT_DATABASE
+from tracescore.schemas.config import DEFAULT_DATABASE
 
 # Each store flag and the config key it sets.
 STORE_FLAG_KEYS = {"--store": "store", "--database": "store_database"}

@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
-from schemas.secrets import ScrubFilter
+from tracescore.schemas.secrets import ScrubFilter
 
 OWN_LOGGERS = ("tracescore", "ingest", "scoring", "schemas")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

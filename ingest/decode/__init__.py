@@ -28,9 +28,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ingest.decode.batch import BatchBuilder
-from ingest.decode.otlp_json import JsonRequestError, ParsedRequest, parse_logs_request, parse_trace_request
-from ingest.decode.protobuf import (
+from tracescore.ingest.decode.batch import BatchBuilder
+from tracescore.ingest.decode.otlp_json import (
+    JsonRequestError,
+    ParsedRequest,
+    parse_logs_request,
+    parse_trace_request,
+)
+from tracescore.ingest.decode.protobuf import (
     WHOLE,
     ResourceEnvelope,
     SliceBounds,
@@ -38,9 +43,9 @@ from ingest.decode.protobuf import (
     parsed_resources,
     trace_slices,
 )
-from ingest.decode.wire import WireError, WireRequest, WireShape
-from schemas.errors import TracescoreError
-from schemas.spans import SpanBatch
+from tracescore.ingest.decode.wire import WireError, WireRequest, WireShape
+from tracescore.schemas.errors import TracescoreError
+from tracescore.schemas.spans import SpanBatch
 
 SIGNAL_TRACES = "traces"
 SIGNAL_LOGS = "logs"

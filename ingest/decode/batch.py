@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from schemas.spans import LogRecord, Span, SpanBatch
+from tracescore.schemas.spans import LogRecord, Span, SpanBatch
 
 # A request full of bad spans would otherwise carry one message per span back to the client.
 MAX_ERROR_MESSAGES = 10

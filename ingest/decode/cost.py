@@ -22,7 +22,7 @@ so that freed memory of earlier work could not hide any of it):
 
 from __future__ import annotations
 
-from ingest.decode import SLICE_BOUNDS, WHOLE_PARSE_BYTES
+from tracescore.ingest.decode import SLICE_BOUNDS, WHOLE_PARSE_BYTES
 
 MIB = 2**20
 SLICE_PER_BYTE = 30  # a slice's items, rows and insert per byte it came in as: up to 30x (small items)

@@ -26,10 +26,10 @@ from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ingest.decode.batch import BatchBuilder
-from ingest.decode.otlp_json import SPAN_ID_BYTES, TRACE_ID_BYTES
-from ingest.decode.trusted import trusted_constructor
-from schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
+from tracescore.ingest.decode.batch import BatchBuilder
+from tracescore.ingest.decode.otlp_json import SPAN_ID_BYTES, TRACE_ID_BYTES
+from tracescore.ingest.decode.trusted import trusted_constructor
+from tracescore.schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
 
 
 class ScopeEnvelope(Protocol):

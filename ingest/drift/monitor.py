@@ -17,11 +17,11 @@ from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from ingest.drift.notify import Notifier, messages
-from ingest.drift.store import DriftStore, Notification
-from ingest.store.clickhouse import Store
-from schemas.drift_config import DriftConfig
-from scoring.drift.detect import Finding, SeriesKey, State, Windows, detect
+from tracescore.ingest.drift.notify import Notifier, messages
+from tracescore.ingest.drift.store import DriftStore, Notification
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.drift_config import DriftConfig
+from tracescore.scoring.drift.detect import Finding, SeriesKey, State, Windows, detect
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 import aiohttp
 
-from ingest.drift.store import Notification
-from schemas.drift_config import DriftConfig, WebhookConfig
-from schemas.version import __version__
-from scoring.drift.detect import Finding, SeriesKey, State
+from tracescore.ingest.drift.store import Notification
+from tracescore.schemas.drift_config import DriftConfig, WebhookConfig
+from tracescore.schemas.version import __version__
+from tracescore.scoring.drift.detect import Finding, SeriesKey, State
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ingest.store.clickhouse import Store
-from scoring.drift.detect import Finding, SeriesData, SeriesKey, State, Windows
-from scoring.drift.stats import Counts
-from scoring.registry import former_ids
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.scoring.drift.detect import Finding, SeriesData, SeriesKey, State, Windows
+from tracescore.scoring.drift.stats import Counts
+from tracescore.scoring.registry import former_ids
 
 DRIFT_COLUMNS = (
     "CheckedAt", "ScorerId", "ServiceName", "AgentName", "BaselineStart", "BaselineEnd", "WindowStart",

@@ -44,11 +44,11 @@ from opentelemetry.trace import (
 from opentelemetry.util.types import AttributeValue
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from schemas import Decision, ScoreRecord, TraceRound
-from schemas.consumers import PriorOutcomes, ScoreSink
-from schemas.export_config import OtlpExportConfig
-from schemas.secrets import register_secret
-from schemas.version import __version__
+from tracescore.schemas import Decision, ScoreRecord, TraceRound
+from tracescore.schemas.consumers import PriorOutcomes, ScoreSink
+from tracescore.schemas.export_config import OtlpExportConfig
+from tracescore.schemas.secrets import register_secret
+from tracescore.schemas.version import __version__
 
 log = logging.getLogger(__name__)
 

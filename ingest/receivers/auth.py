@@ -13,8 +13,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import Iterable
 
-from ingest.credentials import secret_value
-from schemas.config import ReceiverConfig
+from tracescore.ingest.credentials import secret_value
+from tracescore.schemas.config import ReceiverConfig
 
 UNAUTHENTICATED_MESSAGE = "missing or wrong bearer token"
 _SCHEME = "bearer "

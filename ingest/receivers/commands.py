@@ -31,17 +31,17 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ingest.backfill import PROGRESS_EVERY_SECONDS as HEARTBEAT_SECONDS
-from ingest.backfill import Backfill
-from ingest.drift.monitor import DriftMonitor
-from ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE
-from ingest.scored_units import scored_units
-from ingest.store.clickhouse import Store
-from schemas.config import ServiceConfig
-from schemas.drift_config import Duration
-from schemas.errors import StoreError
-from schemas.results import QueryError, TraceStatus, parse_query
-from scoring.route import RuleGroup
+from tracescore.ingest.backfill import PROGRESS_EVERY_SECONDS as HEARTBEAT_SECONDS
+from tracescore.ingest.backfill import Backfill
+from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE
+from tracescore.ingest.scored_units import scored_units
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.drift_config import Duration
+from tracescore.schemas.errors import StoreError
+from tracescore.schemas.results import QueryError, TraceStatus, parse_query
+from tracescore.scoring.route import RuleGroup
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ingest.metrics import Metrics
-from schemas.config import PER_CLIENT_SHARE, ReceiverConfig
+from tracescore.ingest.metrics import Metrics
+from tracescore.schemas.config import PER_CLIENT_SHARE, ReceiverConfig
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from schemas.secrets import scrub
+from tracescore.schemas.secrets import scrub
 
 STORE_UNAVAILABLE = "the store is unavailable; retry later"
 STORE_REFUSED = "the store refused them; do not retry (the service log has the detail)"

@@ -24,14 +24,14 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodedRequest, DecodeError, Payload, read
-from ingest.decode.batch import MAX_ERROR_MESSAGES
-from ingest.memory import RequestTooLarge
-from ingest.metrics import Metrics
-from ingest.receivers.disclosure import STORE_REFUSED, STORE_UNAVAILABLE
-from schemas.consumers import SpanConsumer
-from schemas.errors import Overloaded, StoreFull, TracescoreError, is_retriable
-from schemas.spans import SpanBatch
+from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodedRequest, DecodeError, Payload, read
+from tracescore.ingest.decode.batch import MAX_ERROR_MESSAGES
+from tracescore.ingest.memory import RequestTooLarge
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.disclosure import STORE_REFUSED, STORE_UNAVAILABLE
+from tracescore.schemas.consumers import SpanConsumer
+from tracescore.schemas.errors import Overloaded, StoreFull, TracescoreError, is_retriable
+from tracescore.schemas.spans import SpanBatch
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")

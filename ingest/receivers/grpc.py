@@ -27,14 +27,14 @@ from google.rpc import code_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodedRequest, DecodeError, TooManyItems
-from ingest.decode.cost import request_cost
-from ingest.memory import MemoryGuard, RequestTooLarge, Reservation
-from ingest.metrics import Metrics
-from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
-from ingest.receivers.connections import default_cap
-from ingest.receivers.disclosure import INTERNAL_ERROR
-from ingest.receivers.export import (
+from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodedRequest, DecodeError, TooManyItems
+from tracescore.ingest.decode.cost import request_cost
+from tracescore.ingest.memory import MemoryGuard, RequestTooLarge, Reservation
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
+from tracescore.ingest.receivers.connections import default_cap
+from tracescore.ingest.receivers.disclosure import INTERNAL_ERROR
+from tracescore.ingest.receivers.export import (
     OUTCOME_REFUSED,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNAUTHENTICATED,
@@ -44,11 +44,11 @@ from ingest.receivers.export import (
     refusal_codes,
     retry_status,
 )
-from ingest.receivers.listening import bind_error, cannot_listen
-from ingest.receivers.tls import grpc_server_credentials, tls_files
-from schemas.config import ReceiverConfig
-from schemas.consumers import SpanConsumer
-from schemas.errors import Overloaded
+from tracescore.ingest.receivers.listening import bind_error, cannot_listen
+from tracescore.ingest.receivers.tls import grpc_server_credentials, tls_files
+from tracescore.schemas.config import ReceiverConfig
+from tracescore.schemas.consumers import SpanConsumer
+from tracescore.schemas.errors import Overloaded
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ingest.receivers.connections import ConnectionGate
-from ingest.receivers.listening import GatedSite, cannot_listen
+from tracescore.ingest.receivers.connections import ConnectionGate
+from tracescore.ingest.receivers.listening import GatedSite, cannot_listen
 
 log = logging.getLogger(__name__)
 

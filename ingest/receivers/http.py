@@ -25,7 +25,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 
-from ingest.decode import (
+from tracescore.ingest.decode import (
     CONTENT_TYPES,
     SIGNAL_LOGS,
     SIGNAL_TRACES,
@@ -34,13 +34,13 @@ from ingest.decode import (
     TooManyItems,
     encoding_for_content_type,
 )
-from ingest.decode.cost import request_cost
-from ingest.memory import MemoryGuard, RequestTooLarge, Reservation
-from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
-from ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
-from ingest.receivers.connections import receiver_gate
-from ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
-from ingest.receivers.export import (
+from tracescore.ingest.decode.cost import request_cost
+from tracescore.ingest.memory import MemoryGuard, RequestTooLarge, Reservation
+from tracescore.ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from tracescore.ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
+from tracescore.ingest.receivers.connections import receiver_gate
+from tracescore.ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
+from tracescore.ingest.receivers.export import (
     OUTCOME_REFUSED,
     OUTCOME_UNAUTHENTICATED,
     OUTCOME_UNSUPPORTED,
@@ -50,14 +50,14 @@ from ingest.receivers.export import (
     refusal_codes,
     retry_status,
 )
-from ingest.receivers.health_lane import HealthLane
-from ingest.receivers.listening import GatedSite, cannot_listen
-from ingest.receivers.request_body import ExportFailed, compressed_body, read_body, too_large
-from ingest.receivers.tls import server_ssl_context
-from schemas.config import ReceiverConfig
-from schemas.consumers import SpanConsumer
-from schemas.errors import Overloaded, StoreError
-from schemas.results import QueryError, ResultQuery, TraceStatus, parse_query
+from tracescore.ingest.receivers.health_lane import HealthLane
+from tracescore.ingest.receivers.listening import GatedSite, cannot_listen
+from tracescore.ingest.receivers.request_body import ExportFailed, compressed_body, read_body, too_large
+from tracescore.ingest.receivers.tls import server_ssl_context
+from tracescore.schemas.config import ReceiverConfig
+from tracescore.schemas.consumers import SpanConsumer
+from tracescore.schemas.errors import Overloaded, StoreError
+from tracescore.schemas.results import QueryError, ResultQuery, TraceStatus, parse_query
 
 log = logging.getLogger(__name__)
 

@@ -37,11 +37,11 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.producer.future import FutureRecordMetadata
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, SLICE_BOUNDS, DecodeError, read
-from ingest.decode.cost import request_cost
-from ingest.memory import MemoryGuard, RequestTooLarge, Reservation
-from ingest.metrics import Metrics
-from ingest.receivers.export import (
+from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, SLICE_BOUNDS, DecodeError, read
+from tracescore.ingest.decode.cost import request_cost
+from tracescore.ingest.memory import MemoryGuard, RequestTooLarge, Reservation
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_OK,
     OUTCOME_PARTIAL,
@@ -49,13 +49,13 @@ from ingest.receivers.export import (
     count_decoded,
     count_received,
 )
-from ingest.receivers.kafka_security import kafka_client_options
-from schemas.config import KafkaConfig, ReceiverConfig
-from schemas.consumers import SpanConsumer
-from schemas.errors import Overloaded, is_retriable
-from schemas.secrets import scrub
-from schemas.spans import SpanBatch
-from scoring.failure_log import FailureLog
+from tracescore.ingest.receivers.kafka_security import kafka_client_options
+from tracescore.schemas.config import KafkaConfig, ReceiverConfig
+from tracescore.schemas.consumers import SpanConsumer
+from tracescore.schemas.errors import Overloaded, is_retriable
+from tracescore.schemas.secrets import scrub
+from tracescore.schemas.spans import SpanBatch
+from tracescore.scoring.failure_log import FailureLog
 
 log = logging.getLogger(__name__)
 

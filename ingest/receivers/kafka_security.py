@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.credentials import existing_file, secret_value
-from schemas.config import KafkaConfig
+from tracescore.ingest.credentials import existing_file, secret_value
+from tracescore.schemas.config import KafkaConfig
 
 
 def kafka_client_options(config: KafkaConfig) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import ssl
 
 from aiohttp import web
 
-from ingest.receivers.connections import ConnectionGate
+from tracescore.ingest.receivers.connections import ConnectionGate
 
 # Connections the kernel queues before they are accepted (capped by net.core.somaxconn). With the
 # default of 100, a burst of clients overflows the queue and a dropped SYN waits a second to be sent

@@ -16,17 +16,17 @@ from collections.abc import Callable
 from aiohttp import web
 from google.rpc import code_pb2
 
-from ingest.decode.cost import request_cost
-from ingest.memory import RequestTooLarge, Reservation
-from ingest.receivers.export import (
+from tracescore.ingest.decode.cost import request_cost
+from tracescore.ingest.memory import RequestTooLarge, Reservation
+from tracescore.ingest.receivers.export import (
     OUTCOME_INVALID,
     OUTCOME_REFUSED,
     OUTCOME_TIMED_OUT,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNSUPPORTED,
 )
-from schemas.config import ReceiverConfig
-from schemas.errors import Overloaded
+from tracescore.schemas.config import ReceiverConfig
+from tracescore.schemas.errors import Overloaded
 
 READ_CHUNK_BYTES = 64 * 1024
 DECOMPRESS_IN_THREAD_BYTES = 64 * 1024

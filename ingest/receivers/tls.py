@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 
-from schemas.config import ReceiverConfig
+from tracescore.schemas.config import ReceiverConfig
 
 
 @dataclass(frozen=True)

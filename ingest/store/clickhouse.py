@@ -23,13 +23,15 @@ from clickhouse_connect.driver.binding import quote_identifier
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
-from ingest.credentials import existing_file, secret_value
-from ingest.store.ddl import COLUMN_TYPES
-from ingest.store.ddl import DDL_FILES as DDL_FILES  # re-exported: the store's tables, in apply order
-from ingest.store.ddl import load_ddl as load_ddl
-from ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn, without_database
-from ingest.store.engine_open import held_by_another, native_stderr_to_log
-from ingest.store.free_space import (
+from tracescore.ingest.credentials import existing_file, secret_value
+from tracescore.ingest.store.ddl import COLUMN_TYPES
+from tracescore.ingest.store.ddl import (
+    DDL_FILES as DDL_FILES,  # re-exported: the store's tables, in apply order
+)
+from tracescore.ingest.store.ddl import load_ddl as load_ddl
+from tracescore.ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn, without_database
+from tracescore.ingest.store.engine_open import held_by_another, native_stderr_to_log
+from tracescore.ingest.store.free_space import (
     POLL_SECONDS,
     SERVER_POLL_SECONDS,
     FreeSpaceGuard,
@@ -39,11 +41,11 @@ from ingest.store.free_space import (
     server_space,
     set_merges,
 )
-from ingest.store.retriable import store_error
-from schemas.config import DEFAULT_STORE_MIN_FREE_BYTES, ServiceConfig
-from schemas.errors import StoreError, StoreInUse
-from schemas.secrets import register_secret, scrub
-from schemas.store_database import check_database, dsn_database, resolve_database
+from tracescore.ingest.store.retriable import store_error
+from tracescore.schemas.config import DEFAULT_STORE_MIN_FREE_BYTES, ServiceConfig
+from tracescore.schemas.errors import StoreError, StoreInUse
+from tracescore.schemas.secrets import register_secret, scrub
+from tracescore.schemas.store_database import check_database, dsn_database, resolve_database
 
 logger = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ def load_ddl(database: str) -> list[str]:
     quoted = quote_identifier(database)
     statements = []
     for name in DDL_FILES:
-        text = resources.files("schemas").joinpath("sql", name).read_text(encoding="utf-8")
+        text = resources.files("tracescore.schemas").joinpath("sql", name).read_text(encoding="utf-8")
         for chunk in _STATEMENT_END.split(text.replace("{database}", quoted)):
             body = "\n".join(line for line in chunk.splitlines() if not line.lstrip().startswith("--"))
             if body.strip():

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import urllib3
 
-from schemas.errors import StoreError
+from tracescore.schemas.errors import StoreError
 
 
 def resolve_dsn(dsn: str) -> str:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from clickhouse_connect.driver.binding import quote_identifier
 from clickhouse_connect.driver.client import Client
 
-from schemas.errors import StoreFull
+from tracescore.schemas.errors import StoreFull
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ingest.store.clickhouse import Store
-from ingest.store.score_sink import read_prior_outcomes
-from schemas import LogRecord, Span, SpanBatch
-from schemas.consumers import PriorOutcomes
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.score_sink import read_prior_outcomes
+from tracescore.schemas import LogRecord, Span, SpanBatch
+from tracescore.schemas.consumers import PriorOutcomes
 
 LEDGER_COLUMNS = ("TraceId", "Arrived", "Kind", "SpanId", "EndedRoot", "Body")
 WATERMARK_COLUMNS = ("Owner", "Watermark", "Updated")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ingest.store.clickhouse import Store
+from tracescore.ingest.store.clickhouse import Store
 
 REPLICA_COLUMNS = ("ReplicaId", "Heartbeat", "Started", "State")
 HANDOFF_COLUMNS = ("Owner", "Arrived", "TraceId", "First", "Root", "Sender")

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.store.clickhouse import Store
-from ingest.store.rows import decision_json, score_json, unix_nanos
-from schemas.results import ResultQuery, Table, TraceStatus
-from scoring.registry import stored_ids
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.rows import decision_json, score_json, unix_nanos
+from tracescore.schemas.results import ResultQuery, Table, TraceStatus
+from tracescore.scoring.registry import stored_ids
 
 _SCORES_SELECT = """
 SELECT ScoreId, toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, ScorerVersion,

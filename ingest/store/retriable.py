@@ -7,8 +7,8 @@ import re
 
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
-from schemas.errors import StoreError
-from schemas.secrets import scrub
+from tracescore.schemas.errors import StoreError
+from tracescore.schemas.secrets import scrub
 
 # Error codes worth another try: the server is busy or a replica lags, or a resource (disk, memory,
 # file descriptors, parts) is short -- an outage that ends, never a reason to drop what was sent.

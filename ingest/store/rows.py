@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from schemas import Decision, LogRecord, ScoreRecord, Span
-from schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES, SpanEvent, SpanLink
+from tracescore.schemas import Decision, LogRecord, ScoreRecord, Span
+from tracescore.schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES, SpanEvent, SpanLink
 
 OTEL_TRACES_COLUMNS = (
     "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from clickhouse_connect.driver.binding import quote_identifier
 
-from ingest.store.ddl import load_ddl
-from schemas.store_database import DEFAULT_DATABASE
+from tracescore.ingest.store.ddl import load_ddl
+from tracescore.schemas.store_database import DEFAULT_DATABASE
 
 # The time each table's rows expire by, with --ttl-days (tables that already expire rows keep theirs).
 TTL_COLUMNS = {

@@ -10,8 +10,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ingest.store.clickhouse import Store, TableRows
-from ingest.store.rows import (
+from tracescore.ingest.store.clickhouse import Store, TableRows
+from tracescore.ingest.store.rows import (
     DECISIONS_COLUMNS,
     JUDGE_IO_COLUMNS,
     SCORES_COLUMNS,
@@ -21,9 +21,9 @@ from ingest.store.rows import (
     score_json,
     score_row,
 )
-from schemas import Decision, ScoreRecord, TraceRound
-from schemas.consumers import PriorOutcomes, SpendRow
-from scoring.registry import former_ids, read_as
+from tracescore.schemas import Decision, ScoreRecord, TraceRound
+from tracescore.schemas.consumers import PriorOutcomes, SpendRow
+from tracescore.scoring.registry import former_ids, read_as
 
 DONE_COLUMNS = ("TraceId", "Through", "Decided", "Reason")
 SPEND_COLUMNS = ("Budget", "Replica", "Hour", "Calls", "CostUsd", "Version")

@@ -24,14 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ingest.metrics import Metrics
-from ingest.store.clickhouse import Store, TableRows
-from ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
-from ingest.store.replicas import HANDOFF_COLUMNS, handoff_row
-from ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_row
-from schemas import LogRecord, Span, SpanBatch
-from schemas.consumers import SpanConsumer
-from schemas.errors import Overloaded
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.clickhouse import Store, TableRows
+from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
+from tracescore.ingest.store.replicas import HANDOFF_COLUMNS, handoff_row
+from tracescore.ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_row
+from tracescore.schemas import LogRecord, Span, SpanBatch
+from tracescore.schemas.consumers import SpanConsumer
+from tracescore.schemas.errors import Overloaded
 
 log = logging.getLogger(__name__)
 

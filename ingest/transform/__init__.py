@@ -6,7 +6,7 @@ building each run's assistant messages; ``correlate`` attaches log records to th
 ``run_builder`` is the pipeline stage; ``diagnose`` says why a trace gives no run, or a run no text.
 """
 
-from ingest.transform.diagnose import explain_missing_content, explain_no_run
-from ingest.transform.runs import build_runs
+from tracescore.ingest.transform.diagnose import explain_missing_content, explain_no_run
+from tracescore.ingest.transform.runs import build_runs
 
 __all__ = ["build_runs", "explain_missing_content", "explain_no_run"]

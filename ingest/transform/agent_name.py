@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ingest.transform.adapters import AgentInfo
-from ingest.transform.trace_index import Node, read_acting_agent, start_order
+from tracescore.ingest.transform.adapters import AgentInfo
+from tracescore.ingest.transform.trace_index import Node, read_acting_agent, start_order
 
 
 def _first(names: Iterable[str | None]) -> str | None:

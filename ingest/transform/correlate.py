@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from schemas import LogRecord, Span, SpanEvent
+from tracescore.schemas import LogRecord, Span, SpanEvent
 
 LOG_BODY_ATTRIBUTE = "log.body"
 

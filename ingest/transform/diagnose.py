@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ingest.transform.adapters import ADAPTERS, ConventionAdapter, SpanRole
-from ingest.transform.adapters.genai_semconv import PROVIDER_KEYS
-from ingest.transform.correlate import attach_logs
-from ingest.transform.trace_index import Node, index_trace
-from schemas import LogRecord, Span
+from tracescore.ingest.transform.adapters import ADAPTERS, ConventionAdapter, SpanRole
+from tracescore.ingest.transform.adapters.genai_semconv import PROVIDER_KEYS
+from tracescore.ingest.transform.correlate import attach_logs
+from tracescore.ingest.transform.trace_index import Node, index_trace
+from tracescore.schemas import LogRecord, Span
 
 _RUN_ROLES = (SpanRole.AGENT, SpanRole.LLM, SpanRole.RETRIEVER)
 _SHOWN = 5  # span names, parent ids: how many a line lists before "…"

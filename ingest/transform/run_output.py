@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.transform.adapters import AgentInfo, LlmCall, ToolExecution
-from ingest.transform.trace_index import Node, TraceIndex, note_replies, read_tool_execution, start_order
-from schemas import Message, Part, ToolInvocation
-from schemas.agent_run import ToolState
+from tracescore.ingest.transform.adapters import AgentInfo, LlmCall, ToolExecution
+from tracescore.ingest.transform.trace_index import (
+    Node,
+    TraceIndex,
+    note_replies,
+    read_tool_execution,
+    start_order,
+)
+from tracescore.schemas import Message, Part, ToolInvocation
+from tracescore.schemas.agent_run import ToolState
 
 
 def run_output(

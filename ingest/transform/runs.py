@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from ingest.transform.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole
-from ingest.transform.agent_name import run_agent_name
-from ingest.transform.correlate import attach_logs
-from ingest.transform.run_output import run_output
-from ingest.transform.trace_index import (
+from tracescore.ingest.transform.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole
+from tracescore.ingest.transform.agent_name import run_agent_name
+from tracescore.ingest.transform.correlate import attach_logs
+from tracescore.ingest.transform.run_output import run_output
+from tracescore.ingest.transform.trace_index import (
     Node,
     TraceIndex,
     ancestors,
@@ -27,8 +27,8 @@ from ingest.transform.trace_index import (
     read_retrieved_texts,
     start_order,
 )
-from schemas import AgentRun, LogRecord, Message, RunInput, Span, Usage
-from schemas.spans import STATUS_ERROR
+from tracescore.schemas import AgentRun, LogRecord, Message, RunInput, Span, Usage
+from tracescore.schemas.spans import STATUS_ERROR
 
 log = logging.getLogger(__name__)
 

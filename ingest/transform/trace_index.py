@@ -8,8 +8,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from ingest.transform.adapters import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
-from schemas import Message, Part, Span
+from tracescore.ingest.transform.adapters import (
+    AgentInfo,
+    ConventionAdapter,
+    LlmCall,
+    SpanRole,
+    ToolExecution,
+)
+from tracescore.schemas import Message, Part, Span
 
 log = logging.getLogger(__name__)
 

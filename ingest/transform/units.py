@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ingest.transform.adapters import ADAPTERS, ConventionAdapter, LlmCall
-from ingest.transform.diagnose import SERVICE_LOGS, capture_switch
-from ingest.transform.run_output import run_output
-from ingest.transform.runs import build_indexed_runs, run_input, utc
-from ingest.transform.trace_index import Node, TraceIndex
-from schemas import AgentRun, LogRecord, Span
-from schemas.spans import STATUS_ERROR
-from schemas.units import TraceView
+from tracescore.ingest.transform.adapters import ADAPTERS, ConventionAdapter, LlmCall
+from tracescore.ingest.transform.diagnose import SERVICE_LOGS, capture_switch
+from tracescore.ingest.transform.run_output import run_output
+from tracescore.ingest.transform.runs import build_indexed_runs, run_input, utc
+from tracescore.ingest.transform.trace_index import Node, TraceIndex
+from tracescore.schemas import AgentRun, LogRecord, Span
+from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.units import TraceView
 
 
 def build_units(

@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from schemas.drift_config import DriftConfig
-from scoring.drift.stats import (
+from tracescore.schemas.drift_config import DriftConfig
+from tracescore.scoring.drift.stats import (
     Counts,
     benjamini_hochberg,
     cusum,

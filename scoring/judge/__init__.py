@@ -3,17 +3,17 @@
 
 ::
 
-    from scoring.judge import Judge, delimit
+    from tracescore.scoring.judge import Judge, delimit
 
     judge = Judge("openai/gpt-4o-mini", "You grade answers for relevance.")
     result = await judge.structured(f"Rate this answer.\\n{delimit('answer', text)}", Verdict)
 """
 
-from scoring.judge.client import Judge, JudgeResult
-from scoring.judge.data import DATA_PREAMBLE, delimit
-from scoring.judge.errors import JudgeError, classify, is_timeout
-from scoring.judge.litellm_setup import close_clients, litellm_module
-from scoring.judge.usage import JudgeUsage, metered
+from tracescore.scoring.judge.client import Judge, JudgeResult
+from tracescore.scoring.judge.data import DATA_PREAMBLE, delimit
+from tracescore.scoring.judge.errors import JudgeError, classify, is_timeout
+from tracescore.scoring.judge.litellm_setup import close_clients, litellm_module
+from tracescore.scoring.judge.usage import JudgeUsage, metered
 
 __all__ = [
     "DATA_PREAMBLE",

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from schemas.rules import CircuitBreakerConfig
-from scoring.judge.errors import JudgeError
+from tracescore.schemas.rules import CircuitBreakerConfig
+from tracescore.scoring.judge.errors import JudgeError
 
 logger = logging.getLogger(__name__)
 

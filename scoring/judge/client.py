@@ -31,15 +31,15 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from schemas.secrets import register_secret
-from scoring.judge.credentials import NO_KEY, api_key_for
-from scoring.judge.data import DATA_PREAMBLE
-from scoring.judge.dry import dry_call, minimal_instance
-from scoring.judge.errors import JudgeError, classify, explain, is_timeout
-from scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
-from scoring.judge.litellm_setup import litellm_module
-from scoring.judge.transcript import record_exchange
-from scoring.judge.usage import Tally
+from tracescore.schemas.secrets import register_secret
+from tracescore.scoring.judge.credentials import NO_KEY, api_key_for
+from tracescore.scoring.judge.data import DATA_PREAMBLE
+from tracescore.scoring.judge.dry import dry_call, minimal_instance
+from tracescore.scoring.judge.errors import JudgeError, classify, explain, is_timeout
+from tracescore.scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
+from tracescore.scoring.judge.litellm_setup import litellm_module
+from tracescore.scoring.judge.transcript import record_exchange
+from tracescore.scoring.judge.usage import Tally
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from scoring.judge.litellm_setup import litellm_module
+from tracescore.scoring.judge.litellm_setup import litellm_module
 
 # Sent as the key to an api_base when no key is configured: local servers ignore it, and a server that
 # does want one answers 401, which names the variable to set.

@@ -17,9 +17,9 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from scoring.judge.guard import JudgeGuard, estimate_cost
-from scoring.judge.litellm_setup import litellm_module
-from scoring.judge.usage import current_meter
+from tracescore.scoring.judge.guard import JudgeGuard, estimate_cost
+from tracescore.scoring.judge.litellm_setup import litellm_module
+from tracescore.scoring.judge.usage import current_meter
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -12,8 +12,8 @@ import asyncio
 import re
 from typing import Literal
 
-from schemas.errors import TracescoreError
-from schemas.secrets import scrub
+from tracescore.schemas.errors import TracescoreError
+from tracescore.schemas.secrets import scrub
 
 # HTTP statuses worth another try: request timeout, rate limit, and server-side trouble.
 RETRIABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -155,7 +155,7 @@ def explain(error: JudgeError, model: str, *, sent_key: bool) -> str:
     """What a permanent failure means and what to set, e.g. ``401 authentication failed — set
     TRACESCORE_JUDGE_API_KEY or OPENAI_API_KEY``; ``sent_key``: the call carried a configured key.
     Empty for kinds that have nothing to add to the provider's own message."""
-    from scoring.judge.credentials import set_key_hint
+    from tracescore.scoring.judge.credentials import set_key_hint
 
     if error.kind == "auth":
         if error.status is None:  # refused before sending: no key anywhere

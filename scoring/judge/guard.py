@@ -23,9 +23,9 @@ from typing import Any
 
 from opentelemetry import trace
 
-from scoring.budget import Budget, Reservation
-from scoring.judge.breaker import Breakers
-from scoring.judge.redact import Redactor
+from tracescore.scoring.budget import Budget, Reservation
+from tracescore.scoring.judge.breaker import Breakers
+from tracescore.scoring.judge.redact import Redactor
 
 logger = logging.getLogger(__name__)
 

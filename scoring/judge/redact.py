@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from schemas.scoring_config import RedactConfig
-from schemas.secrets import REDACTED, scrub
+from tracescore.schemas.scoring_config import RedactConfig
+from tracescore.schemas.secrets import REDACTED, scrub
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 

@@ -17,9 +17,9 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.score import JudgeExchange
-from schemas.secrets import scrub
-from scoring.judge.guard import redact_text
+from tracescore.schemas.score import JudgeExchange
+from tracescore.schemas.secrets import scrub
+from tracescore.scoring.judge.guard import redact_text
 
 MAX_TRANSCRIPT_CHARS = 200_000
 MAX_TEXT_CHARS = 50_000  # one message or answer

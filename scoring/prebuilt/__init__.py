@@ -1,13 +1,13 @@
 """Ready-made scorers, by family; each module registers its scorers where they are defined.
 
-Import a factory from its module, or by name from here (``from scoring.prebuilt import
+Import a factory from its module, or by name from here (``from tracescore.scoring.prebuilt import
 create_textual_difference_scorer``): names are looked up in the registry on first use, so importing
 this package does not import every scorer.
 """
 
 from __future__ import annotations
 
-from scoring.registry import ScorerFactory, find_factory, registered
+from tracescore.scoring.registry import ScorerFactory, find_factory, registered
 
 
 def __getattr__(name: str) -> ScorerFactory:

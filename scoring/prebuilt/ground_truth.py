@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring.steps import StepContext
+from tracescore.scoring.steps import StepContext
 
 
 class MissingGroundTruth(ValueError):

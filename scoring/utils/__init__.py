@@ -2,7 +2,10 @@
 
 Same names as ``@mastra/evals/scorers/utils`` in snake_case, same behaviour on our ``AgentRun``::
 
-    from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+    from tracescore.scoring.utils import (
+        get_assistant_message_from_run_output,
+        get_user_message_from_run_input,
+    )
 
     scorer = create_scorer(id="echo", description="...").preprocess(lambda ctx: {
         "question": get_user_message_from_run_input(ctx.run),
@@ -15,10 +18,14 @@ stored messages (``content: {format: 2, parts, content, toolInvocations, reasoni
 strings. ``create_test_message`` and ``create_agent_test_run`` build runs for tests and evals.
 """
 
-from scoring.text import ToolCallInfo, extract_tool_calls
-from scoring.utils.builders import create_agent_test_run, create_test_message, create_tool_invocation
-from scoring.utils.messages import merge_tool_invocations, to_message
-from scoring.utils.readers import (
+from tracescore.scoring.text import ToolCallInfo, extract_tool_calls
+from tracescore.scoring.utils.builders import (
+    create_agent_test_run,
+    create_test_message,
+    create_tool_invocation,
+)
+from tracescore.scoring.utils.messages import merge_tool_invocations, to_message
+from tracescore.scoring.utils.readers import (
     DEFAULT_CONVERSATION_HISTORY_MESSAGES,
     extract_agent_response_messages,
     extract_input_messages,

@@ -7,8 +7,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from schemas import AgentRun, Message, Part, RunInput, ToolInvocation
-from scoring.utils.messages import TOOL_STATES, to_message
+from tracescore.schemas import AgentRun, Message, Part, RunInput, ToolInvocation
+from tracescore.scoring.utils.messages import TOOL_STATES, to_message
 
 
 def create_tool_invocation(

@@ -5,9 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from schemas import AgentRun, Message, RunInput
-from scoring.text import message_text
-from scoring.utils.messages import as_messages, as_run_input, first_text_of_role, text_of, to_message
+from tracescore.schemas import AgentRun, Message, RunInput
+from tracescore.scoring.text import message_text
+from tracescore.scoring.utils.messages import (
+    as_messages,
+    as_run_input,
+    first_text_of_role,
+    text_of,
+    to_message,
+)
 
 
 def get_user_message_from_run_input(run_input: Any = None) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.scorer import Scorer
+from tracescore.scoring.scorer import Scorer
 
 
 def create_broken_scorer() -> Scorer:

@@ -169,7 +169,7 @@ async def test_demo_with_a_judge_adds_the_llm_scorers(tmp_path: Path, llm_server
         "TRACESCORE_JUDGE_API_BASE": llm_server.api_base,
     }
     proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "ingest.cli", "demo", "--store", str(tmp_path / "data")),
+        *(sys.executable, "-m", "tracescore.ingest.cli", "demo", "--store", str(tmp_path / "data")),
         *("--judge", "openai/gpt-4o-mini"),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -202,7 +202,7 @@ def _without_provider_keys(environ: Mapping[str, str]) -> dict[str, str]:
 async def _tracescore(*args: str, env: Mapping[str, str]) -> tuple[int, str, str]:
     """``tracescore`` in a process of its own, awaited (the test's local judge serves meanwhile)."""
     proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "ingest.cli", *args),
+        *(sys.executable, "-m", "tracescore.ingest.cli", *args),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**env, "PYTHONPATH": PROJECT_ROOT, "COLUMNS": "200"},

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.cli import build_parser, main
-from ingest.cli.serve import environment_help, service_config
-from ingest.cli.store_flags import store_overrides
-from ingest.store.clickhouse import Store
-from ingest.store.dsn import without_database
-from schemas.config import load_config
+from tracescore.ingest.cli import build_parser, main
+from tracescore.ingest.cli.serve import environment_help, service_config
+from tracescore.ingest.cli.store_flags import store_overrides
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.dsn import without_database
+from tracescore.schemas.config import load_config
 
 SERVER = "http://clickhouse:8123"
 

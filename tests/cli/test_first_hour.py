@@ -109,7 +109,8 @@ def test_one_scorer_in_full_with_a_rule_that_loads(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            f"from schemas.config import load_config; load_config({str(tmp_path / 'rules.yaml')!r})",
+            "from tracescore.schemas.config import load_config; "
+            f"load_config({str(tmp_path / 'rules.yaml')!r})",
         ],
         env=ENV,
         capture_output=True,
@@ -231,7 +232,7 @@ def start(tmp_path: Path, *args: str, http_port: int, grpc_port: int) -> subproc
         [
             sys.executable,
             "-m",
-            "ingest.cli",
+            "tracescore.ingest.cli",
             "serve",
             "--store",
             str(tmp_path / "data"),
@@ -303,7 +304,7 @@ async def tracescore_async(*args: str) -> subprocess.CompletedProcess[str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "ingest.cli",
+        "tracescore.ingest.cli",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

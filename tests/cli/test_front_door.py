@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ingest.cli.demo_traces import SCENARIOS
-from ingest.store.engine_open import held_by_another as held
 from tests.support.otlp import send_scenario
 from tests.support.serve import ENV, free_port, start_serve, stop, tracescore, wait_healthy
+from tracescore.ingest.cli.demo_traces import SCENARIOS
+from tracescore.ingest.store.engine_open import held_by_another as held
 
 TOKEN = "front-door-token"
 WEATHER, TRAVEL = SCENARIOS[0], SCENARIOS[2]
@@ -251,7 +251,7 @@ def test_demo_keeps_its_runs_apart_from_the_served_store(tmp_path: Path) -> None
             [
                 sys.executable,
                 "-m",
-                "ingest.cli",
+                "tracescore.ingest.cli",
                 "serve",
                 "--grpc-port",
                 str(free_port()),

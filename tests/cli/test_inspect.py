@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from ingest.cli import main
-from ingest.decode.otlp_json import parse_trace_request
 from tests.ingest.transform.adapters.test_semantic_kernel import (
     check_semantic_kernel_runs,
     semantic_kernel_request,
 )
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.serve import ENV, PROJECT_ROOT, tracescore
+from tracescore.ingest.cli import main
+from tracescore.ingest.decode.otlp_json import parse_trace_request
 
 MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
 CHUNKS = OTLP_DIR / "mastra__model-chunk-spans-from-the-same-1-x-run-streamed-reasoning-t.traces.json"

@@ -42,7 +42,7 @@ TEXT_SCORERS = ("textual-difference", "content-similarity", "completeness")
 
 def cli(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", *args],
+        [sys.executable, "-m", "tracescore.ingest.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,

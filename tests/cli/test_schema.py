@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.cli import main
-from ingest.store.clickhouse import Store
-from ingest.store.schema import SHARDING, TTL_COLUMNS
+from tracescore.ingest.cli import main
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.schema import SHARDING, TTL_COLUMNS
 
 TABLES = re.compile(r"^CREATE TABLE IF NOT EXISTS `analytics`\.(\w+) \(", re.MULTILINE)
 

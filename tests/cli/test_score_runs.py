@@ -31,7 +31,7 @@ def write(tmp_path: Path, name: str, document: Any) -> str:
 def score(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """``tracescore score ARGS`` in ``tmp_path`` (so the file names in messages are as given)."""
     return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "score", *args],
+        [sys.executable, "-m", "tracescore.ingest.cli", "score", *args],
         input=stdin,
         capture_output=True,
         text=True,

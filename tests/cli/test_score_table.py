@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store.clickhouse import Store
-from ingest.store.score_sink import ClickHouseScoreSink
-from schemas import Decision, ScoreRecord
 from tests.support.serve import ENV, free_port
 from tests.support.service import running_service, service_config
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.schemas import Decision, ScoreRecord
 
 TRACE = "5dbdf98695bd5785f3d3e61006ad2dba"
 OTHER = "0af7651916cd43dd8448eb211c80319c"
@@ -83,7 +83,17 @@ def _scores(store_dir: Path, *args: str, columns: int = 80) -> subprocess.Comple
     stdout piped, at a terminal width of ``columns``."""
     nowhere = f"http://127.0.0.1:{free_port()}"
     return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "scores", "--store", str(store_dir), "--url", nowhere, *args],
+        [
+            sys.executable,
+            "-m",
+            "tracescore.ingest.cli",
+            "scores",
+            "--store",
+            str(store_dir),
+            "--url",
+            nowhere,
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=120,

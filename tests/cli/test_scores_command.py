@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from ingest.store.clickhouse import Store
-from ingest.store.rows import OTEL_TRACES_COLUMNS, SCORES_COLUMNS, span_row
-from schemas.spans import Span
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.scored_service import TOKEN, ScoredService, scored_service
 from tests.support.serve import ENV, api_rows, free_port, start_serve, stop, tracescore, wait_healthy
 from tests.support.service import running_service, service_config
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.rows import OTEL_TRACES_COLUMNS, SCORES_COLUMNS, span_row
+from tracescore.schemas.spans import Span
 
 UNKNOWN = "0123456789abcdef0123456789abcdef"
 ELSEWHERE = "fedcba9876543210fedcba9876543210"

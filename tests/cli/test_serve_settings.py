@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from ingest.cli import build_parser
-from ingest.cli.serve import environment_help, service_config
-from schemas.config import ENV_KEYS
+from tracescore.ingest.cli import build_parser
+from tracescore.ingest.cli.serve import environment_help, service_config
+from tracescore.schemas.config import ENV_KEYS
 
 
 @pytest.mark.parametrize(

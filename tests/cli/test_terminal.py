@@ -24,7 +24,7 @@ CLEAN_ENV = {k: v for k, v in ENV.items() if not k.startswith(("TRACESCORE_", "G
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``tracescore ARGS`` without the TRACESCORE_* and GRPC_* variables of the test's environment."""
     return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", *args],
+        [sys.executable, "-m", "tracescore.ingest.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -36,7 +36,7 @@ def _closed_early(*args: str) -> tuple[int, str]:
     """``tracescore ARGS | true``: the reader of stdout is gone before anything is written."""
     read, write = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ingest.cli", *args],
+        [sys.executable, "-m", "tracescore.ingest.cli", *args],
         stdout=write,
         stderr=subprocess.PIPE,
         text=True,
@@ -53,7 +53,11 @@ def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
         assert _closed_early(*args) == (0, ""), args
     # As a shell runs it: head takes three lines and leaves.
     piped = subprocess.run(
-        ["bash", "-c", f"{sys.executable} -m ingest.cli scorers --json | head -n 3; exit ${{PIPESTATUS[0]}}"],
+        [
+            "bash",
+            "-c",
+            f"{sys.executable} -m tracescore.ingest.cli scorers --json | head -n 3; exit ${{PIPESTATUS[0]}}",
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -70,7 +74,7 @@ def _held(store: Path) -> Iterator[None]:
             sys.executable,
             "-c",
             "import asyncio, sys\n"
-            "from ingest.store.clickhouse import Store\n"
+            "from tracescore.ingest.store.clickhouse import Store\n"
             "async def main():\n"
             f"    store = Store({str(store)!r})\n"
             "    await store.start()\n"
@@ -116,7 +120,7 @@ def test_no_store_open_line_by_default_and_the_engine_s_with_v(tmp_path: Path) -
     assert quiet.stderr == ""
     verbose = _run("-v", "drift", "--store", str(store), "--json")
     assert verbose.returncode == 0, verbose.stderr
-    assert f"DEBUG ingest.store.clickhouse: store open: chdb://{store}" in verbose.stderr
+    assert f"DEBUG tracescore.ingest.store.clickhouse: store open: chdb://{store}" in verbose.stderr
 
 
 def test_bind_errors_say_what_the_os_said(tmp_path: Path) -> None:
@@ -187,7 +191,10 @@ def test_an_unreachable_broker_is_logged_once_and_once_more_when_reached(tmp_pat
         time.sleep(15)  # several attempts: 0.5, 1, 2, 4, 8 s apart (kafka-python logs each many times)
         down = _lines_about_kafka(log)
         assert len(down) == 1, down
-        assert f"WARNING ingest.receivers.kafka: kafka receiver failed on 127.0.0.1:{port}:" in down[0]
+        assert (
+            f"WARNING tracescore.ingest.receivers.kafka: kafka receiver failed on 127.0.0.1:{port}:"
+            in down[0]
+        )
         assert "trying again with backoff" in down[0]
         broker = start_broker(port)
         deadline = time.monotonic() + 90

@@ -25,13 +25,13 @@ from typing import Any, TypeVar
 import numpy as np
 import pytest
 
-from ingest.drift.monitor import DriftMonitor
-from ingest.store.clickhouse import Store
-from schemas.drift_config import DriftConfig
 from tests.support.drift import Streams, serving_hooks
 from tests.support.grafana_files import DATA_SOURCE_DATABASE
 from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, provider_usage
 from tests.support.serve import ENV
+from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.drift_config import DriftConfig
 
 T = TypeVar("T")
 
@@ -65,7 +65,7 @@ async def _run_demo(store_dir: Path) -> None:
             "TRACESCORE_JUDGE_API_BASE": server.api_base,
         }
         proc = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "ingest.cli", "demo", "--store", str(store_dir)),
+            *(sys.executable, "-m", "tracescore.ingest.cli", "demo", "--store", str(store_dir)),
             *("--database", DATA_SOURCE_DATABASE, "--judge", JUDGE_MODEL),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from schemas.config import ServiceConfig, load_config
+from tracescore.schemas.config import ServiceConfig, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

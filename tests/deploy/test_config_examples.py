@@ -27,12 +27,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli import build_parser
-from ingest.cli.demo_traces import SCENARIOS, emit_scenario
-from ingest.cli.serve import service_config
-from schemas.config import ServiceConfig, load_config
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tests.support.serve import PROJECT_ROOT, api_rows, free_port, stop, wait_healthy
+from tracescore.ingest.cli import build_parser
+from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
+from tracescore.ingest.cli.serve import service_config
+from tracescore.schemas.config import ServiceConfig, load_config
 
 DEPLOY = Path(PROJECT_ROOT) / "deploy"
 LOCAL = DEPLOY / "tracescore.local.yaml"
@@ -56,7 +56,7 @@ def start(cwd: Path, *args: str, env: dict[str, str]) -> tuple[subprocess.Popen[
     grpc_port, http_port = free_port(), free_port()
     with (cwd / "serve.log").open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ingest.cli", "serve", *args]
+            [sys.executable, "-m", "tracescore.ingest.cli", "serve", *args]
             + ["--grpc-port", str(grpc_port), "--http-port", str(http_port)],
             cwd=cwd,
             stdout=subprocess.PIPE,
@@ -209,7 +209,7 @@ def test_no_kafka_switches_off_the_kafka_of_the_file_and_of_the_environment(monk
 
 def test_no_kafka_with_kafka_flags_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "serve", "--no-kafka", "--kafka-topic", "otlp_spans"],
+        [sys.executable, "-m", "tracescore.ingest.cli", "serve", "--no-kafka", "--kafka-topic", "otlp_spans"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -12,9 +12,6 @@ from typing import Any
 
 import pytest
 
-from ingest.store.ddl import load_ddl
-from schemas.score import DecisionKind
-from scoring.registry import registered
 from tests.support.grafana_files import (
     CLICKHOUSE_TYPE,
     EXPRESSION_UID,
@@ -28,6 +25,9 @@ from tests.support.grafana_files import (
     load_yaml,
     walk_panels,
 )
+from tracescore.ingest.store.ddl import load_ddl
+from tracescore.schemas.score import DecisionKind
+from tracescore.scoring.registry import registered
 
 GRAFANA_PAGE = Path(__file__).resolve().parents[2] / "docs" / "grafana.md"
 DASHBOARDS = load_dashboards()

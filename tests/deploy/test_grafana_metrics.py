@@ -12,7 +12,6 @@ from typing import Any
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.service import Service
 from tests.support.grafana_files import (
     alert_queries,
     dashboard_queries,
@@ -23,6 +22,7 @@ from tests.support.grafana_files import (
 )
 from tests.support.otlp import agent_trace_requests, http_request
 from tests.support.service import running_service, service_config
+from tracescore.ingest.service import Service
 
 # Labels Prometheus adds to every series it scrapes.
 TARGET_LABELS = {"instance", "job"}

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from ingest.store.clickhouse import Store
 from tests.support.grafana import Selection, TimeRange, expand_macros, render
 from tests.support.grafana_files import (
     DATA_SOURCE_DATABASE,
@@ -27,6 +26,7 @@ from tests.support.grafana_files import (
     resolve_variables,
     walk_panels,
 )
+from tracescore.ingest.store.clickhouse import Store
 
 DASHBOARDS = {d["uid"]: d for d in load_dashboards().values()}
 # Grafana's trace view reads these fields of a trace frame (Explore's trace integration: data frame

@@ -15,7 +15,6 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from schemas.config import ServiceConfig, load_config
 from tests.support.helm import (
     CHART,
     CONFIG_FILE,
@@ -27,6 +26,7 @@ from tests.support.helm import (
     render,
     render_error,
 )
+from tracescore.schemas.config import ServiceConfig, load_config
 
 KUBERNETES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md"
 
@@ -239,7 +239,7 @@ def test_probes_and_scrapes_speak_https_when_the_receivers_serve_tls() -> None:
 
 def test_the_probes_need_no_token_on_the_service() -> None:
     """The kubelet sends no Authorization header: the probed paths must be open with a token set."""
-    from ingest.receivers.http import OPEN_PATHS
+    from tracescore.ingest.receivers.http import OPEN_PATHS
 
     rendered = render({"secrets": {"authToken": "t"}})
     paths = {rendered.container[name]["httpGet"]["path"] for name in ("livenessProbe", "readinessProbe")}

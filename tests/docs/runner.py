@@ -17,9 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from schemas.config import load_config
 from tests.docs.markdown import REPO, SHELL_LANGUAGES, Example
 from tests.support.serve import free_port, stop, wait_healthy
+from tracescore.schemas.config import load_config
 
 EXAMPLE_TIMEOUT_S = 120
 _NOT_COPIED = shutil.ignore_patterns("tracescore-data", ".examples")
@@ -32,7 +32,7 @@ def sandbox(root: Path) -> Path:
     # The installed command when there is one (as a reader runs it: the current directory is not on
     # its import path), else the module of this source tree.
     installed = Path(sys.executable).parent / "tracescore"
-    runs = f'"{installed}"' if installed.is_file() else f'"{sys.executable}" -m ingest.cli'
+    runs = f'"{installed}"' if installed.is_file() else f'"{sys.executable}" -m tracescore.ingest.cli'
     for folder in (root / "bin", root / ".venv" / "bin"):
         folder.mkdir(parents=True)
         command = folder / "tracescore"

@@ -8,8 +8,8 @@ import argparse
 import re
 from pathlib import Path
 
-from ingest.cli import build_parser
 from tests.docs.markdown import DOCS, README, REPO, anchor, anchors, documents, headings, links, name
+from tracescore.ingest.cli import build_parser
 
 README_MAX_LINES = 400
 ARCHITECTURE = DOCS / "architecture.md"

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from schemas.config import ServiceConfig
 from tests.docs.judge_server import judge_server_thread
 from tests.docs.markdown import DOCS, Example, examples
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tests.support.serve import ENV
+from tracescore.schemas.config import ServiceConfig
 
 PYTHON_PAGE = DOCS / "python.md"
 
@@ -84,7 +84,7 @@ def test_the_judge_program_runs_with_a_local_judge(tmp_path: Path, judge_server:
 
 
 def test_every_registered_scorer_is_in_the_catalogue() -> None:
-    from scoring.registry import registered
+    from tracescore.scoring.registry import registered
 
     catalogue = (DOCS / "scorers.md").read_text()
     rows = [line for line in catalogue.splitlines() if line.startswith("| `")]

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store.clickhouse import DDL_FILES, Store
 from tests.docs.markdown import DOCS, examples
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.serve import ENV
+from tracescore.ingest.store.clickhouse import DDL_FILES, Store
 
 CLI_PAGE = DOCS / "cli.md"
 TABLES_PAGE = DOCS / "tables.md"
@@ -50,7 +50,7 @@ def workdir(tmp_path: Path) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     command = bin_dir / "tracescore"
-    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ingest.cli "$@"\n')
+    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tracescore.ingest.cli "$@"\n')
     command.chmod(0o755)
     return tmp_path
 

@@ -22,13 +22,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
-from ingest.service import Service
-from ingest.store.clickhouse import Store
-from schemas.config import load_config
 from tests.support.llm_server import LLMServer, answering
 from tests.support.serve import ENV
 from tests.support.service import running_service
+from tracescore.ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from tracescore.ingest.service import Service
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.config import load_config
 
 HOUR_NS = 3600 * 10**9
 QUESTIONS = [
@@ -79,7 +79,7 @@ async def _backfill(*args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "ingest.cli",
+        "tracescore.ingest.cli",
         "backfill",
         *args,
         stdout=asyncio.subprocess.PIPE,

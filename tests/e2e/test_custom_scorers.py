@@ -18,10 +18,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli.demo_traces import SCENARIOS, emit_scenario
-from ingest.store.clickhouse import Store
-from ingest.store.score_sink import ClickHouseScoreSink
 from tests.support.serve import api_rows, free_port, start_serve, stop, tracescore, wait_healthy
+from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 
 LENGTH = "tests.scoring.custom_scorers:create_answer_length_scorer"
 OVERCONFIDENT = "tests.scoring.custom_scorers:create_overconfident_scorer"

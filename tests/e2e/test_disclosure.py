@@ -20,10 +20,10 @@ import grpc
 import pytest
 from google.rpc import status_pb2
 
-from ingest.receivers.disclosure import HIDDEN, without_paths
-from ingest.service import Service
 from tests.support.otlp import EXPORT_METHOD, agent_trace_requests
 from tests.support.service import running_service, service_config
+from tracescore.ingest.receivers.disclosure import HIDDEN, without_paths
+from tracescore.ingest.service import Service
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 TOKEN = "disclosure-test-token"
@@ -85,7 +85,7 @@ async def test_store_failures_answer_a_fixed_sentence_and_log_the_detail(
 ) -> None:
     body = agent_trace_requests(1, service="refused")[0][1]
     async with broken_service(tmp_path) as service:
-        with caplog.at_level(logging.WARNING, logger="ingest.receivers.export"):
+        with caplog.at_level(logging.WARNING, logger="tracescore.ingest.receivers.export"):
             status, raw = await _request(
                 "POST", f"http://127.0.0.1:{service.http.port}/v1/traces", body, PROTOBUF
             )

@@ -18,11 +18,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from ingest.store.clickhouse import Store
 from tests.support.load import Load
 from tests.support.otlp import many_trace_requests
 from tests.support.serve import ENV, decision_outcome, start_serve, stop, wait_healthy
 from tests.support.tmpfs import Tmpfs
+from tracescore.ingest.store.clickhouse import Store
 
 DISK = "256m"
 FLOOR = "64MiB"

@@ -44,7 +44,9 @@ def _decisions(base: str, trace_id: str, count: int) -> list[dict[str, Any]]:
 
 def _warnings(log: str) -> list[str]:
     return [
-        line.split(" WARNING scoring.executor: ", 1)[1] for line in log.splitlines() if " WARNING " in line
+        line.split(" WARNING tracescore.scoring.executor: ", 1)[1]
+        for line in log.splitlines()
+        if " WARNING " in line
     ]
 
 
@@ -134,7 +136,7 @@ def _summaries(log: str) -> list[str]:
 
 
 async def _score_rows(store_dir: Path) -> int:
-    from ingest.store.clickhouse import Store
+    from tracescore.ingest.store.clickhouse import Store
 
     store = Store(str(store_dir))
     await store.start()

@@ -16,13 +16,13 @@ from typing import Any
 
 import aiohttp
 
-from ingest.cli.demo_traces import LlmStep, Scenario
-from ingest.cli.runs import render
-from ingest.service import Service
-from ingest.store.clickhouse import Store
 from tests.support.llm_server import LLMServer, answering, error_reply
 from tests.support.otlp import send_scenario
 from tests.support.service import running_service, service_config
+from tracescore.ingest.cli.demo_traces import LlmStep, Scenario
+from tracescore.ingest.cli.runs import render
+from tracescore.ingest.service import Service
+from tracescore.ingest.store.clickhouse import Store
 
 EMAIL = "jane.doe@example.com"
 VERDICTS = {"verdicts": [{"verdict": "no", "reason": "polite"}]}

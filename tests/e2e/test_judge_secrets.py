@@ -21,11 +21,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
-from ingest.service import Service
-from schemas.config import load_config
 from tests.support.llm_server import LLMServer, answering, error_reply
 from tests.support.service import running_service
+from tracescore.ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from tracescore.ingest.service import Service
+from tracescore.schemas.config import load_config
 
 EMAIL = "jane.doe@example.com"
 TICKET = "TICKET-884213"

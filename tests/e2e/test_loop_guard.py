@@ -19,18 +19,18 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli.demo_traces import SCENARIOS, emit_scenario
-from ingest.store.clickhouse import Store
-from schemas import AgentRun, Message, RunInput, Span
-from schemas.config import ScorerRule, ScoringConfig
-from schemas.units import TraceView
-from scoring.executor import ScoringExecutor
-from scoring.judge import DATA_PREAMBLE
-from scoring.judge.guard import JUDGE_SPAN_ATTRIBUTE
-from scoring.metrics import ScoringMetrics
 from tests.support.llm_server import LLMServer, answering
 from tests.support.serve import ENV, free_port, stop, wait_healthy
 from tests.support.sinks import RecordingSink
+from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas import AgentRun, Message, RunInput, Span
+from tracescore.schemas.config import ScorerRule, ScoringConfig
+from tracescore.schemas.units import TraceView
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.judge import DATA_PREAMBLE
+from tracescore.scoring.judge.guard import JUDGE_SPAN_ATTRIBUTE
+from tracescore.scoring.metrics import ScoringMetrics
 
 
 def _send(grpc_port: int) -> str:

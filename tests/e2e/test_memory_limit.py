@@ -25,9 +25,9 @@ import aiohttp
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.store.clickhouse import Store
 from tests.support.otlp import agent_trace_requests
 from tests.support.serve import kernel_peak, peak_allocated, start_serve, tracescore, wait_healthy
+from tracescore.ingest.store.clickhouse import Store
 
 MIB = 2**20
 CLIENTS = 16

@@ -25,10 +25,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
-from ingest.service import Service
 from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
 from tests.support.service import running_service, service_config
+from tracescore.ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from tracescore.ingest.service import Service
 
 
 @pytest.fixture

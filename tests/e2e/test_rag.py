@@ -26,9 +26,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.service import Service
 from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, text_reply
 from tests.support.service import running_service, service_config
+from tracescore.ingest.service import Service
 
 QUESTION = "When are Paris trips rescheduled?"  # 5 whitespace words
 ANSWER = "Paris trips are rescheduled when rain exceeds 10mm."

@@ -26,9 +26,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ingest.store.clickhouse import Store
 from tests.support.otlp import agent_trace_requests
 from tests.support.serve import start_serve, stop, wait_healthy
+from tracescore.ingest.store.clickhouse import Store
 
 LIVE = 1_000  # traces scored as they come, for this run's live rate
 HELD = 2_000  # undecided traces in the store at the restart

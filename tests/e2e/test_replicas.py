@@ -24,10 +24,10 @@ from typing import Any, TypeVar
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.service import Service
-from ingest.store.clickhouse import Store
-from schemas.config import AssemblyConfig, ReceiverConfig, ReplicaConfig, ServiceConfig
 from tests.support.otlp import agent_trace_requests
+from tracescore.ingest.service import Service
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.config import AssemblyConfig, ReceiverConfig, ReplicaConfig, ServiceConfig
 
 T = TypeVar("T")
 SCORERS = 2  # the default rules

@@ -37,10 +37,10 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
-from ingest.store.clickhouse import Store
 from tests.support.rotel import BATCH_TIMEOUT_S, Rotel, running_rotel
 from tests.support.serve import api_rows, decision_outcome, start_serve, stop, wait_healthy
+from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
+from tracescore.ingest.store.clickhouse import Store
 
 SCORERS = ("content-similarity", "textual-difference")  # the default rules
 SPANS, LOGS = "otlp_spans", "otlp_logs"  # the OpenTelemetry Collector's kafka exporter's topics

@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ingest.cli.demo_traces import SCENARIOS, emit_scenario
-from ingest.service import Service
 from tests.support.service import running_service, service_config
+from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
+from tracescore.ingest.service import Service
 
 WEATHER, TRAVEL = SCENARIOS[0], SCENARIOS[2]
 

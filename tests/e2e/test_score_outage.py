@@ -13,9 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from ingest.service import Service
 from tests.support.otlp import agent_trace_requests
 from tests.support.service import running_service, service_config
+from tracescore.ingest.service import Service
 
 SCORERS = 2  # the default rules
 PROTOBUF = {"Content-Type": "application/x-protobuf"}

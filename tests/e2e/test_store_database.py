@@ -20,8 +20,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from tests.support.serve import ENV, api_rows, free_port, start_serve, stop, tracescore, wait_healthy
+from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
 
 DATABASE = "agent_evals"
 # The rules of a config without any: content-similarity and textual-difference.

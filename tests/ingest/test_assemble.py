@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from ingest.assemble import ManualClock, TraceAssembler
-from ingest.assembly_state import TracedItems
-from ingest.metrics import Metrics
-from ingest.store.ledger import Undecided
-from schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
-from schemas.config import AssemblyConfig
 from tests.support.fixture_files import make_span
+from tracescore.ingest.assemble import ManualClock, TraceAssembler
+from tracescore.ingest.assembly_state import TracedItems
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.ledger import Undecided
+from tracescore.schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
+from tracescore.schemas.config import AssemblyConfig
 
 TRACE_A = "a" * 32
 TRACE_B = "b" * 32
@@ -116,7 +116,7 @@ async def test_ready_after_idle_once_root_has_ended() -> None:
 
 
 async def test_a_trace_whose_scoring_could_not_read_the_store_is_released_again() -> None:
-    from schemas.errors import StoreError
+    from tracescore.schemas.errors import StoreError
 
     assembler, consumer, metrics, clock = build(idle=2.0)
     consumer.fail_times, consumer.error = 1, StoreError("query failed: Code: 209. timeout", retriable=True)
@@ -237,7 +237,7 @@ async def test_spans_beyond_the_per_trace_cap_are_dropped_counted_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     assembler, consumer, metrics, clock = build(max_spans=3)
-    with caplog.at_level(logging.WARNING, logger="ingest.assemble"):
+    with caplog.at_level(logging.WARNING, logger="tracescore.ingest.assemble"):
         await assembler.consume_spans(
             batch(*(span(TRACE_A, s, ROOT) for s in (CHILD, CHILD2, CHILD3, CHILD4)), span(TRACE_A, ROOT))
         )

@@ -9,19 +9,19 @@ from dataclasses import dataclass
 
 import pytest
 
-from ingest import assemble
-from ingest.assemble import ManualClock, TraceAssembler
-from ingest.metrics import Metrics
-from ingest.store.clickhouse import Store
-from ingest.store.ledger import Ledger, StoredTrace, TraceStatus
-from ingest.store.score_sink import ClickHouseScoreSink
-from ingest.store.span_sink import SpanSink
-from schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
-from schemas.config import AssemblyConfig
-from schemas.consumers import PriorOutcomes
-from schemas.errors import StoreError
 from tests.support.fixture_files import make_span
 from tests.support.store import count_queries
+from tracescore.ingest import assemble
+from tracescore.ingest.assemble import ManualClock, TraceAssembler
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import Ledger, StoredTrace, TraceStatus
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.ingest.store.span_sink import SpanSink
+from tracescore.schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
+from tracescore.schemas.config import AssemblyConfig
+from tracescore.schemas.consumers import PriorOutcomes
+from tracescore.schemas.errors import StoreError
 
 TRACE_A, TRACE_B = "a" * 32, "b" * 32
 ROOT, CHILD, CHILD2 = (f"{i:016x}" for i in range(1, 4))

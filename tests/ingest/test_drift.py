@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ingest.cli import main
-from ingest.drift.monitor import DriftMonitor
-from ingest.store.clickhouse import Store
-from schemas.drift_config import DriftConfig
 from tests.support.drift import NOW, Streams
 from tests.support.service import running_service, service_config
+from tracescore.ingest.cli import main
+from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.drift_config import DriftConfig
 
 WINDOW_START = NOW - timedelta(hours=1)
 BASELINE_START = WINDOW_START - timedelta(days=7)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from ingest.drift.monitor import DriftMonitor
-from ingest.store.clickhouse import Store
-from schemas.drift_config import DriftConfig
 from tests.support.drift import NOW, Hooks, Streams, serving_hooks
+from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.drift_config import DriftConfig
 
 
 @pytest.fixture

@@ -16,19 +16,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.trace import format_span_id, format_trace_id, get_current_span
 from prometheus_client import CollectorRegistry
 
-from ingest.export.evaluation_events import (
+from tests.support.otlp import agent_trace_requests
+from tests.support.otlp_logs import closed_endpoint, grpc_logs_receiver, logs_receiver
+from tests.support.service import running_service, service_config
+from tracescore.ingest.export.evaluation_events import (
     EVENT_NAME,
     EvaluationEventExporter,
     evaluation_attributes,
     span_context,
     unix_nanos,
 )
-from ingest.service import Service
-from schemas import ScoreRecord
-from schemas.export_config import OtlpExportConfig
-from tests.support.otlp import agent_trace_requests
-from tests.support.otlp_logs import closed_endpoint, grpc_logs_receiver, logs_receiver
-from tests.support.service import running_service, service_config
+from tracescore.ingest.service import Service
+from tracescore.schemas import ScoreRecord
+from tracescore.schemas.export_config import OtlpExportConfig
 
 PROTOCOLS = ["grpc", "http/protobuf"]
 TRACE = "5dbdf98695bd5785f3d3e61006ad2dba"

@@ -26,20 +26,20 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ingest.assemble import ManualClock, TraceAssembler
-from ingest.cli import build_parser
-from ingest.cli.serve import service_config as cli_service_config
-from ingest.decode import decode_logs, decode_traces
-from ingest.metrics import Metrics
-from ingest.service import Service
-from ingest.transform.correlate import LOG_BODY_ATTRIBUTE, attach_logs
-from ingest.transform.runs import build_runs
-from schemas import AgentRun, LogRecord, Span, SpanBatch, TraceRound
-from schemas.config import AssemblyConfig, load_config
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import http_request
 from tests.support.serve import tracescore
 from tests.support.service import running_service, service_config
+from tracescore.ingest.assemble import ManualClock, TraceAssembler
+from tracescore.ingest.cli import build_parser
+from tracescore.ingest.cli.serve import service_config as cli_service_config
+from tracescore.ingest.decode import decode_logs, decode_traces
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.service import Service
+from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE, attach_logs
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import AgentRun, LogRecord, Span, SpanBatch, TraceRound
+from tracescore.schemas.config import AssemblyConfig, load_config
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_TRACES = OTLP_DIR / f"{LEGACY}.traces.json"

@@ -9,10 +9,18 @@ import asyncio
 
 import pytest
 
-from ingest.memory import ADMIT_SHARE, HIGH, LOW, MemoryGuard, RequestTooLarge, resident_bytes, resident_parts
-from ingest.metrics import Metrics
-from schemas.config import ServiceConfig
-from schemas.errors import Overloaded
+from tracescore.ingest.memory import (
+    ADMIT_SHARE,
+    HIGH,
+    LOW,
+    MemoryGuard,
+    RequestTooLarge,
+    resident_bytes,
+    resident_parts,
+)
+from tracescore.ingest.metrics import Metrics
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.errors import Overloaded
 
 MIB = 2**20
 LIMIT = 1000 * MIB

@@ -14,17 +14,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from ingest.assemble import ManualClock, TraceAssembler
-from ingest.metrics import Metrics
-from ingest.recovery import Recovery
-from ingest.replicas import Membership
-from ingest.store.clickhouse import Store
-from ingest.store.ledger import Ledger
-from ingest.store.replicas import ReplicaTable
-from ingest.store.span_sink import SpanSink
-from schemas import LogRecord, Span, SpanBatch, TraceRound
-from schemas.config import AssemblyConfig, ReplicaConfig
 from tests.support.fixture_files import make_span
+from tracescore.ingest.assemble import ManualClock, TraceAssembler
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.recovery import Recovery
+from tracescore.ingest.replicas import Membership
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import Ledger
+from tracescore.ingest.store.replicas import ReplicaTable
+from tracescore.ingest.store.span_sink import SpanSink
+from tracescore.schemas import LogRecord, Span, SpanBatch, TraceRound
+from tracescore.schemas.config import AssemblyConfig, ReplicaConfig
 
 ROOT, CHILD = "0" * 15 + "1", "0" * 15 + "2"
 STORED = [f"{i:032x}" for i in range(1, 8)]  # stored by a process that died: 7 undecided traces

@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-from ingest.replicas import Membership, MembershipChange, owner_among
-from ingest.store.clickhouse import Store
-from ingest.store.replicas import LEFT, RETIRED, ReplicaTable
-from schemas.config import ReplicaConfig
+from tracescore.ingest.replicas import Membership, MembershipChange, owner_among
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.replicas import LEFT, RETIRED, ReplicaTable
+from tracescore.schemas.config import ReplicaConfig
 
 TRACES = [f"{i:032x}" for i in range(30_000)]
 

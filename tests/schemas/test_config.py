@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config import (
+from tracescore.schemas.config import (
     DEFAULT_HEADER_TIMEOUT_SECONDS,
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     ENV_KEYS,

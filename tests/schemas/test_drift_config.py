@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from schemas.config import ConfigError, load_config
+from tracescore.schemas.config import ConfigError, load_config
 
 WATCHING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "watching-scores.md"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.environment import ENV_KEYS, unknown_variables
+from tracescore.schemas.environment import ENV_KEYS, unknown_variables
 
 
 def test_unknown_variables_are_named_with_the_closest_known_one() -> None:

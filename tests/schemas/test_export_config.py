@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from schemas.config import ConfigError, ServiceConfig, load_config
-from schemas.export_config import OtlpExportConfig
+from tracescore.schemas.config import ConfigError, ServiceConfig, load_config
+from tracescore.schemas.export_config import OtlpExportConfig
 
 
 def test_nothing_is_exported_by_default() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.config import ConfigError, load_config
+from tracescore.schemas.config import ConfigError, load_config
 
 SERVER = "http://clickhouse:8123"
 

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from scoring import Scorer, StepContext, create_scorer
-from scoring.text import output_text
+from tracescore.scoring import Scorer, StepContext, create_scorer
+from tracescore.scoring.text import output_text
 
 
 def create_answer_length_scorer(target_words: int, version: str = "2.1.0") -> Scorer:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import AgentRun
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 from tests.support.llm_server import Reply, json_reply, text_reply
+from tracescore.schemas import AgentRun
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 MODEL = "openai/gpt-4o-mini"
 EMBEDDING_MODEL = "openai/text-embedding-3-small"  # the ragas scorers' default embedding model

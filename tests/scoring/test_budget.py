@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from ingest.store.clickhouse import Store
-from ingest.store.score_sink import ClickHouseScoreSink
-from schemas.config import ScorerRule, ScoringConfig
-from schemas.rules import BudgetLimits
-from scoring.budget import DAY, HOUR, Budget, BudgetBook, BudgetExceeded
-from scoring.executor import ScoringExecutor
-from scoring.metrics import ScoringMetrics
 from tests.support.llm_server import LLMServer, answering
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.schemas.config import ScorerRule, ScoringConfig
+from tracescore.schemas.rules import BudgetLimits
+from tracescore.scoring.budget import DAY, HOUR, Budget, BudgetBook, BudgetExceeded
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.metrics import ScoringMetrics
 
 START = time.time() // DAY * DAY + 10 * HOUR  # 10:00 UTC today (the store keeps spend rows 3 days)
 

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from schemas.config import ScorerRule, ScoringConfig
-from schemas.rules import CircuitBreakerConfig
-from scoring.executor import ScoringExecutor
-from scoring.judge import JudgeError
-from scoring.judge.breaker import CircuitBreaker
-from scoring.metrics import ScoringMetrics
 from tests.support.llm_server import LLMServer, Reply, answering
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
+from tracescore.schemas.config import ScorerRule, ScoringConfig
+from tracescore.schemas.rules import CircuitBreakerConfig
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.judge import JudgeError
+from tracescore.scoring.judge.breaker import CircuitBreaker
+from tracescore.scoring.metrics import ScoringMetrics
 
 
 class Clock:

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scoring.drift.stats import Counts, benjamini_hochberg, cusum, kolmogorov_smirnov, mann_whitney, psi
+from tracescore.scoring.drift.stats import (
+    Counts,
+    benjamini_hochberg,
+    cusum,
+    kolmogorov_smirnov,
+    mann_whitney,
+    psi,
+)
 
 
 def counts(sample: np.ndarray) -> Counts:

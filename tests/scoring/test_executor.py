@@ -13,20 +13,20 @@ from typing import Any, Literal
 
 import pytest
 
-from schemas import AgentRun, Message, RunInput
-from schemas.config import RunFilter, ScorerRule, ScoringConfig
-from schemas.errors import StoreError
-from schemas.version import __version__
-from scoring import StepContext, create_scorer
-from scoring.executor import ScoringExecutor
-from scoring.metrics import ScoringMetrics
-from scoring.prebuilt import create_textual_difference_scorer
-from scoring.registry import build_scorer
-from scoring.scorer import Scorer
-from scoring.text import output_text
 from tests.scoring.test_workers import alive, spinning_scorer
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
+from tracescore.schemas import AgentRun, Message, RunInput
+from tracescore.schemas.config import RunFilter, ScorerRule, ScoringConfig
+from tracescore.schemas.errors import StoreError
+from tracescore.schemas.version import __version__
+from tracescore.scoring import StepContext, create_scorer
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.prebuilt import create_textual_difference_scorer
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.text import output_text
 
 SALT = "test-salt"
 

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from schemas import Decision, ScoreRecord, TraceRound
-from schemas.config import ScorerRule, ScoringConfig
-from schemas.consumers import PriorOutcomes
-from scoring import create_scorer
-from scoring.executor import ScoringExecutor
-from scoring.metrics import ScoringMetrics
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
+from tracescore.schemas import Decision, ScoreRecord, TraceRound
+from tracescore.schemas.config import ScorerRule, ScoringConfig
+from tracescore.schemas.consumers import PriorOutcomes
+from tracescore.scoring import create_scorer
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.metrics import ScoringMetrics
 
 TRACE = "a" * 32
 RUN = agent_run("ab", "ba", trace_id=TRACE, span_id="b" * 16)
@@ -148,7 +148,7 @@ async def test_runs_released_at_max_wait_say_so_in_their_decisions() -> None:
 
 
 async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows() -> None:
-    from scoring import executor as executor_module
+    from tracescore.scoring import executor as executor_module
 
     sink = RecordingSink(fail_first=10_000)
     bound = executor_module.MAX_BUFFERED_ROWS
@@ -178,7 +178,7 @@ async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows()
 
 
 async def test_rows_refused_for_good_keep_their_round_open_so_the_next_start_scores_it_again() -> None:
-    from schemas.errors import StoreError
+    from tracescore.schemas.errors import StoreError
 
     refused = StoreError("insert into scores failed: Code: 53. Type mismatch", retriable=False)
     sink = RecordingSink(fail_first=1, error=refused)
@@ -210,7 +210,7 @@ class _PriorUnreadable(RecordingSink):
 
 
 async def test_a_resumed_round_whose_earlier_outcomes_cannot_be_read_is_never_marked_done() -> None:
-    from schemas.errors import StoreError
+    from tracescore.schemas.errors import StoreError
 
     for retriable, held_open in ((True, None), (False, 100)):
         sink = _PriorUnreadable(StoreError("query failed: Code: 209. timeout", retriable=retriable))

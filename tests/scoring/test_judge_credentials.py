@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from schemas.config import JudgeConfig, ScorerRule, ScoringConfig
-from scoring.executor import ScoringExecutor
-from scoring.judge import Judge, JudgeError
-from scoring.judge.credentials import NO_KEY
-from scoring.metrics import ScoringMetrics
-from scoring.registry import build_scorer
 from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, error_reply, json_reply, text_reply
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
+from tracescore.schemas.config import JudgeConfig, ScorerRule, ScoringConfig
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.judge import Judge, JudgeError
+from tracescore.scoring.judge.credentials import NO_KEY
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.registry import build_scorer
 
 
 class Answer(BaseModel):
@@ -125,7 +125,7 @@ async def test_a_refused_key_fails_the_run_at_once_with_one_warning_and_no_score
     run = agent_run("Is it raining?", "Yes, it is.")
     await executor.start()
     try:
-        with caplog.at_level(logging.WARNING, logger="scoring"):
+        with caplog.at_level(logging.WARNING, logger="tracescore.scoring"):
             await executor.consume_runs([run])
             await executor.drain()
         assert executor.waiting_for_judge == 0

@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun, Decision, ScoreRecord
-from schemas.config import ScorerRule, ScoringConfig
-from scoring.executor import ScoringExecutor
-from scoring.metrics import ScoringMetrics
-from scoring.registry import SCORERS, build_scorer
-from scoring.scorer import ScorerResult
 from tests.scoring.llm_cases import CASES, CHAT_CASES, EMBEDDING_CASES, Case
 from tests.support.llm_server import LLMServer, Reply, error_reply, text_reply
 from tests.support.sinks import RecordingSink
+from tracescore.schemas import AgentRun, Decision, ScoreRecord
+from tracescore.schemas.config import ScorerRule, ScoringConfig
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.registry import SCORERS, build_scorer
+from tracescore.scoring.scorer import ScorerResult
 
 TOKENS_PER_CHAT_ANSWER = 11  # the prompt_tokens the local server reports for every chat answer
 COMPLETION_TOKENS_PER_CHAT_ANSWER = 7

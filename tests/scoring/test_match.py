@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from schemas import Span
-from schemas.config import ConfigError, load_config
-from schemas.rules import RunFilter, ScorerRule, SpanMatch, ValueMatch
-from schemas.spans import STATUS_ERROR, STATUS_OK
-from schemas.units import TraceView
-from scoring.match import span_matches, unit_matches, value_matches
 from tests.support.runs import agent_run
+from tracescore.schemas import Span
+from tracescore.schemas.config import ConfigError, load_config
+from tracescore.schemas.rules import RunFilter, ScorerRule, SpanMatch, ValueMatch
+from tracescore.schemas.spans import STATUS_ERROR, STATUS_OK
+from tracescore.schemas.units import TraceView
+from tracescore.scoring.match import span_matches, unit_matches, value_matches
 
 MS = 1_000_000
 

@@ -9,18 +9,18 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from schemas import AgentRun
-from schemas.config import JudgeConfig, ScorerRule, ScoringConfig
-from scoring import ScorerError, StepContext, create_scorer
-from scoring.executor import ScoringExecutor
-from scoring.judge import Judge, JudgeError, delimit
-from scoring.metrics import ScoringMetrics
-from scoring.prompt_step import PromptObject
-from scoring.scorer import Scorer
-from scoring.text import input_text, output_text
 from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, judge_at, text_reply
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
+from tracescore.schemas import AgentRun
+from tracescore.schemas.config import JudgeConfig, ScorerRule, ScoringConfig
+from tracescore.scoring import ScorerError, StepContext, create_scorer
+from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.judge import Judge, JudgeError, delimit
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.prompt_step import PromptObject
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.text import input_text, output_text
 
 MODEL = "openai/gpt-4o-mini"
 GPT_4O_MINI_PRICE = (0.15e-6, 0.60e-6)  # published USD per input, output token

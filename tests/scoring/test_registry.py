@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import schemas
-from scoring.registry import SCORERS, build_scorer, canonical_id, read_as, registered, stored_ids
 from tests.scoring.llm_cases import CASES as LLM_CASES
 from tests.support.runs import agent_run
+from tracescore import schemas
+from tracescore.scoring.registry import SCORERS, build_scorer, canonical_id, read_as, registered, stored_ids
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CUSTOM = "tests.scoring.custom_scorers:create_answer_length_scorer"
@@ -22,9 +22,9 @@ CUSTOM = "tests.scoring.custom_scorers:create_answer_length_scorer"
 
 def test_importing_scoring_loads_no_scorer_module_nor_scipy() -> None:
     probe = (
-        "import sys, scoring\n"
-        "from scoring import create_scorer, run_evals, Judge\n"
-        "prebuilt = [m for m in sys.modules if m.startswith('scoring.prebuilt.')]\n"
+        "import sys, tracescore.scoring as scoring\n"
+        "from tracescore.scoring import create_scorer, run_evals, Judge\n"
+        "prebuilt = [m for m in sys.modules if m.startswith('tracescore.scoring.prebuilt.')]\n"
         "loaded = prebuilt + [m for m in sys.modules if m.split('.')[0] == 'scipy']\n"
         "print(len(loaded), loaded[:5])\n"
     )

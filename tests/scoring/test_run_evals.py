@@ -7,13 +7,13 @@ import threading
 
 import pytest
 
-from schemas import AgentRun
-from scoring import EvalItemResult, create_scorer, run_evals
-from scoring.prebuilt import create_textual_difference_scorer
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.text import output_text
-from scoring.utils import create_agent_test_run
+from tracescore.schemas import AgentRun
+from tracescore.scoring import EvalItemResult, create_scorer, run_evals
+from tracescore.scoring.prebuilt import create_textual_difference_scorer
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.text import output_text
+from tracescore.scoring.utils import create_agent_test_run
 
 
 def _length_scorer() -> Scorer:

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 from prometheus_client import generate_latest
 
-from schemas.config import ScorerRule
-from scoring.metrics import ScoringMetrics
 from tests.scoring.test_executor import config, make_run, running
 from tests.support.sinks import RecordingSink
+from tracescore.schemas.config import ScorerRule
+from tracescore.scoring.metrics import ScoringMetrics
 
 
 def sample(metrics: ScoringMetrics, name: str, **labels: str) -> float:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from scoring import ScorerError, StepContext, create_scorer
 from tests.support.runs import agent_run
+from tracescore.scoring import ScorerError, StepContext, create_scorer
 
 
 def answer(ctx: StepContext) -> str:

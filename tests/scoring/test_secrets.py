@@ -9,13 +9,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
-from schemas.config import ScorerRule
-from schemas.secrets import _KEY_LIKE, REDACTED, ScrubFilter, _redact_match, register_secret, scrub
-from scoring.metrics import ScoringMetrics
-from scoring.prebuilt import create_toxicity_scorer
 from tests.scoring.test_executor import config, make_run, registry_of, running
 from tests.support.llm_server import LLMServer, error_reply, judge_at
 from tests.support.sinks import RecordingSink
+from tracescore.schemas.config import ScorerRule
+from tracescore.schemas.secrets import _KEY_LIKE, REDACTED, ScrubFilter, _redact_match, register_secret, scrub
+from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.prebuilt import create_toxicity_scorer
 
 KEY = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
@@ -115,9 +115,11 @@ async def test_our_own_warning_is_clean_without_any_filter(
     judge = judge_at(llm_server, api_key=KEY, max_retries=0)
     registry = registry_of(toxic=create_toxicity_scorer(judge))
     sink = RecordingSink()
-    with caplog.at_level(logging.WARNING, logger="scoring"):
+    with caplog.at_level(logging.WARNING, logger="tracescore.scoring"):
         async with running(config(ScorerRule(scorer="toxic")), sink, registry=registry) as executor:
             await executor.consume_runs([make_run(2)])
             await executor.drain()
-    warnings = [record.getMessage() for record in caplog.records if record.name.startswith("scoring")]
+    warnings = [
+        record.getMessage() for record in caplog.records if record.name.startswith("tracescore.scoring")
+    ]
     assert warnings and all(KEY not in message for message in warnings)

@@ -7,8 +7,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas import AgentRun, Message, Part, ToolInvocation
-from scoring.text import (
+from tracescore.schemas import AgentRun, Message, Part, ToolInvocation
+from tracescore.scoring.text import (
     JS_WHITESPACE,
     JS_WHITESPACE_CHARS,
     JS_WHITESPACE_RUN,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun, Message
-from scoring.text import extract_tool_calls as text_extract_tool_calls
-from scoring.utils import (
+from tracescore.schemas import AgentRun, Message
+from tracescore.scoring.text import extract_tool_calls as text_extract_tool_calls
+from tracescore.scoring.utils import (
     create_agent_test_run,
     create_test_message,
     create_tool_invocation,

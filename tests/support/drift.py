@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
-from ingest.store.clickhouse import Store
-from ingest.store.rows import DECISIONS_COLUMNS, SCORES_COLUMNS
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.rows import DECISIONS_COLUMNS, SCORES_COLUMNS
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # on the hour: the window is one bucket
 

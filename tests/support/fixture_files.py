@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ingest.decode import decode_traces
-from schemas import Span
+from tracescore.ingest.decode import decode_traces
+from tracescore.schemas import Span
 
 FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 OTLP_DIR = FIXTURES_DIR / "conventions" / "otlp"

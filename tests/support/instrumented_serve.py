@@ -16,8 +16,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from ingest.cli.serve import serve
-from schemas.config import load_config
+from tracescore.ingest.cli.serve import serve
+from tracescore.schemas.config import load_config
 
 
 def main() -> None:

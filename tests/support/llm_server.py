@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from scoring.judge import Judge, close_clients
+from tracescore.scoring.judge import Judge, close_clients
 
 # Imported by tests/conftest.py before any test module: litellm must never fetch its price list here.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

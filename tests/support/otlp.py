@@ -29,14 +29,14 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
-from ingest.memory import MemoryGuard
-from ingest.metrics import Metrics
-from ingest.receivers.grpc import GrpcReceiver
-from ingest.receivers.http import HttpReceiver
-from schemas.config import ReceiverConfig
-from schemas.results import ResultQuery
-from schemas.spans import SpanBatch
+from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
+from tracescore.ingest.memory import MemoryGuard
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.grpc import GrpcReceiver
+from tracescore.ingest.receivers.http import HttpReceiver
+from tracescore.schemas.config import ReceiverConfig
+from tracescore.schemas.results import ResultQuery
+from tracescore.schemas.spans import SpanBatch
 
 LOOPBACK = "127.0.0.1"
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

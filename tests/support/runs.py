@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from schemas import AgentRun, Message, RunInput, ToolInvocation
+from tracescore.schemas import AgentRun, Message, RunInput, ToolInvocation
 
 
 def texts(items: list[Message]) -> list[tuple[str, str]]:

@@ -38,8 +38,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from tests.support.serve import free_port, start_serve, stop, wait_healthy
+from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
 
 TOKEN = "results-test-token"
 OVERCONFIDENT = "tests.scoring.custom_scorers:create_overconfident_scorer"

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ingest.store.clickhouse import Store
 from tests.support.background import every
+from tracescore.ingest.store.clickhouse import Store
 
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 # The subprocess imports the project from the source tree (and ``tests.*`` for custom scorers).
@@ -30,7 +30,7 @@ def tracescore(
     *args: str, cwd: Path | None = None, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", *args],
+        [sys.executable, "-m", "tracescore.ingest.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -65,7 +65,7 @@ def start_serve(
             *prefix,
             sys.executable,
             "-m",
-            "ingest.cli",
+            "tracescore.ingest.cli",
             "serve",
             "--store",
             str(store),

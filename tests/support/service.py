@@ -7,8 +7,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from ingest.service import Service
-from schemas.config import ServiceConfig, load_config
+from tracescore.ingest.service import Service
+from tracescore.schemas.config import ServiceConfig, load_config
 
 
 def service_config(tmp_path: Path, **overrides: Any) -> ServiceConfig:

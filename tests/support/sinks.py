@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schemas import Decision, ScoreRecord, TraceRound
-from schemas.consumers import PriorOutcomes
+from tracescore.schemas import Decision, ScoreRecord, TraceRound
+from tracescore.schemas.consumers import PriorOutcomes
 
 
 class RecordingSink:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ingest.store.clickhouse import Store
+from tracescore.ingest.store.clickhouse import Store
 
 
 @pytest.fixture

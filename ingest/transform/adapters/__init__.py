@@ -7,14 +7,20 @@ the generic ``gen_ai.operation.name`` one when they are added.
 
 from __future__ import annotations
 
-from ingest.transform.adapters.base import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
-from ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
-from ingest.transform.adapters.mastra import MastraAdapter
-from ingest.transform.adapters.openinference import OpenInferenceAdapter
-from ingest.transform.adapters.openllmetry import OpenLlmetryAdapter
-from ingest.transform.adapters.pydantic_ai import PydanticAiAdapter
-from ingest.transform.adapters.vercel_ai import VercelAiAdapter
-from schemas import Span
+from tracescore.ingest.transform.adapters.base import (
+    AgentInfo,
+    ConventionAdapter,
+    LlmCall,
+    SpanRole,
+    ToolExecution,
+)
+from tracescore.ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
+from tracescore.ingest.transform.adapters.mastra import MastraAdapter
+from tracescore.ingest.transform.adapters.openinference import OpenInferenceAdapter
+from tracescore.ingest.transform.adapters.openllmetry import OpenLlmetryAdapter
+from tracescore.ingest.transform.adapters.pydantic_ai import PydanticAiAdapter
+from tracescore.ingest.transform.adapters.vercel_ai import VercelAiAdapter
+from tracescore.schemas import Span
 
 # Most specific markers first (FIELD-GUIDE, cross-cutting advice 1): openinference.span.kind,
 # mastra.span.type, the AI SDK's ai.* spans, pydantic-ai/logfire keys, OpenLLMetry's traceloop.* and

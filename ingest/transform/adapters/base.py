@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ingest.transform.jsonvalue import as_text, plain_json
-from schemas import Message, Part, Span, Usage
-from schemas.agent_run import Role
+from tracescore.ingest.transform.jsonvalue import as_text, plain_json
+from tracescore.schemas import Message, Part, Span, Usage
+from tracescore.schemas.agent_run import Role
 
 
 class SpanRole(enum.Enum):

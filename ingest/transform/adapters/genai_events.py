@@ -24,17 +24,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.transform.adapters.genai_semconv_messages import (
+from tracescore.ingest.transform.adapters.genai_semconv_messages import (
     clean_text,
     convert_message,
     convert_messages,
     convert_system_instructions,
     plain_result,
 )
-from ingest.transform.correlate import LOG_BODY_ATTRIBUTE
-from ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
-from schemas import Message, Span, SpanEvent
-from schemas.agent_run import Role
+from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
+from tracescore.schemas import Message, Span, SpanEvent
+from tracescore.schemas.agent_run import Role
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
 CHOICE = "gen_ai.choice"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import (
+from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
     ConventionAdapter,
     LlmCall,
@@ -26,7 +26,7 @@ from ingest.transform.adapters.base import (
     make_message,
     make_part,
 )
-from ingest.transform.adapters.genai_events import (
+from tracescore.ingest.transform.adapters.genai_events import (
     EventContent,
     completion_messages,
     has_content_events,
@@ -34,7 +34,7 @@ from ingest.transform.adapters.genai_events import (
     read_events,
     tool_from_events,
 )
-from ingest.transform.adapters.genai_semconv_messages import (
+from tracescore.ingest.transform.adapters.genai_semconv_messages import (
     clean_text,
     content_parts,
     convert_message,
@@ -44,9 +44,9 @@ from ingest.transform.adapters.genai_semconv_messages import (
     plain_result,
     tool_call_parts,
 )
-from ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
-from schemas import Message, Span, Usage
-from schemas.spans import STATUS_ERROR
+from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
+from tracescore.schemas import Message, Span, Usage
+from tracescore.schemas.spans import STATUS_ERROR
 
 OPERATION = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import (
+from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
     ConventionAdapter,
     LlmCall,
@@ -29,16 +29,16 @@ from ingest.transform.adapters.base import (
     ToolExecution,
     make_message,
 )
-from ingest.transform.adapters.genai_semconv import usage_of
-from ingest.transform.adapters.mastra_messages import (
+from tracescore.ingest.transform.adapters.genai_semconv import usage_of
+from tracescore.ingest.transform.adapters.mastra_messages import (
     clean_text,
     convert_messages,
     split_new_turn,
     system_messages,
 )
-from ingest.transform.jsonvalue import as_str, parse_json_value, plain_json
-from schemas import Message, Span
-from schemas.spans import STATUS_ERROR
+from tracescore.ingest.transform.jsonvalue import as_str, parse_json_value, plain_json
+from tracescore.schemas import Message, Span
+from tracescore.schemas.spans import STATUS_ERROR
 
 SPAN_TYPE = "mastra.span.type"
 OPERATION = "gen_ai.operation.name"

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import make_message, make_part, normalize_role
-from ingest.transform.adapters.genai_semconv import convert_part as convert_semconv_part
-from ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
-from schemas import Message, Part
-from schemas.agent_run import Role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.genai_semconv import convert_part as convert_semconv_part
+from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
+from tracescore.schemas import Message, Part
+from tracescore.schemas.agent_run import Role
 
 # What Mastra's SensitiveDataFilter and other redactors leave in place of content.
 _REDACTED = frozenset({"[REDACTED]", "__REDACTED__", "<redacted>", "<REDACTED>"})

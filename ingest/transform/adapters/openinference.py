@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import (
+from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
     ConventionAdapter,
     LlmCall,
@@ -36,7 +36,7 @@ from ingest.transform.adapters.base import (
     make_message,
     make_part,
 )
-from ingest.transform.adapters.genai_semconv import (
+from tracescore.ingest.transform.adapters.genai_semconv import (
     INPUT_MESSAGES,
     OUTPUT_MESSAGES,
     SYSTEM_INSTRUCTIONS,
@@ -44,7 +44,7 @@ from ingest.transform.adapters.genai_semconv import (
     convert_system_instructions,
     usage_of,
 )
-from ingest.transform.adapters.openinference_messages import (
+from tracescore.ingest.transform.adapters.openinference_messages import (
     choice_count,
     choice_messages,
     get,
@@ -54,7 +54,7 @@ from ingest.transform.adapters.openinference_messages import (
     prompt_messages,
     unflatten,
 )
-from ingest.transform.adapters.openinference_values import (
+from tracescore.ingest.transform.adapters.openinference_values import (
     call_part,
     chat_message,
     clean_text,
@@ -65,10 +65,10 @@ from ingest.transform.adapters.openinference_values import (
     response_message,
     unwrap_tool_output,
 )
-from ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
-from schemas import Message, Part, Span, Usage
-from schemas.agent_run import Role
-from schemas.spans import STATUS_ERROR
+from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
+from tracescore.schemas import Message, Part, Span, Usage
+from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import STATUS_ERROR
 
 SPAN_KIND = "openinference.span.kind"
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import make_message, make_part, normalize_role
-from ingest.transform.adapters.openinference_values import (
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.openinference_values import (
     as_tool_result,
     block_parts,
     call_part,
@@ -25,9 +25,9 @@ from ingest.transform.adapters.openinference_values import (
     media_part,
     text_part,
 )
-from ingest.transform.jsonvalue import as_int
-from schemas import Message, Part
-from schemas.agent_run import Role
+from tracescore.ingest.transform.jsonvalue import as_int
+from tracescore.schemas import Message, Part
+from tracescore.schemas.agent_run import Role
 
 _CALL_TYPES = frozenset({"tool_use", "tool-call", "tool_call", "function_call"})
 

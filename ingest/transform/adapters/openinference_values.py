@@ -15,10 +15,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ingest.transform.adapters.base import make_message, make_part, normalize_role
-from ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
-from schemas import Message, Part
-from schemas.agent_run import Role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
+from tracescore.schemas import Message, Part
+from tracescore.schemas.agent_run import Role
 
 REDACTED = "__REDACTED__"
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import (
+from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
     ConventionAdapter,
     LlmCall,
@@ -25,7 +25,7 @@ from ingest.transform.adapters.base import (
     ToolExecution,
     make_message,
 )
-from ingest.transform.adapters.genai_semconv import (
+from tracescore.ingest.transform.adapters.genai_semconv import (
     INPUT_MESSAGES,
     OPERATION,
     OUTPUT_MESSAGES,
@@ -33,7 +33,7 @@ from ingest.transform.adapters.genai_semconv import (
     convert_messages,
     convert_system_instructions,
 )
-from ingest.transform.adapters.openllmetry_messages import (
+from tracescore.ingest.transform.adapters.openllmetry_messages import (
     COMPLETION_PREFIXES,
     PROMPT_PREFIXES,
     content_parts,
@@ -45,10 +45,10 @@ from ingest.transform.adapters.openllmetry_messages import (
     lc_messages,
     lc_model,
 )
-from ingest.transform.jsonvalue import as_int, as_str, as_text, parse_json_value, plain_json
-from schemas import Message, Span, Usage
-from schemas.agent_run import Role
-from schemas.spans import STATUS_ERROR
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, as_text, parse_json_value, plain_json
+from tracescore.schemas import Message, Span, Usage
+from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import STATUS_ERROR
 
 SPAN_KIND = "traceloop.span.kind"
 ENTITY_NAME = "traceloop.entity.name"

@@ -19,11 +19,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import make_message, make_part, normalize_role
-from ingest.transform.adapters.genai_events import read_events
-from ingest.transform.jsonvalue import as_text, parse_json_value
-from schemas import Message, Part, Span
-from schemas.agent_run import Role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.genai_events import read_events
+from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value
+from tracescore.schemas import Message, Part, Span
+from tracescore.schemas.agent_run import Role
 
 PROMPT_PREFIXES = ("gen_ai.prompt", "llm.prompts")
 COMPLETION_PREFIXES = ("gen_ai.completion", "llm.completions")

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.transform.adapters.base import (
+from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
     ConventionAdapter,
     LlmCall,
@@ -30,13 +30,13 @@ from ingest.transform.adapters.base import (
     make_message,
     make_part,
 )
-from ingest.transform.adapters.genai_semconv import (
+from tracescore.ingest.transform.adapters.genai_semconv import (
     GenAiSemconvAdapter,
     convert_system_instructions,
     invoked_agent,
     usage_of,
 )
-from ingest.transform.adapters.pydantic_ai_messages import (
+from tracescore.ingest.transform.adapters.pydantic_ai_messages import (
     choice_message,
     convert_otel_messages,
     event_messages,
@@ -47,9 +47,16 @@ from ingest.transform.adapters.pydantic_ai_messages import (
     request_groups,
     span_event_dicts,
 )
-from ingest.transform.jsonvalue import as_int, as_list, as_str, as_text, parse_json_value, plain_json
-from schemas import Message, Span
-from schemas.spans import STATUS_ERROR
+from tracescore.ingest.transform.jsonvalue import (
+    as_int,
+    as_list,
+    as_str,
+    as_text,
+    parse_json_value,
+    plain_json,
+)
+from tracescore.schemas import Message, Span
+from tracescore.schemas.spans import STATUS_ERROR
 
 OPERATION = "gen_ai.operation.name"
 ALL_MESSAGES = "pydantic_ai.all_messages"

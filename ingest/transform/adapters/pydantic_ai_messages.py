@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import make_message, make_part, normalize_role
-from ingest.transform.adapters.genai_semconv import convert_part
-from ingest.transform.correlate import LOG_BODY_ATTRIBUTE
-from ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value, plain_json
-from schemas import Message, Part, Span
-from schemas.agent_run import Role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.genai_semconv import convert_part
+from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE
+from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value, plain_json
+from tracescore.schemas import Message, Part, Span
+from tracescore.schemas.agent_run import Role
 
 # pydantic-ai's RetryPromptPart.model_response() always ends with this sentence.
 RETRY_SUFFIX = "Fix the errors and try again."

@@ -19,12 +19,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import ingest.transform.adapters.genai_semconv as semconv
-import ingest.transform.adapters.vercel_ai_messages as sdk
-from ingest.transform.adapters.base import AgentInfo, ConventionAdapter, LlmCall, SpanRole, ToolExecution
-from ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
-from schemas import Message, Span, Usage
-from schemas.spans import STATUS_ERROR
+import tracescore.ingest.transform.adapters.genai_semconv as semconv
+import tracescore.ingest.transform.adapters.vercel_ai_messages as sdk
+from tracescore.ingest.transform.adapters.base import (
+    AgentInfo,
+    ConventionAdapter,
+    LlmCall,
+    SpanRole,
+    ToolExecution,
+)
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
+from tracescore.schemas import Message, Span, Usage
+from tracescore.schemas.spans import STATUS_ERROR
 
 OPERATION_ID = "ai.operationId"
 _ROOT_OPERATIONS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ingest.transform.adapters.base import make_message, make_part, normalize_role
-from ingest.transform.jsonvalue import as_list, as_text, parse_json_value, plain_json
-from schemas import Message, Part
-from schemas.agent_run import Role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.jsonvalue import as_list, as_text, parse_json_value, plain_json
+from tracescore.schemas import Message, Part
+from tracescore.schemas.agent_run import Role
 
 # A collector-side redaction placeholder is no content at all (the run is then content_missing).
 _REDACTED = frozenset({"__REDACTED__", "[REDACTED]"})

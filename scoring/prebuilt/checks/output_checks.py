@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from schemas import AgentRun
-from scoring.prebuilt.checks.js_regex import JsRegExp
-from scoring.prebuilt.checks.pass_fail import pass_fail, passed
-from scoring.prebuilt.heuristic.content_similarity import compare_two_strings
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
-from scoring.text import message_text
+from tracescore.schemas import AgentRun
+from tracescore.scoring.prebuilt.checks.js_regex import JsRegExp
+from tracescore.scoring.prebuilt.checks.pass_fail import pass_fail, passed
+from tracescore.scoring.prebuilt.heuristic.content_similarity import compare_two_strings
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.text import message_text
 
 
 def _assistant_text(run: AgentRun, separator: str) -> str:

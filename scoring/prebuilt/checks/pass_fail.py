@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.steps import StepContext
+from tracescore.scoring.steps import StepContext
 
 
 def passed(ctx: StepContext, key: str) -> int:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from schemas import AgentRun, ToolInvocation
-from scoring.prebuilt.checks.pass_fail import pass_fail, passed
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.text import extract_tool_calls
+from tracescore.schemas import AgentRun, ToolInvocation
+from tracescore.scoring.prebuilt.checks.pass_fail import pass_fail, passed
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.text import extract_tool_calls
 
 
 def _tool_check(

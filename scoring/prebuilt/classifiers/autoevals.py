@@ -19,14 +19,14 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, create_model
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.ground_truth import expected_value
-from scoring.prompts import PROMPTS_FOLDER, PromptTemplate, load_prompt
-from scoring.prompts import template as text_template
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import Need, StepContext
-from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.ground_truth import expected_value
+from tracescore.scoring.prompts import PROMPTS_FOLDER, PromptTemplate, load_prompt
+from tracescore.scoring.prompts import template as text_template
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import Need, StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # autoevals' answer instructions, worded for a JSON answer instead of its ``select_choice`` tool call.
 CLASSIFY_WITH_REASONS = load_prompt(__package__, "classify_with_reasons")

@@ -15,11 +15,11 @@ import math
 
 from rapidfuzz.distance import Levenshtein as _Levenshtein
 
-from scoring.prebuilt.ground_truth import expected_value
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
-from scoring.text import output_text
+from tracescore.scoring.prebuilt.ground_truth import expected_value
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.text import output_text
 
 
 def normalize_value(value: object, maybe_object: bool) -> str:

@@ -18,10 +18,10 @@ import re
 import unicodedata
 from typing import TypedDict
 
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
-from scoring.text import input_text, js_trim, output_text
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.text import input_text, js_trim, output_text
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 _COMBINING_MARKS = re.compile("[\u0300-\u036f]")

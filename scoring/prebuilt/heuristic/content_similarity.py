@@ -8,10 +8,10 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
-from scoring.text import (
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.text import (
     JS_WHITESPACE,
     input_text,
     js_collapse_whitespace,

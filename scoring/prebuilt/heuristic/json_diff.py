@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import re
 
-from scoring.prebuilt.ground_truth import expected_value
-from scoring.prebuilt.heuristic.autoevals import levenshtein_similarity, numeric_diff
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import SMALL_RUN_CHARS, StepContext
-from scoring.text import output_text
+from tracescore.scoring.prebuilt.ground_truth import expected_value
+from tracescore.scoring.prebuilt.heuristic.autoevals import levenshtein_similarity, numeric_diff
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.text import output_text
 
 # Only text that opens with { or [ after JSON's own whitespace can parse to an object or an array.
 _MAY_HOLD_CONTAINER = re.compile(r"[ \t\n\r]*[{\[]")

@@ -12,10 +12,10 @@ import re
 from functools import cache
 from importlib import resources
 
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.text import JS_WHITESPACE_CHARS, input_text, js_trim, output_text, splits_like_js
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.text import JS_WHITESPACE_CHARS, input_text, js_trim, output_text, splits_like_js
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _JS_WHITESPACE_ONE = re.compile(f"[{JS_WHITESPACE_CHARS}]")
@@ -35,7 +35,11 @@ _ASCII_DIGITS = frozenset("0123456789")  # JavaScript's \d
 @cache
 def english_stopwords() -> frozenset[str]:
     """keyword-extractor's English stopwords."""
-    text = resources.files("scoring.prebuilt.heuristic").joinpath("data/stopwords_en.json").read_text("utf-8")
+    text = (
+        resources.files("tracescore.scoring.prebuilt.heuristic")
+        .joinpath("data/stopwords_en.json")
+        .read_text("utf-8")
+    )
     return frozenset(json.loads(text))
 
 

@@ -6,10 +6,10 @@ from collections import Counter
 
 from rapidfuzz.distance import LCSseq
 
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
-from scoring.text import (
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.text import (
     input_text,
     js_collapse_whitespace,
     js_length,

@@ -15,10 +15,10 @@ from functools import cache
 from importlib import resources
 from itertools import accumulate, compress
 
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.text import JS_WHITESPACE, JS_WHITESPACE_CHARS, js_trim, output_text
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.text import JS_WHITESPACE, JS_WHITESPACE_CHARS, js_trim, output_text
 
 _PUNCTUATION = re.compile(r"[.,/#!?$%^&*;:{}=_`\"~()]")
 # The same without the sentence ends . ! ?: the whole text is tokenised at once (see sentence_sentiments).
@@ -38,7 +38,11 @@ class Lexicon:
 @cache
 def afinn_lexicon() -> Lexicon:
     """The AFINN-165 word and emoji scores and the negators of the sentiment package."""
-    text = resources.files("scoring.prebuilt.heuristic").joinpath("data/afinn_165_en.json").read_text("utf-8")
+    text = (
+        resources.files("tracescore.scoring.prebuilt.heuristic")
+        .joinpath("data/afinn_165_en.json")
+        .read_text("utf-8")
+    )
     data = json.loads(text)
     return Lexicon(scores=data["labels"], negators=frozenset(data["negators"]))
 

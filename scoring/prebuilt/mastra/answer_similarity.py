@@ -22,13 +22,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.utils import get_assistant_message_from_run_output
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output
 
 INSTRUCTIONS = load_prompt(__package__, "answer_similarity/instructions").render()
 EXTRACT_PROMPT = load_prompt(__package__, "answer_similarity/extract")

@@ -15,13 +15,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.utils import get_assistant_message_from_run_output
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output
 
 BIAS_AGENT_INSTRUCTIONS = load_prompt(__package__, "bias/instructions").render()
 EXTRACT_PROMPT = load_prompt(__package__, "bias/extract")

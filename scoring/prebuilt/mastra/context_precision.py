@@ -18,20 +18,20 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import YesNo, js_number, round_to_two_decimals
-from scoring.prebuilt.mastra.context_source import (
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import YesNo, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.mastra.context_source import (
     ContextExtractor,
     check_context_options,
     context_needs,
     numbered,
     resolve_context,
 )
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 CONTEXT_PRECISION_AGENT_INSTRUCTIONS = load_prompt(__package__, "context_precision/instructions").render()
 ANALYZE_PROMPT = load_prompt(__package__, "context_precision/analyze")

@@ -18,20 +18,20 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
-from schemas import AgentRun
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
-from scoring.prebuilt.mastra.context_source import (
+from tracescore.schemas import AgentRun
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.mastra.context_source import (
     ContextExtractor,
     check_context_options,
     context_needs,
     numbered,
     resolve_context,
 )
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
 
 CONTEXT_RECALL_AGENT_INSTRUCTIONS = load_prompt(__package__, "context_recall/instructions").render()
 EXTRACT_PROMPT = load_prompt(__package__, "context_recall/extract")

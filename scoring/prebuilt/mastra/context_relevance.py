@@ -22,20 +22,20 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.prebuilt.mastra.context_source import (
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.mastra.context_source import (
     ContextExtractor,
     check_context_options,
     context_needs,
     numbered,
     resolve_context,
 )
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 RELEVANCE_WEIGHTS: dict[str, float] = {"high": 1.0, "medium": 0.7, "low": 0.3, "none": 0.0}
 # What the analyze prompt shows when there is no context (Mastra's placeholder).

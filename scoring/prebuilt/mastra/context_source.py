@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from schemas import AgentRun
-from scoring.judge import delimit
-from scoring.steps import Need
+from tracescore.schemas import AgentRun
+from tracescore.scoring.judge import delimit
+from tracescore.scoring.steps import Need
 
 ContextExtractor = Callable[[AgentRun], list[str]]
 

@@ -21,14 +21,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from schemas import AgentRun
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+from tracescore.schemas import AgentRun
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 INSTRUCTIONS = load_prompt(__package__, "hallucination/instructions").render()
 EXTRACT_PROMPT = load_prompt(__package__, "hallucination/extract")

@@ -28,13 +28,13 @@ from dataclasses import replace
 
 from pydantic import BaseModel, StrictBool
 
-from schemas import AgentRun, Message
-from scoring.judge import Judge, delimit
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.text import js_trim, message_text
+from tracescore.schemas import AgentRun, Message
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.text import js_trim, message_text
 
 MULTI_TURN_JUDGE_INSTRUCTIONS = load_prompt(__package__, "multi_turn_judge/instructions").render()
 ANALYZE_PROMPT = load_prompt(__package__, "multi_turn_judge/analyze")

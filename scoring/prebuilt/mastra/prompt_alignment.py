@@ -19,18 +19,18 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.prebuilt.mastra.prompt_alignment_analysis import (
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.mastra.prompt_alignment_analysis import (
     AlignmentAnalysis,
     EvaluationMode,
     weighted_alignment,
 )
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import Need, StepContext
-from scoring.utils import (
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import Need, StepContext
+from tracescore.scoring.utils import (
     DEFAULT_CONVERSATION_HISTORY_MESSAGES,
     get_assistant_message_from_run_output,
     get_combined_system_prompt,

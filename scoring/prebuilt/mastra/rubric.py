@@ -29,13 +29,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
-from scoring.judge import Judge, delimit
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.text import js_trim
-from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.text import js_trim
+from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 RUBRIC_INSTRUCTIONS = load_prompt(__package__, "rubric/instructions").render()
 ANALYZE_PROMPT = load_prompt(__package__, "rubric/analyze")

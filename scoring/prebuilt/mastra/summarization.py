@@ -28,14 +28,14 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, StrictBool
 
-from schemas import AgentRun
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import Need, StepContext
-from scoring.utils import (
+from tracescore.schemas import AgentRun
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import Need, StepContext
+from tracescore.scoring.utils import (
     extract_agent_response_messages,
     get_assistant_message_from_run_output,
     get_user_message_from_run_input,

@@ -19,12 +19,12 @@ from dataclasses import replace
 import numpy as np
 from pydantic import BaseModel, Field
 
-from scoring.judge import Judge, delimit
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # autoevals' EmbeddingSimilarity default: cosine similarities below this count as 0.
 EXPECTED_MIN_SIMILARITY = 0.7

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 
-from scoring.judge import Judge, metered
-from scoring.prebuilt.judge_helpers import normalize_text
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.utils import get_assistant_message_from_run_output
+from tracescore.scoring.judge import Judge, metered
+from tracescore.scoring.prebuilt.judge_helpers import normalize_text
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.utils import get_assistant_message_from_run_output
 
 DEFAULT_EXPECTED_MIN = 0.7
 DEFAULT_EMBEDDING_MODEL = "openai/text-embedding-3-small"  # as the other RAGAS scorers

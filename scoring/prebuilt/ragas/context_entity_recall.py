@@ -22,12 +22,12 @@ from dataclasses import replace
 
 from pydantic import BaseModel, Field
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import js_json, normalize_text
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import js_json, normalize_text
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
 
 EXTRACT_ENTITIES = load_prompt(__package__, "context_entity_recall/extract_entities")
 

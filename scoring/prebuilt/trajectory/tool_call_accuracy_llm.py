@@ -16,14 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel, StrictBool, model_validator
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
-from scoring.prompts import load_prompt
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
-from scoring.text import extract_tool_calls
-from scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prompts import load_prompt
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
+from tracescore.scoring.text import extract_tool_calls
+from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # Mastra's prompts, kept line for line in prompts/tool_call_accuracy/.
 TOOL_SELECTION_ACCURACY_INSTRUCTIONS = load_prompt(__package__, "tool_call_accuracy/instructions").render()

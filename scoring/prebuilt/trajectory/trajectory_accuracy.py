@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from schemas.agent_run import AgentRun
-from scoring.prebuilt.judge_helpers import js_json, round_to_two_decimals
-from scoring.registry import ScorerSpec, register
-from scoring.scorer import Scorer
-from scoring.steps import StepContext
+from tracescore.schemas.agent_run import AgentRun
+from tracescore.scoring.prebuilt.judge_helpers import js_json, round_to_two_decimals
+from tracescore.scoring.registry import ScorerSpec, register
+from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.steps import StepContext
 
 Ordering = Literal["strict", "relaxed", "unordered"]
 _Steps = list[dict[str, Any]]

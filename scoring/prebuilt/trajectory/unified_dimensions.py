@@ -10,8 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from scoring.prebuilt.judge_helpers import js_json, round_to_two_decimals
-from scoring.prebuilt.trajectory.js_math import is_measurement, js_sum
+from tracescore.scoring.prebuilt.judge_helpers import js_json, round_to_two_decimals
+from tracescore.scoring.prebuilt.trajectory.js_math import is_measurement, js_sum
 
 DEFAULT_MAX_RETRIES_PER_TOOL = 2
 _TOOL_STEP_TYPES = ("tool_call", "mcp_tool_call")

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from schemas.agent_run import AgentRun
-from scoring.prebuilt.trajectory.trajectory_accuracy import extract_trajectory
+from tracescore.schemas.agent_run import AgentRun
+from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy import extract_trajectory
 
 DEFAULT_WEIGHTS: dict[str, float] = {
     "accuracy": 0.4,

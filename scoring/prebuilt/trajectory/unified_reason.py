@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scoring.prebuilt.judge_helpers import js_number
-from scoring.prebuilt.trajectory.unified_scoring import has_blacklist_violation
+from tracescore.scoring.prebuilt.judge_helpers import js_number
+from tracescore.scoring.prebuilt.trajectory.unified_scoring import has_blacklist_violation
 
 _ACCURACY_LISTS = (("missing", "missing_steps"), ("extra", "extra_steps"),
                    ("out of order", "out_of_order_steps"))  # fmt: skip

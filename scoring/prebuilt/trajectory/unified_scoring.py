@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scoring.prebuilt.trajectory.js_math import js_round_hundredths, js_sum
-from scoring.prebuilt.trajectory.trajectory_accuracy import compare_trajectories
-from scoring.prebuilt.trajectory.unified_dimensions import (
+from tracescore.scoring.prebuilt.trajectory.js_math import js_round_hundredths, js_sum
+from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy import compare_trajectories
+from tracescore.scoring.prebuilt.trajectory.unified_dimensions import (
     DEFAULT_MAX_RETRIES_PER_TOOL,
     analyze_tool_failures,
     check_trajectory_blacklist,

@@ -17,17 +17,17 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.logs.v1 import logs_pb2
 
-from ingest.decode import (
+from tests.support.fixture_files import OTLP_DIR
+from tests.support.otlp import SPAN_1, SPAN_2, TRACE_A, any_value, json_bytes, kv
+from tracescore.ingest.decode import (
     DECODERS,
     DecodeError,
     decode,
     decode_logs,
     decode_traces,
 )
-from ingest.receivers.export import export_logs_response
-from schemas.spans import LogRecord, SpanBatch
-from tests.support.fixture_files import OTLP_DIR
-from tests.support.otlp import SPAN_1, SPAN_2, TRACE_A, any_value, json_bytes, kv
+from tracescore.ingest.receivers.export import export_logs_response
+from tracescore.schemas.spans import LogRecord, SpanBatch
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_LOGS = OTLP_DIR / f"{LEGACY}.logs.json"

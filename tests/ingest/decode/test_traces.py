@@ -12,15 +12,6 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from ingest.decode import (
-    ENCODINGS,
-    DecodeError,
-    decode_traces,
-    encoding_for_content_type,
-)
-from ingest.decode.batch import MAX_ERROR_MESSAGES
-from ingest.receivers.export import export_response
-from schemas.spans import Span, SpanBatch
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import (
     SPAN_1,
@@ -33,6 +24,15 @@ from tests.support.otlp import (
     proto_request,
     proto_span,
 )
+from tracescore.ingest.decode import (
+    ENCODINGS,
+    DecodeError,
+    decode_traces,
+    encoding_for_content_type,
+)
+from tracescore.ingest.decode.batch import MAX_ERROR_MESSAGES
+from tracescore.ingest.receivers.export import export_response
+from tracescore.schemas.spans import Span, SpanBatch
 
 LINK_TRACE, LINK_SPAN = "0102030405060708090a0b0c0d0e0f10", "0102030405060708"
 SEMCONV_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"

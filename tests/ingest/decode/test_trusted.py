@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ingest.decode import decode_traces
-from ingest.decode.trusted import trusted_constructor
-from schemas.spans import Span
 from tests.support.fixture_files import OTLP_DIR
+from tracescore.ingest.decode import decode_traces
+from tracescore.ingest.decode.trusted import trusted_constructor
+from tracescore.schemas.spans import Span
 
 SEMCONV_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"
 

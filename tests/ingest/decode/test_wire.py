@@ -12,20 +12,20 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-import ingest.decode
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, SLICE_BOUNDS, DecodeError, read
-from ingest.decode import wire as wire_module
-from ingest.decode.batch import MAX_ERROR_MESSAGES
-from ingest.decode.protobuf import logs_request_to_batch, request_to_batch
-from schemas.spans import SpanBatch
+import tracescore.ingest.decode
 from tests.ingest.receivers.test_logs import good_record, logs_request
 from tests.support.otlp import kv, proto_request, proto_span
+from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, SLICE_BOUNDS, DecodeError, read
+from tracescore.ingest.decode import wire as wire_module
+from tracescore.ingest.decode.batch import MAX_ERROR_MESSAGES
+from tracescore.ingest.decode.protobuf import logs_request_to_batch, request_to_batch
+from tracescore.schemas.spans import SpanBatch
 
 
 @pytest.fixture(autouse=True)
 def read_from_the_wire(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every request here is read envelope by envelope, however small (larger ones always are)."""
-    monkeypatch.setattr(ingest.decode, "WHOLE_PARSE_BYTES", 0)
+    monkeypatch.setattr(tracescore.ingest.decode, "WHOLE_PARSE_BYTES", 0)
 
 
 def span_ids(index: int) -> dict[str, bytes]:

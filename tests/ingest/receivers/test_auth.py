@@ -13,10 +13,10 @@ from google.rpc import code_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ingest.receivers.auth import bearer_matches
-from ingest.service import Service
 from tests.support.otlp import EXPORT_METHOD, Recording, emit_agent_trace, proto_request, proto_span
 from tests.support.service import running_service, service_config
+from tracescore.ingest.receivers.auth import bearer_matches
+from tracescore.ingest.service import Service
 
 TOKEN = "s3cret-token-for-tests"
 PROTOBUF = {"Content-Type": "application/x-protobuf"}

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from ingest.receivers import health_lane
-from ingest.receivers.health_lane import HealthLane
 from tests.support.otlp import LOOPBACK, StaticHealth, running_http
 from tests.support.serve import ENV
+from tracescore.ingest.receivers import health_lane
+from tracescore.ingest.receivers.health_lane import HealthLane
 
 
 def get(url: str) -> tuple[int, dict[str, Any], float]:
@@ -101,7 +101,7 @@ async def test_a_lane_port_in_use_names_its_setting() -> None:
 
 SERVICE_THAT_DIES = """
 import asyncio, sys
-from ingest.receivers.health_lane import HealthLane
+from tracescore.ingest.receivers.health_lane import HealthLane
 
 async def main():
     lane = HealthLane("127.0.0.1", 0, 10.0, 60.0, lambda: ({"status": "ok"}, True))

@@ -17,12 +17,6 @@ from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompressio
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
-from ingest.receivers.grpc import GrpcReceiver
-from ingest.receivers.http import HttpReceiver
-from ingest.store.clickhouse import Store
-from ingest.store.free_space import DiskSpace, FreeSpaceGuard
-from ingest.store.span_sink import SpanSink
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import (
     EXPORT_METHOD,
@@ -47,6 +41,12 @@ from tests.support.otlp import (
     running_grpc,
     running_http,
 )
+from tracescore.ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from tracescore.ingest.receivers.grpc import GrpcReceiver
+from tracescore.ingest.receivers.http import HttpReceiver
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.free_space import DiskSpace, FreeSpaceGuard
+from tracescore.ingest.store.span_sink import SpanSink
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 JSON = {"Content-Type": "application/json"}

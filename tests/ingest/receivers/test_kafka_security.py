@@ -19,13 +19,13 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from pydantic import ValidationError
 
-from ingest.metrics import Metrics
-from ingest.receivers.kafka import KafkaReceiver
-from ingest.receivers.kafka_security import kafka_client_options
-from schemas.config import KafkaConfig, load_config
 from tests.support.kafka import free_port, start_broker, stop_broker
 from tests.support.otlp import Recorder
 from tests.support.tls import make_pki
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.kafka import KafkaReceiver
+from tracescore.ingest.receivers.kafka_security import kafka_client_options
+from tracescore.schemas.config import KafkaConfig, load_config
 
 PASSWORD = "kafka-sasl-password-for-tests"
 

@@ -11,15 +11,15 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from ingest.metrics import Metrics
-from ingest.receivers.kafka import KafkaReceiver
-from ingest.store.clickhouse import Store
-from ingest.store.free_space import DiskSpace, FreeSpaceGuard
-from ingest.store.span_sink import SpanSink
-from schemas.config import KafkaConfig
-from schemas.errors import Overloaded
-from schemas.spans import SpanBatch
 from tests.support.otlp import Recorder, proto_request, proto_span
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.kafka import KafkaReceiver
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.free_space import DiskSpace, FreeSpaceGuard
+from tracescore.ingest.store.span_sink import SpanSink
+from tracescore.schemas.config import KafkaConfig
+from tracescore.schemas.errors import Overloaded
+from tracescore.schemas.spans import SpanBatch
 
 TOPIC = "otlp_spans"
 

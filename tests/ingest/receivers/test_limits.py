@@ -14,10 +14,6 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, decode
-from ingest.metrics import Metrics
-from ingest.receivers.kafka import KafkaReceiver
-from schemas.config import DEFAULT_MAX_ATTRIBUTES_PER_ITEM, KafkaConfig, ReceiverConfig
 from tests.ingest.receivers.test_logs import good_record, logs_request
 from tests.support.otlp import (
     EXPORT_METHOD,
@@ -34,6 +30,10 @@ from tests.support.otlp import (
     running_grpc,
     running_http,
 )
+from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, decode
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.kafka import KafkaReceiver
+from tracescore.schemas.config import DEFAULT_MAX_ATTRIBUTES_PER_ITEM, KafkaConfig, ReceiverConfig
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 LIMIT = DEFAULT_MAX_ATTRIBUTES_PER_ITEM

@@ -25,7 +25,6 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExp
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from schemas.spans import LogRecord
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import (
     LOOPBACK,
@@ -45,6 +44,7 @@ from tests.support.otlp import (
     running_grpc,
     running_http,
 )
+from tracescore.schemas.spans import LogRecord
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 JSON = {"Content-Type": "application/json"}

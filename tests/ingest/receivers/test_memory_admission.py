@@ -14,12 +14,6 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
-from ingest.decode.cost import request_cost
-from ingest.memory import MemoryGuard, Reservation
-from ingest.metrics import Metrics
-from ingest.receivers.kafka import KafkaReceiver
-from schemas.config import KafkaConfig, ReceiverConfig
-from schemas.spans import SpanBatch
 from tests.ingest.receivers.test_limits import TOPIC, _parked, _produce
 from tests.support.otlp import (
     EXPORT_METHOD,
@@ -31,6 +25,12 @@ from tests.support.otlp import (
     running_grpc,
     running_http,
 )
+from tracescore.ingest.decode.cost import request_cost
+from tracescore.ingest.memory import MemoryGuard, Reservation
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.receivers.kafka import KafkaReceiver
+from tracescore.schemas.config import KafkaConfig, ReceiverConfig
+from tracescore.schemas.spans import SpanBatch
 
 MIB = 2**20
 LIMIT = 512 * MIB

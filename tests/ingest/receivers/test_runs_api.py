@@ -17,10 +17,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ingest.service import Service
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.serve import tracescore
 from tests.support.service import running_service, service_config
+from tracescore.ingest.service import Service
 
 TOKEN = "runs-api-token"
 GENAI_MAIN = OTLP_DIR / "otel_genai_semconv__main.traces.json"

@@ -15,12 +15,12 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ingest.service import Service
-from schemas.config import ConfigError
 from tests.support.otlp import EXPORT_METHOD, Recording, emit_agent_trace, proto_request, proto_span
 from tests.support.serve import tracescore
 from tests.support.service import running_service, service_config
 from tests.support.tls import Pki, make_pki
+from tracescore.ingest.service import Service
+from tracescore.schemas.config import ConfigError
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas import ScoreRecord, Span, SpanEvent, SpanLink
+from tracescore.schemas import ScoreRecord, Span, SpanEvent, SpanLink
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 OTHER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

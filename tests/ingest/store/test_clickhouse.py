@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
-from ingest.store.clickhouse import Store, StoreError
-from ingest.store.retriable import store_error
-from ingest.store.score_sink import ClickHouseScoreSink
-from ingest.store.span_sink import insert_spans
 from tests.ingest.store.samples import ROOT_SPAN, TRACE, agent_span, relevancy, tool_span
+from tracescore.ingest.store.clickhouse import Store, StoreError
+from tracescore.ingest.store.retriable import store_error
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.ingest.store.span_sink import insert_spans
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -55,7 +55,7 @@ async def test_directory_held_by_another_process_is_a_clear_error(store: Store, 
     held = str(tmp_path / "chdb")  # the fixture's directory, open in this process
     program = (
         "import asyncio, sys\n"
-        "from ingest.store.clickhouse import Store, StoreError\n"
+        "from tracescore.ingest.store.clickhouse import Store, StoreError\n"
         "async def main():\n"
         f"    s = Store({held!r})\n"
         "    try:\n"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.store.clickhouse import Store
-from ingest.store.ddl import COLUMN_TYPES, column_types
-from ingest.store.span_sink import insert_spans
 from tests.ingest.store.samples import agent_span, tool_span
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ddl import COLUMN_TYPES, column_types
+from tracescore.ingest.store.span_sink import insert_spans
 
 
 async def test_every_tables_columns_read_from_the_ddl_are_the_servers(store: Store) -> None:

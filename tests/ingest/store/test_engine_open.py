@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store.engine_open import held_by_another, native_stderr_to_log
+from tracescore.ingest.store.engine_open import held_by_another, native_stderr_to_log
 
 
 def test_the_engine_s_lines_go_to_the_log_and_the_rest_to_stderr(

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
-from ingest.metrics import Metrics
-from ingest.store.clickhouse import Store
-from ingest.store.free_space import DiskSpace, FreeSpaceGuard, server_space
-from ingest.store.retriable import store_error
-from ingest.store.span_sink import SpanSink, insert_spans
-from schemas import Span, SpanBatch
-from schemas.errors import StoreFull, is_retriable
 from tests.support.otlp import Recorder
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.free_space import DiskSpace, FreeSpaceGuard, server_space
+from tracescore.ingest.store.retriable import store_error
+from tracescore.ingest.store.span_sink import SpanSink, insert_spans
+from tracescore.schemas import Span, SpanBatch
+from tracescore.schemas.errors import StoreFull, is_retriable
 
 MIB = 2**20
 GIB = 2**30

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.store.rows import attribute_string
+from tracescore.ingest.store.rows import attribute_string
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ingest.store.clickhouse import Store
-from ingest.store.ledger import Ledger, TraceStatus
-from ingest.store.score_sink import ClickHouseScoreSink, read_prior_outcomes
-from ingest.store.span_sink import insert_spans
-from schemas import Decision
-from schemas.consumers import PriorOutcomes
-from schemas.score import score_id
 from tests.ingest.store.samples import (
     CHILD_SPAN,
     CREATED,
@@ -27,6 +20,13 @@ from tests.ingest.store.samples import (
     tool_span,
 )
 from tests.support.store import count_queries
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import Ledger, TraceStatus
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink, read_prior_outcomes
+from tracescore.ingest.store.span_sink import insert_spans
+from tracescore.schemas import Decision
+from tracescore.schemas.consumers import PriorOutcomes
+from tracescore.schemas.score import score_id
 
 
 async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> None:

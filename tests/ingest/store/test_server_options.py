@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from ingest.store.clickhouse import Store, StoreError
-from schemas.config import ConfigError, load_config
 from tests.support.serve import ENV, tracescore
 from tests.support.tls import Pki, make_pki
+from tracescore.ingest.store.clickhouse import Store, StoreError
+from tracescore.schemas.config import ConfigError, load_config
 
 PASSWORD = "s3cret-clickhouse-password"
 

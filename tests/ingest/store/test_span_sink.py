@@ -11,13 +11,13 @@ import asyncio
 
 import pytest
 
-from ingest.metrics import Metrics
-from ingest.store.clickhouse import Store
-from ingest.store.span_sink import SpanSink, insert_logs, insert_spans
-from schemas import LogRecord, SpanBatch
-from schemas.errors import StoreError
 from tests.ingest.store.samples import OTHER_TRACE, ROOT_SPAN, START, TRACE, agent_span, tool_span
 from tests.support.otlp import Recorder
+from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.span_sink import SpanSink, insert_logs, insert_spans
+from tracescore.schemas import LogRecord, SpanBatch
+from tracescore.schemas.errors import StoreError
 
 
 async def test_spans_round_trip_with_the_collector_mapping(store: Store) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ingest.store.clickhouse import DDL_FILES, Store
+from tracescore.ingest.store.clickhouse import DDL_FILES, Store
 
 
 async def test_the_embedded_store_creates_its_database_when_missing(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.transform import build_runs
-from ingest.transform.diagnose import explain_missing_content, explain_no_run
-from ingest.transform.units import build_units
-from schemas import LogRecord, Span
 from tests.ingest.transform.test_runs_fuzz_conventions import log_records, mutated_span
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
+from tracescore.ingest.transform import build_runs
+from tracescore.ingest.transform.diagnose import explain_missing_content, explain_no_run
+from tracescore.ingest.transform.units import build_units
+from tracescore.schemas import LogRecord, Span
 
 CHUNKS = "mastra__model-chunk-spans-from-the-same-1-x-run-streamed-reasoning-t"
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value
+from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value
 
 
 def test_parse_json_value_is_lenient() -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
-from ingest.transform.runs import build_runs, split_turn
-from schemas import Message
 from tests.support.fixture_files import make_span
 from tests.support.runs import only_run, texts
+from tracescore.ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
+from tracescore.ingest.transform.runs import build_runs, split_turn
+from tracescore.schemas import Message
 
 CHAT = "c000000000000001"
 ROOT = "a000000000000001"

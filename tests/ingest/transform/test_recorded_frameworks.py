@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from ingest.decode import decode_logs
-from ingest.transform import build_runs
-from ingest.transform.adapters import GenAiSemconvAdapter, SpanRole, adapter_for
-from schemas import AgentRun, LogRecord, Span, ToolInvocation
 from tests.support.fixture_files import RECORDED_DIR, load_recorded_spans
 from tests.support.runs import only_run, texts
 from tests.support.serve import tracescore
+from tracescore.ingest.decode import decode_logs
+from tracescore.ingest.transform import build_runs
+from tracescore.ingest.transform.adapters import GenAiSemconvAdapter, SpanRole, adapter_for
+from tracescore.schemas import AgentRun, LogRecord, Span, ToolInvocation
 
 LLAMA_INDEX = "llama_index__function-agent"
 OPENAI_AGENTS_OI = "openai_agents__openinference"

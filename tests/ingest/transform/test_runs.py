@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ingest.transform.runs import build_runs
-from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import SERVICE, TRACE_ID, load_otlp_spans, make_span
 from tests.support.runs import only_run, texts
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas.spans import STATUS_ERROR
 
 GOLDEN_DIR = Path(__file__).parents[1] / "golden"
 UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.transform.runs import build_runs
-from schemas import AgentRun, LogRecord, Span, SpanEvent
 from tests.support.fixture_files import OTLP_DIR, load_otlp_spans
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import AgentRun, LogRecord, Span, SpanEvent
 
 SPAN_IDS = [f"{i:016x}" for i in range(1, 8)]
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"

@@ -7,10 +7,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.transform.adapters.genai_semconv import convert_messages
-from ingest.transform.runs import build_runs
-from schemas import AgentRun, Span
-from schemas.spans import STATUS_ERROR
+from tracescore.ingest.transform.adapters.genai_semconv import convert_messages
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import AgentRun, Span
+from tracescore.schemas.spans import STATUS_ERROR
 
 # Repeats weight the draw towards the operations that build runs.
 OPERATIONS = [

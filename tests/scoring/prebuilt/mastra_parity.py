@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun, Message, RunInput, ToolInvocation
 from tests.support.fixture_files import PARITY_DIR
+from tracescore.schemas import AgentRun, Message, RunInput, ToolInvocation
 
 CASES: list[dict[str, Any]] = json.loads((PARITY_DIR / "cases.json").read_text(encoding="utf-8"))
 REFERENCE: dict[str, dict[str, Any]] = {

@@ -16,15 +16,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.decode import decode_logs
-from ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
-from ingest.transform.adapters.genai_events import read_events, tool_from_events
-from ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
-from ingest.transform.runs import build_runs
-from schemas import AgentRun, LogRecord, Message, Span, SpanEvent
-from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import OTLP_DIR, TRACE_ID, load_otlp_spans, make_span
 from tests.support.runs import invocations, only_run, parts, texts
+from tracescore.ingest.decode import decode_logs
+from tracescore.ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
+from tracescore.ingest.transform.adapters.genai_events import read_events, tool_from_events
+from tracescore.ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import AgentRun, LogRecord, Message, Span, SpanEvent
+from tracescore.schemas.spans import STATUS_ERROR
 
 ADAPTER = GenAiSemconvAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the get_weather tool."
@@ -638,7 +638,7 @@ def test_several_choices_are_ordered_by_index_and_the_first_is_the_answer() -> N
 
 def build_runs_input(span: Span, logs: list[LogRecord]) -> Span:
     """The span as the transform reads it once its log records are attached."""
-    from ingest.transform.correlate import attach_logs
+    from tracescore.ingest.transform.correlate import attach_logs
 
     (attached,) = attach_logs([span], logs)
     return attached

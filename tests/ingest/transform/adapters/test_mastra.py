@@ -14,14 +14,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
-from ingest.transform.adapters.mastra import MastraAdapter
-from ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
-from ingest.transform.runs import build_runs
-from schemas import Span
-from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
 from tests.support.runs import invocations, only_run, parts, texts
+from tracescore.ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
+from tracescore.ingest.transform.adapters.mastra import MastraAdapter
+from tracescore.ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import Span
+from tracescore.schemas.spans import STATUS_ERROR
 
 ADAPTER = MastraAdapter()
 MAIN = "mastra__main"

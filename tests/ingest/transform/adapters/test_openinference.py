@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.transform.adapters import OpenInferenceAdapter, SpanRole, adapter_for
-from ingest.transform.adapters.openinference_values import request_messages, response_message
-from ingest.transform.runs import build_runs
-from schemas import Message, SpanEvent
-from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import load_otlp_spans, make_span
 from tests.support.runs import only_run, parts, texts
+from tracescore.ingest.transform.adapters import OpenInferenceAdapter, SpanRole, adapter_for
+from tracescore.ingest.transform.adapters.openinference_values import request_messages, response_message
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import Message, SpanEvent
+from tracescore.schemas.spans import STATUS_ERROR
 
 ADAPTER = OpenInferenceAdapter()
 MAIN = "openinference__main"

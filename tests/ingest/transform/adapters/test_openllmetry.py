@@ -9,12 +9,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.transform.adapters import GenAiSemconvAdapter, OpenLlmetryAdapter, SpanRole, adapter_for
-from ingest.transform.runs import build_runs
-from schemas import LogRecord, SpanEvent
-from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
 from tests.support.runs import only_run, texts
+from tracescore.ingest.transform.adapters import (
+    GenAiSemconvAdapter,
+    OpenLlmetryAdapter,
+    SpanRole,
+    adapter_for,
+)
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import LogRecord, SpanEvent
+from tracescore.schemas.spans import STATUS_ERROR
 
 MAIN = "openllmetry_traceloop__main"
 LANGGRAPH = "openllmetry_traceloop__langgraph-react-agent-through-opentelemetry-instrumentation-"

@@ -13,11 +13,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.transform.adapters import OpenLlmetryAdapter
-from ingest.transform.adapters.openllmetry_messages import content_parts, lc_message
-from ingest.transform.runs import build_runs
-from schemas import LogRecord, Message, SpanEvent
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
+from tracescore.ingest.transform.adapters import OpenLlmetryAdapter
+from tracescore.ingest.transform.adapters.openllmetry_messages import content_parts, lc_message
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import LogRecord, Message, SpanEvent
 
 ADAPTER = OpenLlmetryAdapter()
 

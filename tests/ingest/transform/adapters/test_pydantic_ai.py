@@ -13,14 +13,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.transform.adapters import SpanRole, adapter_for
-from ingest.transform.adapters.pydantic_ai import PydanticAiAdapter
-from ingest.transform.adapters.pydantic_ai_messages import request_groups
-from ingest.transform.runs import build_runs
-from schemas import LogRecord, Span
-from schemas.spans import STATUS_ERROR
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
 from tests.support.runs import invocations, only_run, texts
+from tracescore.ingest.transform.adapters import SpanRole, adapter_for
+from tracescore.ingest.transform.adapters.pydantic_ai import PydanticAiAdapter
+from tracescore.ingest.transform.adapters.pydantic_ai_messages import request_groups
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import LogRecord, Span
+from tracescore.schemas.spans import STATUS_ERROR
 
 ADAPTER = PydanticAiAdapter()
 INSTRUCTIONS = "You are a helpful weather assistant. Always use the get_weather tool."

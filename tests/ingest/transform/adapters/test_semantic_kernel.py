@@ -33,12 +33,12 @@ from typing import Any
 
 import pytest
 
-from ingest.decode import decode_traces
-from ingest.transform import build_runs
-from ingest.transform.adapters.genai_events import event_body
-from ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
-from schemas import AgentRun, SpanEvent
 from tests.support.runs import invocations, texts
+from tracescore.ingest.decode import decode_traces
+from tracescore.ingest.transform import build_runs
+from tracescore.ingest.transform.adapters.genai_events import event_body
+from tracescore.ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
+from tracescore.schemas import AgentRun, SpanEvent
 
 TRACE_ID = "5dbd1a7e8c0a4e2bb0c4d5e6f7a8b9c0"
 PROMPT_FUNCTION, CHAT1, WEATHER, CHAT2 = (

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.transform.adapters import (
+from tests.support.fixture_files import load_otlp_spans, make_span
+from tests.support.runs import invocations, only_run, texts
+from tracescore.ingest.transform.adapters import (
     ADAPTERS,
     AgentInfo,
     ConventionAdapter,
@@ -19,12 +21,10 @@ from ingest.transform.adapters import (
     ToolExecution,
     adapter_for,
 )
-from ingest.transform.adapters.vercel_ai import VercelAiAdapter
-from ingest.transform.runs import build_runs
-from schemas import Span
-from schemas.spans import STATUS_ERROR
-from tests.support.fixture_files import load_otlp_spans, make_span
-from tests.support.runs import invocations, only_run, texts
+from tracescore.ingest.transform.adapters.vercel_ai import VercelAiAdapter
+from tracescore.ingest.transform.runs import build_runs
+from tracescore.schemas import Span
+from tracescore.schemas.spans import STATUS_ERROR
 
 ADAPTER = VercelAiAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the weather tool."

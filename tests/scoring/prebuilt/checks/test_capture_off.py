@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from schemas import AgentRun
-from scoring.registry import build_scorer
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 from tests.scoring.prebuilt.checks.registered_checks import REGISTRY
+from tracescore.schemas import AgentRun
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 
 def capture_off_run() -> AgentRun:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun
-from scoring.registry import build_scorer
-from scoring.utils import create_agent_test_run
 from tests.scoring.prebuilt.checks.registered_checks import REGISTRY
 from tests.support.fixture_files import REFERENCES_DIR
+from tracescore.schemas import AgentRun
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.utils import create_agent_test_run
 
 DATA = REFERENCES_DIR
 CASES: list[dict[str, Any]] = json.loads((DATA / "checks_cases.json").read_text())["cases"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from scoring.prebuilt.checks.output_checks import (
+from tracescore.scoring.prebuilt.checks.output_checks import (
     create_includes_check,
     create_matches_check,
     create_similarity_check,
 )
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 
 async def test_messages_without_text_are_left_out_of_the_joined_output() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scoring.prebuilt.checks.tool_checks import create_no_tool_errors_check
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
+from tracescore.scoring.prebuilt.checks.tool_checks import create_no_tool_errors_check
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 
 async def test_ingested_tool_errors_fail_no_tool_errors() -> None:

@@ -12,21 +12,21 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.classifiers.autoevals import (
+from tests.support.llm_server import JUDGE_MODEL as MODEL
+from tests.support.llm_server import LLMServer, json_reply
+from tests.support.runs import agent_run
+from tracescore.schemas import AgentRun
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.classifiers.autoevals import (
     create_factuality_scorer,
     create_humor_scorer,
     create_possible_scorer,
     create_summary_scorer,
     create_translation_scorer,
 )
-from scoring.registry import build_scorer
-from scoring.scorer import Scorer
-from tests.support.llm_server import JUDGE_MODEL as MODEL
-from tests.support.llm_server import LLMServer, json_reply
-from tests.support.runs import agent_run
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.scorer import Scorer
 
 
 def make_run(question: str = "Q?", answer: str = "A.", ground_truth: Any = "Expected.") -> AgentRun:

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.classifiers.moderation import DEFAULT_CATEGORIES, create_moderation_scorer
-from scoring.registry import build_scorer
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, error_reply, json_reply, judge_at
 from tests.support.runs import agent_run
+from tracescore.schemas import AgentRun
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.classifiers.moderation import DEFAULT_CATEGORIES, create_moderation_scorer
+from tracescore.scoring.registry import build_scorer
 
 
 def make_run(question: str = "Q?", answer: str = "A.", ground_truth: Any = "Expected.") -> AgentRun:

@@ -11,12 +11,12 @@ import pytest
 from autoevals import ExactMatch, Levenshtein, NumericDiff
 from hypothesis import given, settings
 
-from scoring import ScorerError
-from scoring.prebuilt import create_exact_match_scorer, create_numeric_diff_scorer
-from scoring.prebuilt.heuristic.autoevals import exact_match, levenshtein_similarity, numeric_diff
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.heuristic.value_strategies import json_values, numbers, texts
 from tests.support.runs import agent_run
+from tracescore.scoring import ScorerError
+from tracescore.scoring.prebuilt import create_exact_match_scorer, create_numeric_diff_scorer
+from tracescore.scoring.prebuilt.heuristic.autoevals import exact_match, levenshtein_similarity, numeric_diff
+from tracescore.scoring.registry import build_scorer
 
 
 @settings(max_examples=300)

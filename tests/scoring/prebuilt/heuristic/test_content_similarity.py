@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from schemas import Message, ToolInvocation
-from scoring.prebuilt import create_content_similarity_scorer
-from scoring.scorer import Scorer
 from tests.scoring.prebuilt.heuristic.mastra_edge_cases import UNICODE_CASES
 from tests.scoring.prebuilt.mastra_parity import CASES, REFERENCE, cases_with, run_like_reference
+from tracescore.schemas import Message, ToolInvocation
+from tracescore.scoring.prebuilt import create_content_similarity_scorer
+from tracescore.scoring.scorer import Scorer
 
 # The reference.json key -> the scorer Mastra computed it with.
 VARIANTS = {

@@ -12,10 +12,10 @@ from autoevals import JSONDiff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.prebuilt.heuristic.json_diff import json_diff
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.heuristic.value_strategies import json_values
 from tests.support.runs import agent_run
+from tracescore.scoring.prebuilt.heuristic.json_diff import json_diff
+from tracescore.scoring.registry import build_scorer
 
 
 @settings(max_examples=300)

@@ -10,12 +10,12 @@ from autoevals import ListContains
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring import ScorerError
-from scoring.prebuilt import create_list_contains_scorer
-from scoring.prebuilt.heuristic.list_contains import list_contains
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.heuristic.value_strategies import texts
 from tests.support.runs import agent_run
+from tracescore.scoring import ScorerError
+from tracescore.scoring.prebuilt import create_list_contains_scorer
+from tracescore.scoring.prebuilt.heuristic.list_contains import list_contains
+from tracescore.scoring.registry import build_scorer
 
 
 @settings(max_examples=200)

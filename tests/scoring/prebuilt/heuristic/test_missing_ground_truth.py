@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scoring import ScorerError
-from scoring.registry import build_scorer
 from tests.support.runs import agent_run
+from tracescore.scoring import ScorerError
+from tracescore.scoring.registry import build_scorer
 
 
 @pytest.mark.parametrize("name", ["exact-match", "levenshtein", "json-diff", "list-contains", "numeric-diff"])

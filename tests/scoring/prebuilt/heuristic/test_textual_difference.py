@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from schemas import Message, ToolInvocation
-from scoring.prebuilt import create_textual_difference_scorer
 from tests.scoring.prebuilt.heuristic.mastra_edge_cases import UNICODE_CASES
 from tests.scoring.prebuilt.mastra_parity import CASES, REFERENCE, cases_with, run_like_reference
+from tracescore.schemas import Message, ToolInvocation
+from tracescore.scoring.prebuilt import create_textual_difference_scorer
 
 
 def test_the_fixtures_cover_the_scorer() -> None:

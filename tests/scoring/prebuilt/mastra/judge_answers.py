@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas import AgentRun, Message, RunInput
 from tests.support.llm_server import Reply, json_reply, text_reply
 from tests.support.runs import agent_run
+from tracescore.schemas import AgentRun, Message, RunInput
 
 MODEL = "openai/gpt-4o-mini"
 

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.answer_relevancy import create_answer_relevancy_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import MODEL, relevancy_replies
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.answer_relevancy import create_answer_relevancy_scorer
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. It is big. I like bread."

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.answer_similarity import create_answer_similarity_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import data_block, similarity_replies
 from tests.support.llm_server import LLMServer, json_reply
 from tests.support.runs import agent_run
+from tracescore.schemas import AgentRun
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.answer_similarity import create_answer_similarity_scorer
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. It is big. I like bread."

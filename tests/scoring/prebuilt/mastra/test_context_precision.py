@@ -12,14 +12,14 @@ import json
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.context_precision import (
+from tests.scoring.prebuilt.mastra.judge_answers import deal_run
+from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.context_precision import (
     CONTEXT_PRECISION_AGENT_INSTRUCTIONS,
     create_context_precision_scorer,
 )
-from tests.scoring.prebuilt.mastra.judge_answers import deal_run
-from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 
 
 def indexed(labels: list[str], order: list[int] | None = None) -> Reply:

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.context_recall import (
+from tests.scoring.prebuilt.mastra.judge_answers import deal_run, verdicts
+from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.schemas import AgentRun
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.context_recall import (
     CONTEXT_RECALL_AGENT_INSTRUCTIONS,
     create_context_recall_scorer,
 )
-from tests.scoring.prebuilt.mastra.judge_answers import deal_run, verdicts
-from tests.support.llm_server import LLMServer, json_reply, text_reply
 
 
 def recall_run(ground_truth: Any, context: list[str] | None = None) -> AgentRun:

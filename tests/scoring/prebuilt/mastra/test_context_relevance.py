@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.context_relevance import (
+from tests.scoring.prebuilt.mastra.judge_answers import deal_run, evaluations
+from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.context_relevance import (
     CONTEXT_RELEVANCE_INSTRUCTIONS,
     create_context_relevance_scorer,
 )
-from tests.scoring.prebuilt.mastra.judge_answers import deal_run, evaluations
-from tests.support.llm_server import LLMServer, json_reply, text_reply
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.hallucination import GetContextParams, create_hallucination_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import claim_replies, data_block
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.hallucination import GetContextParams, create_hallucination_scorer
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. It is big. I like bread."

@@ -8,9 +8,6 @@ from typing import Any
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import (
     conversation_run,
     coverage,
@@ -18,6 +15,9 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
     source_judgement,
 )
 from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.registry import build_scorer
 
 INVALID = [
     (

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.mastra.multi_turn_judge import MULTI_TURN_JUDGE_INSTRUCTIONS
-from scoring.prebuilt.mastra.rubric import RUBRIC_INSTRUCTIONS
-from scoring.prebuilt.mastra.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import conversation_run
 from tests.support.fixture_files import REFERENCES_DIR
 from tests.support.llm_server import LLMServer, Reply
+from tracescore.schemas import AgentRun
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.mastra.multi_turn_judge import MULTI_TURN_JUDGE_INSTRUCTIONS
+from tracescore.scoring.prebuilt.mastra.rubric import RUBRIC_INSTRUCTIONS
+from tracescore.scoring.prebuilt.mastra.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS
+from tracescore.scoring.registry import build_scorer
 
 REFERENCE = json.loads((REFERENCES_DIR / "mastra_llm_more_reference.json").read_text())
 INSTRUCTIONS = {

@@ -11,9 +11,6 @@ from typing import Any
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.noise_sensitivity import create_noise_sensitivity_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import (
     BASELINE,
     MODEL,
@@ -23,6 +20,9 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
     noisy_run,
 )
 from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.noise_sensitivity import create_noise_sensitivity_scorer
 
 # (robustness, impact levels, major issues, scoring options, expected), by hand with Mastra's defaults
 # (weights none 1, minimal .85, moderate .6, significant .3, severe .1; .1 per issue up to .3; threshold .2).

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun, Message
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import MODEL, alignment_analysis, haiku_run
 from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.schemas import AgentRun, Message
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
+from tracescore.scoring.registry import build_scorer
 
 # (mode, scale, dimension scores, expected) -- expected by hand from Mastra's weights:
 # user 0.4/0.3/0.2/0.1, system 0.35/0.35/0.15/0.15, both = 0.7*user + 0.3*user.

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import (
     BASELINE,
     MODEL,
@@ -25,6 +22,9 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
 )
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
+from tracescore.scoring.registry import build_scorer
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. It is big. I like bread."

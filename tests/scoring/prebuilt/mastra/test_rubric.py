@@ -12,15 +12,6 @@ from typing import Any
 
 import pytest
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.mastra.rubric import (
-    NO_RUBRIC_PROMPT,
-    NO_RUBRIC_REASON,
-    RUBRIC_INSTRUCTIONS,
-    create_rubric_scorer,
-    parse_rubric_string,
-)
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import (
     ACME_ANSWER,
     ACME_QUESTION,
@@ -29,6 +20,15 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
     rubric_answer,
 )
 from tests.support.llm_server import LLMServer, json_reply
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.mastra.rubric import (
+    NO_RUBRIC_PROMPT,
+    NO_RUBRIC_REASON,
+    RUBRIC_INSTRUCTIONS,
+    create_rubric_scorer,
+    parse_rubric_string,
+)
+from tracescore.scoring.registry import build_scorer
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,6 @@ from typing import Any
 
 import pytest
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.mastra.summarization import create_summarization_scorer
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import (
     ACME_ANSWER,
     ACME_QUESTION,
@@ -24,6 +21,9 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
     source_judgement,
 )
 from tests.support.llm_server import LLMServer, text_reply
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.mastra.summarization import create_summarization_scorer
+from tracescore.scoring.registry import build_scorer
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.mastra.toxicity import TOXICITY_AGENT_INSTRUCTIONS, create_toxicity_scorer
 from tests.scoring.prebuilt.mastra.judge_answers import deal_run, verdicts
 from tests.support.llm_server import LLMServer, text_reply
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.mastra.toxicity import TOXICITY_AGENT_INSTRUCTIONS, create_toxicity_scorer
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,8 @@ and VoltAgent's penicillin question (its spec's BASE_CONTEXT)."""
 
 from __future__ import annotations
 
-from schemas import AgentRun
 from tests.support.runs import agent_run
+from tracescore.schemas import AgentRun
 
 QUESTION = "What is the boiling point of water?"
 ANSWER = "Water boils at 100 C at sea level."  # 8 whitespace words (embedding tokens)

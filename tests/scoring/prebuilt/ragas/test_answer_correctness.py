@@ -11,12 +11,12 @@ import pytest
 from autoevals.ragas import compute_f1_score
 from autoevals.string import EmbeddingSimilarity
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.ragas.answer_correctness import create_ragas_answer_correctness_scorer
 from tests.scoring.prebuilt.ragas.rag_runs import ANSWER, GROUND_TRUTH, QUESTION, classification, rag_run
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, json_reply
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.ragas.answer_correctness import create_ragas_answer_correctness_scorer
 
 
 @pytest.mark.parametrize(

@@ -11,13 +11,13 @@ import math
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.ragas.answer_similarity import create_ragas_answer_similarity_scorer
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.ragas.rag_runs import ANSWER, GROUND_TRUTH, qa_run
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, error_reply, judge_at
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.ragas.answer_similarity import create_ragas_answer_similarity_scorer
+from tracescore.scoring.registry import build_scorer
 
 EMBEDDING_MODEL = "openai/text-embedding-3-small"
 

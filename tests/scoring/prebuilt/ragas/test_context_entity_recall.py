@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt.ragas.context_entity_recall import create_ragas_context_entity_recall_scorer
 from tests.scoring.prebuilt.ragas.rag_runs import FLEMING_CONTEXT, FLEMING_EXPECTED, qa_run
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.ragas.context_entity_recall import create_ragas_context_entity_recall_scorer
 
 
 def entities(*names: str) -> Reply:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.ragas.rag_runs import classification, rag_run
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, json_reply
+from tracescore.scoring.registry import build_scorer
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from schemas import RunInput
-from scoring import ScorerError
-from scoring.prebuilt import create_tool_call_accuracy_scorer_code
-from scoring.registry import build_scorer
 from tests.scoring.prebuilt.mastra_parity import REFERENCE, cases_with, run_like_reference
+from tracescore.schemas import RunInput
+from tracescore.scoring import ScorerError
+from tracescore.scoring.prebuilt import create_tool_call_accuracy_scorer_code
+from tracescore.scoring.registry import build_scorer
 
 
 def test_the_fixtures_cover_the_scorer() -> None:

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from schemas import AgentRun
-from scoring import ScorerError
-from scoring.judge import Judge
-from scoring.prebuilt import create_tool_call_accuracy_scorer_llm
-from scoring.registry import build_scorer
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.schemas import AgentRun
+from tracescore.scoring import ScorerError
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt import create_tool_call_accuracy_scorer_llm
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 TOOLS = [
     {"id": "weather-tool", "description": "Current weather for a city"},

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from schemas.agent_run import ToolInvocation
-from scoring.prebuilt.trajectory.trajectory_accuracy import (
+from tracescore.schemas.agent_run import ToolInvocation
+from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy import (
     compare_trajectories,
     create_trajectory_accuracy_scorer_code,
     extract_trajectory,
 )
-from scoring.registry import build_scorer
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 CASES: list[dict[str, Any]] = [
     {

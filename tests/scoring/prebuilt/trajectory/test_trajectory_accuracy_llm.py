@@ -10,13 +10,15 @@ from typing import Any
 
 import pytest
 
-from scoring.judge import Judge, delimit
-from scoring.prebuilt.trajectory.trajectory_accuracy_llm import create_trajectory_accuracy_scorer_llm
-from scoring.registry import build_scorer
-from scoring.scorer import ScorerError
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy_llm import (
+    create_trajectory_accuracy_scorer_llm,
+)
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.scorer import ScorerError
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 
 def tool_run(ground_truth: Any = None) -> Any:

@@ -19,20 +19,20 @@ from typing import Any
 
 import pytest
 
-from schemas.agent_run import AgentRun, Usage
-from scoring.prebuilt.trajectory.unified import create_trajectory_scorer_code
-from scoring.prebuilt.trajectory.unified_inputs import (
+from tests.support.fixture_files import REFERENCES_DIR
+from tracescore.schemas.agent_run import AgentRun, Usage
+from tracescore.scoring.prebuilt.trajectory.unified import create_trajectory_scorer_code
+from tracescore.scoring.prebuilt.trajectory.unified_inputs import (
     merge_expectation,
     normalise_expectation,
     normalise_trajectory,
     resolve_weights,
 )
-from scoring.prebuilt.trajectory.unified_reason import trajectory_reason
-from scoring.prebuilt.trajectory.unified_scoring import evaluate_trajectory, trajectory_score
-from scoring.registry import build_scorer
-from scoring.scorer import ScorerError
-from scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
-from tests.support.fixture_files import REFERENCES_DIR
+from tracescore.scoring.prebuilt.trajectory.unified_reason import trajectory_reason
+from tracescore.scoring.prebuilt.trajectory.unified_scoring import evaluate_trajectory, trajectory_score
+from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.scorer import ScorerError
+from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 DATA = REFERENCES_DIR
 CASES: list[dict[str, Any]] = json.loads((DATA / "trajectory_unified_cases.json").read_text())["cases"]
@@ -210,7 +210,7 @@ async def test_builds_through_the_registry_machinery_with_camel_case_options() -
 
 
 def test_registered_by_name_and_by_mastra_id() -> None:
-    from scoring.registry import build_scorer as build_registered
+    from tracescore.scoring.registry import build_scorer as build_registered
 
     by_name = build_registered("trajectory-code", {"defaults": {"maxSteps": 3, "blacklistedTools": ["rm"]}})
     assert by_name.id == "trajectory-code"

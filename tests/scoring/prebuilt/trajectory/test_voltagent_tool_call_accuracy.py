@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from schemas import AgentRun, ToolInvocation
-from scoring.prebuilt.trajectory.tool_call_accuracy import create_tool_call_accuracy_scorer_code
-from scoring.prebuilt.trajectory.voltagent_tool_call_accuracy import (
+from tests.support.runs import agent_run
+from tracescore.schemas import AgentRun, ToolInvocation
+from tracescore.scoring.prebuilt.trajectory.tool_call_accuracy import create_tool_call_accuracy_scorer_code
+from tracescore.scoring.prebuilt.trajectory.voltagent_tool_call_accuracy import (
     create_voltagent_tool_call_accuracy_scorer,
 )
-from scoring.registry import build_scorer
-from tests.support.runs import agent_run
+from tracescore.scoring.registry import build_scorer
 
 
 def calls_run(*tools: str, state: str = "result") -> AgentRun:
