@@ -30,7 +30,7 @@ from tracescore.ingest.store.ddl import (
 )
 from tracescore.ingest.store.ddl import load_ddl as load_ddl
 from tracescore.ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn, without_database
-from tracescore.ingest.store.engine_open import held_by_another, native_stderr_to_log
+from tracescore.ingest.store.engine_open import held_by_another, native_stderr_to_log, opened_here
 from tracescore.ingest.store.free_space import (
     POLL_SECONDS,
     SERVER_POLL_SECONDS,
@@ -382,7 +382,9 @@ class Store:
             raise StoreInUse(in_use)
         try:
             with native_stderr_to_log(logger):
-                return clickhouse_connect.get_client(dsn=self._dsn, chdb_options=EMBEDDED_ENGINE_OPTIONS)
+                client = clickhouse_connect.get_client(dsn=self._dsn, chdb_options=EMBEDDED_ENGINE_OPTIONS)
+            opened_here(path)
+            return client
         except ClickHouseError as exc:
             if not os.access(path, os.W_OK):
                 raise StoreError(f"the chDB data directory {path} is not writable: {exc}") from exc

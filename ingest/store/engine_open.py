@@ -26,8 +26,20 @@ from collections.abc import Iterator
 _ENGINE_LINE_MARKS = ("Code: ", "DB::Exception", "<Error>", "<Warning>", "<Fatal>")
 
 
+# The data directories this process's engine has opened: it holds their lock itself (for as long as the
+# process lives), so a second store object on one of them (replicas in one process) is not refused.
+_OPENED_HERE: set[str] = set()
+
+
+def opened_here(path: str) -> None:
+    """Record that this process's engine has the chDB data directory ``path`` open."""
+    _OPENED_HERE.add(os.path.realpath(path))
+
+
 def held_by_another(path: str) -> bool:
     """Whether another process has the chDB data directory ``path`` open."""
+    if os.path.realpath(path) in _OPENED_HERE:
+        return False
     try:
         fd = os.open(os.path.join(path, "status"), os.O_RDONLY)
     except OSError:

@@ -60,7 +60,9 @@ def readme_scorer_names() -> set[str]:
         in_rules = re.search(r"\(`([^`]+)`", row)
         if "…" in row:  # "`contextPrecision`, … (`ragas-context-…`)": a family, not one name
             continue
-        if in_rules:  # "`exactMatch` (`exact-match`)": the name in rules
+        if "(formerly `" in row:  # "`content-similarity` (formerly `content-similarity-scorer`)"
+            names.add(ticked[0])
+        elif in_rules:  # "`exactMatch` (`exact-match`)": the name in rules
             names.add(in_rules.group(1))
         else:
             names.update(ticked)
