@@ -25,6 +25,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="tracescore-test-data-")
 
 
+# Modules whose shared fixture is expensive (every docs example run against a served instance; the
+# Grafana queries' store with the demo in it).
+ONE_WORKER_MODULES = frozenset({"test_examples.py", "test_grafana_queries.py"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``make test`` runs two pytest-xdist workers; the end-to-end tests (real ``tracescore serve``
     processes under load: SIGKILL, floods, full disks, timing bounds) run one after another on one of
@@ -32,3 +37,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.parts[-3:-1] == ("tests", "e2e"):
             item.add_marker(pytest.mark.xdist_group("e2e"))
+        elif item.path.name in ONE_WORKER_MODULES:
+            # Its module- or session-scoped fixture costs tens of seconds: built on one worker, once.
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
