@@ -89,8 +89,10 @@ class TraceAssembler:
         clock: Clock = time.monotonic,
         loader: TraceLoader | None = None,
         wall_clock_ns: Callable[[], int] = time.time_ns,
+        adopted_per_release: int = ADOPTED_PER_RELEASE,
     ) -> None:
         self._config = config
+        self._adopted_per_release = adopted_per_release
         self._next = next
         self._metrics = metrics
         self._clock = clock
@@ -327,11 +329,11 @@ class TraceAssembler:
             if full() or trace.first_seen + self._config.max_wait_seconds > now:
                 break
             if trace.trace_id in self._unordered:
-                if adopted >= ADOPTED_PER_RELEASE:
+                if adopted >= self._adopted_per_release:
                     break
                 adopted += 1
             take(trace)
-        while not full() and adopted < ADOPTED_PER_RELEASE:
+        while not full() and adopted < self._adopted_per_release:
             if (due := self._unordered.pop_due(now)) is None:
                 break
             if not take(due):  # its times moved without being placed again: place it now

@@ -98,7 +98,9 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
         await made.sink.shutdown()
 
 
-async def make_rig(store: Store, **config: int | float) -> Rig:
+async def make_rig(
+    store: Store, adopted_per_release: int = assemble.ADOPTED_PER_RELEASE, **config: int | float
+) -> Rig:
     metrics, clock, recorder = Metrics(), ManualClock(1000.0), Recorder()
     settings: dict[str, int | float] = {"idle_seconds": 2.0, "max_wait_seconds": 300.0, **config}
     assembler = TraceAssembler(
@@ -107,6 +109,7 @@ async def make_rig(store: Store, **config: int | float) -> Rig:
         metrics,
         clock=clock,
         loader=FlakyLoader(Ledger(store)),
+        adopted_per_release=adopted_per_release,
     )
     sink = SpanSink(store, assembler, metrics)
     await sink.start()
@@ -259,10 +262,8 @@ async def test_a_recovered_release_asks_the_store_in_bulk_and_prior_outcomes_onl
     assert all(prior[trace] == PriorOutcomes() for trace in traces if trace != traces[2])
 
 
-async def test_new_traces_go_first_and_a_recovery_is_released_a_share_at_a_time(
-    rig: Rig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(assemble, "ADOPTED_PER_RELEASE", 2)
+async def test_new_traces_go_first_and_a_recovery_is_released_a_share_at_a_time(store: Store) -> None:
+    rig = await make_rig(store, adopted_per_release=2)
     adopted = [f"{i:032x}" for i in range(1, 6)]
     orphan = await make_rig(rig.store)
     await orphan.send(*(span(trace, ROOT) for trace in adopted))
@@ -276,7 +277,10 @@ async def test_new_traces_go_first_and_a_recovery_is_released_a_share_at_a_time(
             rig.clock.advance(2)
 
     rig.recorder.on_release = new_trace_while_recovering
-    await rig.after(2)
+    try:
+        await rig.after(2)
+    finally:
+        await rig.sink.shutdown()
     order = [round.trace_id for round in rig.recorder.rounds]
     # Each release: the new traces due, then two adopted ones (in the order they fall due).
     assert (order[0], order[3]) == (TRACE_A, TRACE_B)
