@@ -161,8 +161,8 @@ class Sides:
         breaker, redaction of keys) and a score row per run, written to a sink that keeps them."""
         from tracescore.schemas import AgentRun
         from tracescore.schemas.config import ScorerRule, ScoringConfig
-        from tracescore.scoring.executor import ScoringExecutor
-        from tracescore.scoring.metrics import ScoringMetrics
+        from tracescore.scoring.runtime.executor import ScoringExecutor
+        from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
         judge = {"model": MODEL, "api_base": self.api_base, "api_key": API_KEY}
         rule = ScorerRule(scorer="toxicity", options={"judge": judge})

@@ -31,6 +31,7 @@ from bench.mastra import MastraTimer
 from bench.micro_inputs import AUTOEVALS_CELLS, MASTRA_CELLS
 from bench.report import Metric
 from tracescore.schemas import AgentRun
+from tracescore.scoring.framework.scorer import Scorer, create_scorer
 from tracescore.scoring.prebuilt import (
     create_completeness_scorer,
     create_content_similarity_scorer,
@@ -43,7 +44,6 @@ from tracescore.scoring.prebuilt import (
     create_textual_difference_scorer,
     create_tone_scorer,
 )
-from tracescore.scoring.scorer import Scorer, create_scorer
 
 TARGET_SECONDS = 0.005  # a timed batch lasts at least this long
 CELL_SECONDS = 0.4  # the batches of one side of one cell last about this long together

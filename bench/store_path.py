@@ -42,7 +42,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from bench.report import Metric
 from tracescore.ingest.decode import decode_traces
 from tracescore.ingest.decode.otlp_json import parse_trace_request
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
 from tracescore.ingest.store.rows import OTEL_TRACES_COLUMNS, span_row
@@ -155,7 +155,7 @@ def _alternate(sides: dict[str, Callable[[], object]]) -> dict[str, list[float]]
 def bench_decode_transform(payload: bytes) -> Metric:
     spans = walk_request(payload)
     batch = decode_traces("otlp_proto", payload)
-    assert len(batch.spans) == spans and not batch.rejected_spans, "the request must decode whole"
+    assert len(batch.spans) == spans and not batch.rejected_items, "the request must decode whole"
     traces = by_trace(batch.spans)
     assert all(build_runs(trace) for trace in traces.values()), "every fixture trace holds a run"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import Metric
-from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.drift_config import DriftConfig
 

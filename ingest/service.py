@@ -19,29 +19,29 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from tracescore.ingest.assemble import TraceAssembler
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor
+from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.decode.cost import request_cost
-from tracescore.ingest.drift.monitor import DriftMonitor
-from tracescore.ingest.export import EvaluationEventExporter, exporting
-from tracescore.ingest.memory import ADMIT_SHARE, MemoryGuard, Rest, mib, resident_parts
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.observability.startup_summary import startup_summary
 from tracescore.ingest.receivers.commands import StoreCommands
 from tracescore.ingest.receivers.grpc import MESSAGE_COPIES, GrpcReceiver
 from tracescore.ingest.receivers.http import HttpReceiver
-from tracescore.ingest.recovery import Recovery
-from tracescore.ingest.replicas import Membership
+from tracescore.ingest.receivers.memory_admission import ADMIT_SHARE, MemoryGuard, Rest, mib, resident_parts
+from tracescore.ingest.replay.recovery import Recovery
+from tracescore.ingest.replication.membership import Membership
+from tracescore.ingest.score_export import EvaluationEventExporter, exporting
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import Ledger
-from tracescore.ingest.store.replicas import ReplicaTable
-from tracescore.ingest.store.results import ScoreResults
+from tracescore.ingest.store.replica_table import ReplicaTable
+from tracescore.ingest.store.score_reads import ScoreResults
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import SpanSink
-from tracescore.ingest.summary import startup_summary
 from tracescore.ingest.transform.run_builder import RunBuilder
 from tracescore.schemas.config import HELD_BYTES_SHARE, ServiceConfig
 from tracescore.schemas.errors import TracescoreError
-from tracescore.scoring.executor import ScoringExecutor
 from tracescore.scoring.judge import close_clients
+from tracescore.scoring.runtime.executor import ScoringExecutor
 
 if TYPE_CHECKING:
     from tracescore.ingest.receivers.kafka import KafkaReceiver
@@ -55,7 +55,7 @@ MIN_PENDING_ITEMS = 10_000
 DRIFT_KEY = "drift"
 # What the embedded store allocates beside the rest size while spans flow in (its inserts and merges),
 # and the scoring pipeline with it: measured 110 to 300 MiB under a flood or a 20 MB request, given
-# back within seconds once it stops. Set aside from the start (ingest.memory).
+# back within seconds once it stops. Set aside from the start (ingest.receivers.memory_admission).
 STORE_WORKING_BYTES = 256 * 2**20
 # What memory_limit leaves beside the rest size, the store's working memory and one request of
 # receiver.max_request_bytes ("room") is shared: a quarter for the spans the assembler holds, a quarter

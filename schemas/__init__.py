@@ -1,7 +1,7 @@
 """Typed data of tracescore: spans, agent runs, scores, decisions and configuration. No I/O."""
 
 from tracescore.schemas.agent_run import AgentRun, Message, Part, RunInput, ToolInvocation, Usage
-from tracescore.schemas.rounds import RoundReason, TraceRound
+from tracescore.schemas.assembly_rounds import RoundReason, TraceRound
 from tracescore.schemas.score import Decision, DecisionKind, Score, ScoreRecord, ScoreSource
 from tracescore.schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
 from tracescore.schemas.version import __version__

@@ -82,7 +82,7 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 # hold the largest write in flight (a group commit, a merge's reservation) with room to spare.
 DEFAULT_STORE_MIN_FREE_BYTES = 256 * 1024**2
 # Below this no configuration can run (the service's own rest size is about 190 MiB); the service
-# measures what it needs at start and refuses a limit that cannot hold it (ingest.memory).
+# measures what it needs at start and refuses a limit that cannot hold it (ingest.receivers.memory_admission).
 MIN_MEMORY_LIMIT = 256 * 1024**2
 # The most of memory_limit the assembler's held items may take, counted as stored bytes: in Python
 # a held span takes about four times its stored size (measured), so this is about half the limit. The
@@ -336,7 +336,7 @@ class ServiceConfig(_Config):
     # memory; the code its libraries map from files is not counted. A request is admitted only if
     # what it will cost fits under it (429, RESOURCE_EXHAUSTED with RetryInfo, Kafka paused until it
     # does); the assembler's held items and the commit backlog take their bounds from it. See
-    # ingest.memory and docs/operations/memory.md.
+    # ingest.receivers.memory_admission and docs/operations/memory.md.
     memory_limit: ByteSize = Field(default=ByteSize(DEFAULT_MEMORY_LIMIT), ge=MIN_MEMORY_LIMIT)
 
     @model_validator(mode="after")
@@ -421,7 +421,7 @@ def load_config(
 
     ``flags`` names the command-line flag of each override (``{"receiver.grpc_port": "--grpc-port"}``),
     so an invalid value is reported as coming from it. ``checks`` finds what the model cannot (the
-    service's: each rule's scorer and options, ``scoring.rule_check``); it runs whether the model
+    service's: each rule's scorer and options, ``scoring.runtime.rule_check``); it runs whether the model
     validated or not, and its errors are reported with the model's, each at its key's source.
     """
     env = os.environ if environ is None else environ

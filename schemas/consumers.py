@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from tracescore.schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, SpanBatch, TraceRound
-from tracescore.schemas.rounds import (
+from tracescore.schemas.assembly_rounds import (
     PriorOutcomes as PriorOutcomes,  # re-exported: the sinks' protocol uses it
 )
-from tracescore.schemas.units import TraceView
+from tracescore.schemas.trace_view import TraceView
 
 
 class SpanConsumer(Protocol):

@@ -1,7 +1,7 @@
 """The ``export`` section of the service config: where scores go besides the store.
 
 Today one destination: OTLP, each score as a ``gen_ai.evaluation.result`` event (see
-``ingest.export.evaluation_events``). ``schemas.config`` loads the whole config.
+``ingest.score_export.evaluation_events``). ``schemas.config`` loads the whole config.
 """
 
 from __future__ import annotations

@@ -102,13 +102,13 @@ class LogRecord(BaseModel):
 class SpanBatch(BaseModel):
     """What one export request carried (spans or log records), and what was rejected from it.
 
-    ``rejected_spans`` counts rejected items of either signal (OTLP partial success reports
+    ``rejected_items`` counts rejected items of either signal (OTLP partial success reports
     ``rejected_spans`` for traces and ``rejected_log_records`` for logs).
     """
 
     spans: list[Span] = Field(default_factory=list)
     logs: list[LogRecord] = Field(default_factory=list)
-    rejected_spans: int = 0
+    rejected_items: int = 0
     errors: list[str] = Field(default_factory=list)
     # Set by the span sink when the batch is stored: when it was accepted (the span ledger's Arrived,
     # ns since the epoch; 0 = not stored), and the stored size of each span, then each log record.

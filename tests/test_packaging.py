@@ -163,8 +163,8 @@ def test_an_application_with_its_own_schemas_module_imports_all_of_tracescore(
     assert seen["files"] == [str(site)], "tracescore was imported from somewhere else"
     assert seen["modules"] > 150
     assert seen["api"] == [
-        "tracescore.scoring.scorer",
-        "tracescore.scoring.evals",
+        "tracescore.scoring.framework.scorer",
+        "tracescore.scoring.framework.evals",
         "create_answer_relevancy_scorer",
     ]
     for command in (["-m", "tracescore", "--version"], ["-m", "tracescore.ingest.cli", "--version"]):

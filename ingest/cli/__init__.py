@@ -39,7 +39,7 @@ VERBOSE_HELP = "log at debug level; show tracebacks and the libraries' own lines
 
 
 def commands() -> list[ModuleType]:
-    return [importlib.import_module(f".{name}", __package__) for name in COMMAND_MODULES]
+    return [importlib.import_module(f".{name}_command", __package__) for name in COMMAND_MODULES]
 
 
 class Parser(argparse.ArgumentParser):

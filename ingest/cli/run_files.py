@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from tracescore.ingest.cli.inspect import SIGNAL_KEYS, otlp_signals
+from tracescore.ingest.cli.inspect_command import SIGNAL_KEYS, otlp_signals
 from tracescore.ingest.cli.json_documents import NotJsonError, json_documents
 from tracescore.schemas import AgentRun
 from tracescore.schemas.suggest import did_you_mean

@@ -30,7 +30,7 @@ from tracescore.ingest.store.dsn import resolve_dsn
 from tracescore.ingest.store.engine_open import held_by_another
 from tracescore.schemas.config import LEGACY_STORE, ConfigCheck, ServiceConfig, load_config
 from tracescore.schemas.errors import StoreError, StoreInUse
-from tracescore.schemas.results import TraceStatus
+from tracescore.schemas.score_queries import TraceStatus
 
 URL_VARIABLE = "TRACESCORE_URL"
 HTTP_TIMEOUT_SECONDS = 30.0

@@ -4,7 +4,7 @@
 bytes or ``otlp_json``) into a ``SpanBatch`` holding spans or log records; ``decode_traces`` and
 ``decode_logs`` name the signal. A payload that cannot be read as a whole raises ``DecodeError``; an
 item that is bad on its own (ids of the wrong size, all-zero span ids, unreadable in JSON) is dropped
-and counted in ``SpanBatch.rejected_spans`` so the rest of the request still gets through (OTLP
+and counted in ``SpanBatch.rejected_items`` so the rest of the request still gets through (OTLP
 partial success). A log record's ids may be empty: it is then stored but correlated with no span.
 
 The limits every transport shares are applied here: ``max_items`` per request (``TooManyItems``) and
@@ -177,7 +177,7 @@ def _json_reader(parse: Callable[[Payload], ParsedRequest[_Request]], walk: Walk
         _check_size(items, max_items)
         largest = max((item.ByteSize() for item in _item_messages(parsed.request)), default=0)
         # Spans or records the JSON reader already refused are counted with the rest.
-        builder = BatchBuilder(parsed.rejected_spans, parsed.errors, max_attributes)
+        builder = BatchBuilder(parsed.rejected_items, parsed.errors, max_attributes)
         return DecodedRequest(lambda: parsed_resources(parsed.request), items, largest, walk, builder)
 
     return read_json

@@ -19,12 +19,12 @@ class BatchBuilder:
     (``MAX_ERROR_MESSAGES`` for the whole request, however many slices it is taken in)."""
 
     def __init__(
-        self, rejected_spans: int = 0, errors: Iterable[str] = (), max_attributes: int | None = None
+        self, rejected_items: int = 0, errors: Iterable[str] = (), max_attributes: int | None = None
     ) -> None:
         self.max_attributes = max_attributes  # of one span or log record; None: no limit
         self.spans: list[Span] = []
         self.logs: list[LogRecord] = []
-        self.rejected_spans = rejected_spans
+        self.rejected_items = rejected_items
         self._errors: list[str] = []
         self._given = 0  # messages kept over the whole request
         self._more_errors = 0
@@ -39,7 +39,7 @@ class BatchBuilder:
             self._more_errors += 1
 
     def reject(self, reason: str) -> None:
-        self.rejected_spans += 1
+        self.rejected_items += 1
         self.error(reason)
 
     def too_many_attributes(self, count: int) -> str | None:
@@ -62,14 +62,14 @@ class BatchBuilder:
         if self._more_errors:
             errors.append(f"... and {self._more_errors} more")
         return SpanBatch.model_construct(
-            spans=self.spans, logs=self.logs, rejected_spans=self.rejected_spans, errors=errors
+            spans=self.spans, logs=self.logs, rejected_items=self.rejected_items, errors=errors
         )
 
     def take(self) -> SpanBatch:
         """The items and rejections collected since the last ``take``, and a fresh start for the next
         slice of the same request."""
         batch = SpanBatch.model_construct(
-            spans=self.spans, logs=self.logs, rejected_spans=self.rejected_spans, errors=self._errors
+            spans=self.spans, logs=self.logs, rejected_items=self.rejected_items, errors=self._errors
         )
-        self.spans, self.logs, self.rejected_spans, self._errors = [], [], 0, []
+        self.spans, self.logs, self.rejected_items, self._errors = [], [], 0, []
         return batch

@@ -1,6 +1,7 @@
 """What an export request costs in memory at its peak while it is read, decoded and stored.
 
-The receivers reserve this before they read a request (``ingest.memory``), from what they know then --
+The receivers reserve this before they read a request (``ingest.receivers.memory_admission``), from what
+they know then --
 its encoding and size -- and again once its envelopes are read and its largest item is known. The
 factors were measured on the worst shapes a 20 MB request can take (resident size of a fresh process,
 so that freed memory of earlier work could not hide any of it):

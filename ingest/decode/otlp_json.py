@@ -47,14 +47,14 @@ _Request_co = TypeVar("_Request_co", bound=Message, covariant=True)
 @dataclass
 class ParsedRequest(Generic[_Request]):
     request: _Request
-    rejected_spans: int = 0  # rejected items of either signal, as SpanBatch counts them
+    rejected_items: int = 0  # rejected items of either signal, as SpanBatch counts them
     errors: list[str] = field(default_factory=list)
 
 
 class _Refusals(Protocol):
     """Where the readers below count and explain the items they leave out (a ``ParsedRequest``)."""
 
-    rejected_spans: int
+    rejected_items: int
     errors: list[str]
 
 
@@ -173,7 +173,7 @@ def _prepare_scope(where: str, scope: Any, shape: _Shape[Message], parsed: _Refu
         try:
             kept.append(shape.prepare(item, shape, parsed))
         except _BadItem as exc:
-            parsed.rejected_spans += 1
+            parsed.rejected_items += 1
             parsed.errors.append(str(exc))
     envelope[items_key] = kept
     return envelope
@@ -300,7 +300,7 @@ def _parse_piecewise(
                 try:
                     _parse_into(item, item_msg)
                 except _BadItem as exc:
-                    parsed.rejected_spans += 1
+                    parsed.rejected_items += 1
                     parsed.errors.append(f"{_label(item, shape)}: {exc}")
                     continue
                 getattr(scope_msg, shape.items).append(item_msg)
@@ -318,7 +318,7 @@ def _parse_into(data: dict[str, Any], message: Message) -> None:
 def _reject_all(scopes: list[dict[str, Any]], reason: str, shape: _Shape[Message], parsed: _Refusals) -> None:
     items_key = _camel(shape.items)
     count = sum(len(scope.get(items_key, [])) for scope in scopes)
-    parsed.rejected_spans += count
+    parsed.rejected_items += count
     parsed.errors.append(f"{count} {shape.noun}(s) rejected, {reason}")
 
 

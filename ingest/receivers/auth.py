@@ -13,7 +13,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Iterable
 
-from tracescore.ingest.credentials import secret_value
+from tracescore.ingest.configuration.service_secrets import secret_value
 from tracescore.schemas.config import ReceiverConfig
 
 UNAUTHENTICATED_MESSAGE = "missing or wrong bearer token"

@@ -3,7 +3,7 @@ holds it (chDB allows one process per data directory): ``tracescore runs``, ``dr
 ``backfill`` ask these routes then, and print what they would print on the store itself.
 
 - ``GET /api/runs?trace_id=…``: the units the scorers saw of a stored trace, with each rule's
-  decision (``ingest.scored_units``); 404 with the trace's status when the store holds nothing of it.
+  decision (``ingest.replay.scorer_inputs``); 404 with the trace's status when the store holds nothing of it.
 - ``POST /api/drift`` (JSON: ``window``, ``baseline``, ``until``, ``record``, ``notify``): one drift
   pass with the service's drift settings and thresholds; ``notify`` posts to the service's webhooks.
 - ``POST /api/backfill`` (JSON: ``since``, ``until``, ``rules``, ``dry_run``, ``rate``): a backfill
@@ -31,17 +31,17 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tracescore.ingest.backfill import PROGRESS_EVERY_SECONDS as HEARTBEAT_SECONDS
-from tracescore.ingest.backfill import Backfill
-from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE
-from tracescore.ingest.scored_units import scored_units
+from tracescore.ingest.replay.backfill import PROGRESS_EVERY_SECONDS as HEARTBEAT_SECONDS
+from tracescore.ingest.replay.backfill import Backfill
+from tracescore.ingest.replay.scorer_inputs import scored_units
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.drift_config import Duration
 from tracescore.schemas.errors import StoreError
-from tracescore.schemas.results import QueryError, TraceStatus, parse_query
-from tracescore.scoring.route import RuleGroup
+from tracescore.schemas.score_queries import QueryError, TraceStatus, parse_query
+from tracescore.scoring.runtime.rule_routing import RuleGroup
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.schemas.config import PER_CLIENT_SHARE, ReceiverConfig
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,8 @@ past it and answers RESOURCE_EXHAUSTED "Decompressed message larger than max"), 
 reaches the handler. With ``receiver.tls_cert`` / ``receiver.tls_key`` the port speaks
 TLS only (see ``ingest.receivers.tls``).
 
-Memory: grpcio reads a unary request's message before the handler runs, so admission (``ingest.memory``)
+Memory: grpcio reads a unary request's message before the handler runs, so admission
+(``ingest.receivers.memory_admission``)
 happens first thing in the handler, before decoding, counting the message as read and what decoding
 and storing it will cost; a request that does not fit is answered RESOURCE_EXHAUSTED with RetryInfo
 (the OTLP exporters' cue to send again later) and its message is let go. How many messages can be
@@ -29,12 +30,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, DecodedRequest, DecodeError, TooManyItems
 from tracescore.ingest.decode.cost import request_cost
-from tracescore.ingest.memory import MemoryGuard, RequestTooLarge, Reservation
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, configured_token, metadata_matches
 from tracescore.ingest.receivers.connections import default_cap
 from tracescore.ingest.receivers.disclosure import INTERNAL_ERROR
-from tracescore.ingest.receivers.export import (
+from tracescore.ingest.receivers.intake import (
     OUTCOME_REFUSED,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNAUTHENTICATED,
@@ -45,6 +45,7 @@ from tracescore.ingest.receivers.export import (
     retry_status,
 )
 from tracescore.ingest.receivers.listening import bind_error, cannot_listen
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, RequestTooLarge, Reservation
 from tracescore.ingest.receivers.tls import grpc_server_credentials, tls_files
 from tracescore.schemas.config import ReceiverConfig
 from tracescore.schemas.consumers import SpanConsumer

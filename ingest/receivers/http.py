@@ -3,7 +3,8 @@
 ``POST /v1/traces`` and ``POST /v1/logs`` take protobuf or JSON (by Content-Type), optionally
 gzip/deflate; answers follow the OTLP/HTTP specification: an ExportTraceServiceResponse (or
 ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in the request's encoding.
-``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered (``schemas.results``),
+``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered
+(``schemas.score_queries``),
 and for a trace without rows a 404 saying why; the commands' routes (``/api/runs``, ``/api/drift``,
 ``/api/backfill``) are in ``ingest.receivers.commands``; ``GET /healthz`` (liveness) and ``GET /readyz``
 (readiness) each component's state (error texts as ``ingest.receivers.disclosure`` allows the caller);
@@ -35,12 +36,12 @@ from tracescore.ingest.decode import (
     encoding_for_content_type,
 )
 from tracescore.ingest.decode.cost import request_cost
-from tracescore.ingest.memory import MemoryGuard, RequestTooLarge, Reservation
-from tracescore.ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from tracescore.ingest.observability.service_metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from tracescore.ingest.receivers.auth import UNAUTHENTICATED_MESSAGE, bearer_matches, configured_token
 from tracescore.ingest.receivers.connections import receiver_gate
 from tracescore.ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVAILABLE, public_health
-from tracescore.ingest.receivers.export import (
+from tracescore.ingest.receivers.health_lane import HealthLane
+from tracescore.ingest.receivers.intake import (
     OUTCOME_REFUSED,
     OUTCOME_UNAUTHENTICATED,
     OUTCOME_UNSUPPORTED,
@@ -50,14 +51,14 @@ from tracescore.ingest.receivers.export import (
     refusal_codes,
     retry_status,
 )
-from tracescore.ingest.receivers.health_lane import HealthLane
 from tracescore.ingest.receivers.listening import GatedSite, cannot_listen
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, RequestTooLarge, Reservation
 from tracescore.ingest.receivers.request_body import ExportFailed, compressed_body, read_body, too_large
 from tracescore.ingest.receivers.tls import server_ssl_context
 from tracescore.schemas.config import ReceiverConfig
 from tracescore.schemas.consumers import SpanConsumer
 from tracescore.schemas.errors import Overloaded, StoreError
-from tracescore.schemas.results import QueryError, ResultQuery, TraceStatus, parse_query
+from tracescore.schemas.score_queries import QueryError, ResultQuery, TraceStatus, parse_query
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ _dumps = partial(json.dumps, default=str)  # score rows and health values may ho
 
 
 class ScoreReader(Protocol):
-    """The reads behind ``/api/scores`` and ``/api/decisions`` (``ingest.store.results.ScoreResults``)."""
+    """The reads behind ``/api/scores`` and ``/api/decisions`` (``ingest.store.score_reads.ScoreResults``)."""
 
     async def scores(self, query: ResultQuery) -> list[dict[str, Any]] | TraceStatus:
         """Score rows matching ``query``, newest first; for a trace without any, why."""

@@ -18,7 +18,8 @@ batch to the event loop, waiting until ``next.consume_spans`` has returned befor
 
 Memory: a poll's records are in memory once fetched, so fetches are sized to what ``memory_limit``
 leaves (``fit_fetches``); before any record of a poll is decoded, what decoding and storing them will
-cost is reserved (``ingest.memory``), and when it does not fit the batch is rewound and the consumer
+cost is reserved (``ingest.receivers.memory_admission``), and when it does not fit the batch is rewound and
+the consumer
 pauses. Records are decoded slice by slice, small ones merged into one slice, each slice stored before
 the next is built; a record that could never fit under the limit is parked in the dead-letter topic.
 """
@@ -39,9 +40,8 @@ from kafka.producer.future import FutureRecordMetadata
 
 from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, SLICE_BOUNDS, DecodeError, read
 from tracescore.ingest.decode.cost import request_cost
-from tracescore.ingest.memory import MemoryGuard, RequestTooLarge, Reservation
-from tracescore.ingest.metrics import Metrics
-from tracescore.ingest.receivers.export import (
+from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.receivers.intake import (
     OUTCOME_INVALID,
     OUTCOME_OK,
     OUTCOME_PARTIAL,
@@ -50,12 +50,13 @@ from tracescore.ingest.receivers.export import (
     count_received,
 )
 from tracescore.ingest.receivers.kafka_security import kafka_client_options
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, RequestTooLarge, Reservation
 from tracescore.schemas.config import KafkaConfig, ReceiverConfig
 from tracescore.schemas.consumers import SpanConsumer
 from tracescore.schemas.errors import Overloaded, is_retriable
 from tracescore.schemas.secrets import scrub
 from tracescore.schemas.spans import SpanBatch
-from tracescore.scoring.failure_log import FailureLog
+from tracescore.scoring.runtime.failure_log import FailureLog
 
 log = logging.getLogger(__name__)
 
@@ -341,7 +342,7 @@ class KafkaReceiver:
             merged_bytes += len(value)
             for batch in decoded.slices():
                 count_decoded(batch, signal, self._metrics, TRANSPORT)
-                rejected += batch.rejected_spans
+                rejected += batch.rejected_items
                 errors.extend(batch.errors)
                 if batch.spans or batch.logs:
                     carried.add(index)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracescore.ingest.credentials import existing_file, secret_value
+from tracescore.ingest.configuration.service_secrets import existing_file, secret_value
 from tracescore.schemas.config import KafkaConfig
 
 

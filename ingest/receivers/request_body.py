@@ -1,7 +1,8 @@
 """Reading an OTLP/HTTP request body: under its size limit, its body timeout and its memory reservation.
 
 The body is read into one buffer (never copied); a gzip or deflate body is inflated a step of
-``RESERVE_STEP_BYTES`` at a time, each step reserved before it is taken (``ingest.memory``), so a body
+``RESERVE_STEP_BYTES`` at a time, each step reserved before it is taken
+(``ingest.receivers.memory_admission``), so a body
 that turns out larger than declared -- chunked, or compressed -- is refused as soon as it would pass
 what memory allows, not after it has taken it. ``ExportFailed`` is the error answer of an export
 request, with its HTTP status, its ``google.rpc`` code and how the client may retry.
@@ -17,14 +18,14 @@ from aiohttp import web
 from google.rpc import code_pb2
 
 from tracescore.ingest.decode.cost import request_cost
-from tracescore.ingest.memory import RequestTooLarge, Reservation
-from tracescore.ingest.receivers.export import (
+from tracescore.ingest.receivers.intake import (
     OUTCOME_INVALID,
     OUTCOME_REFUSED,
     OUTCOME_TIMED_OUT,
     OUTCOME_TOO_LARGE,
     OUTCOME_UNSUPPORTED,
 )
+from tracescore.ingest.receivers.memory_admission import RequestTooLarge, Reservation
 from tracescore.schemas.config import ReceiverConfig
 from tracescore.schemas.errors import Overloaded
 

@@ -23,7 +23,7 @@ from clickhouse_connect.driver.binding import quote_identifier
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
-from tracescore.ingest.credentials import existing_file, secret_value
+from tracescore.ingest.configuration.service_secrets import existing_file, secret_value
 from tracescore.ingest.store.ddl import COLUMN_TYPES
 from tracescore.ingest.store.ddl import (
     DDL_FILES as DDL_FILES,  # re-exported: the store's tables, in apply order

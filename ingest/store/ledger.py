@@ -59,7 +59,7 @@ class StoredTrace:
 
 
 @dataclass(frozen=True)
-class TraceStatus:
+class PriorRounds:
     """What the store knows of a trace's earlier rounds."""
 
     done_through: int  # Through of its last decided round (ns), 0 if none
@@ -108,7 +108,7 @@ class Ledger:
                 trace.logs.append((row["Arrived"], LogRecord.model_validate_json(row["Body"])))
         return traces
 
-    async def status(self, trace_ids: Sequence[str]) -> dict[str, TraceStatus]:
+    async def status(self, trace_ids: Sequence[str]) -> dict[str, PriorRounds]:
         """Earlier decided rounds, decision rows and score rows of these traces (absent: the store
         knows none), in one query: it waits for the store's worker once."""
         if not trace_ids:
@@ -129,7 +129,7 @@ class Ledger:
             {"ids": list(trace_ids)},
         )
         return {
-            row["TraceId"]: TraceStatus(int(row["Through"]), bool(row["Decided"]), bool(row["Scored"]))
+            row["TraceId"]: PriorRounds(int(row["Through"]), bool(row["Decided"]), bool(row["Scored"]))
             for row in rows
         }
 

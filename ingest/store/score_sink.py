@@ -23,7 +23,7 @@ from tracescore.ingest.store.rows import (
 )
 from tracescore.schemas import Decision, ScoreRecord, TraceRound
 from tracescore.schemas.consumers import PriorOutcomes, SpendRow
-from tracescore.scoring.registry import former_ids, read_as
+from tracescore.scoring.prebuilt.registry import former_ids, read_as
 
 DONE_COLUMNS = ("TraceId", "Through", "Decided", "Reason")
 SPEND_COLUMNS = ("Budget", "Replica", "Hour", "Calls", "CostUsd", "Version")

@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store, TableRows
 from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
-from tracescore.ingest.store.replicas import HANDOFF_COLUMNS, handoff_row
+from tracescore.ingest.store.replica_table import HANDOFF_COLUMNS, handoff_row
 from tracescore.ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_row
 from tracescore.schemas import LogRecord, Span, SpanBatch
 from tracescore.schemas.consumers import SpanConsumer
@@ -41,7 +41,7 @@ MAX_GATHER_SECONDS = 0.005  # the longest a commit waits for the clients the las
 
 
 class Router(Protocol):
-    """Which replica owns a trace (``ingest.replicas.Membership``)."""
+    """Which replica owns a trace (``ingest.replication.membership.Membership``)."""
 
     @property
     def replica_id(self) -> str: ...
@@ -52,7 +52,7 @@ class Router(Protocol):
     def owner(self, trace_id: str) -> str: ...
 
 
-def route(
+def split_by_owner(
     batches: Sequence[SpanBatch], arrived_ns: int, router: Router
 ) -> tuple[list[list[object]], list[SpanBatch]]:
     """Split a commit by owner: a hand-off row for each trace another replica owns, and each batch
@@ -85,7 +85,7 @@ def route(
             SpanBatch.model_construct(
                 spans=spans,
                 logs=logs,
-                rejected_spans=batch.rejected_spans,
+                rejected_items=batch.rejected_items,
                 errors=batch.errors,
                 arrived_unix_nano=arrived_ns,
                 item_bytes=sizes,
@@ -271,7 +271,7 @@ class SpanSink:
             tables = stored_rows(batches, arrived)
             if router is not None and not router.solo:
                 # In the same commit as the items: an acknowledged item always has an owner that knows.
-                handoffs, owned = route(batches, arrived, router)
+                handoffs, owned = split_by_owner(batches, arrived, router)
                 tables.insert(-1, ("trace_handoffs", HANDOFF_COLUMNS, handoffs))  # before the ledger
                 routed.extend(owned)
             return tables

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from tracescore.ingest.metrics import Metrics
-from tracescore.ingest.transform.units import build_units
+from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.transform.scoring_units import build_units
 from tracescore.schemas import AgentRun, LogRecord, Span, TraceRound
 from tracescore.schemas.consumers import RunConsumer
-from tracescore.schemas.units import TraceView
+from tracescore.schemas.trace_view import TraceView
 
 # A trace of at most this many spans and log records is built on the event loop: about 0.2 ms a span
 # (a 3-span GenAI trace: 0.7 ms, measured), less than the hop to a thread and back, which under load

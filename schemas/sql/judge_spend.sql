@@ -1,6 +1,6 @@
 -- Judge spend per budget, replica and UTC clock hour: each replica replaces its own rows every few
 -- seconds and reads the others', so judge budgets hold across replicas and restarts
--- (scoring/budget.py). Kept 3 days; budgets look back one day.
+-- (scoring/runtime/judge_budgets.py). Kept 3 days; budgets look back one day.
 
 CREATE TABLE IF NOT EXISTS {database}.judge_spend (
     Budget LowCardinality(String),

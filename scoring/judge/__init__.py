@@ -10,8 +10,8 @@
 """
 
 from tracescore.scoring.judge.client import Judge, JudgeResult
-from tracescore.scoring.judge.data import DATA_PREAMBLE, delimit
-from tracescore.scoring.judge.errors import JudgeError, classify, is_timeout
+from tracescore.scoring.judge.data_fences import DATA_PREAMBLE, delimit
+from tracescore.scoring.judge.failures import JudgeError, classify, is_timeout
 from tracescore.scoring.judge.litellm_setup import close_clients, litellm_module
 from tracescore.scoring.judge.usage import JudgeUsage, metered
 

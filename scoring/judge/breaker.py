@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tracescore.schemas.rules import CircuitBreakerConfig
-from tracescore.scoring.judge.errors import JudgeError
+from tracescore.scoring.judge.failures import JudgeError
 
 logger = logging.getLogger(__name__)
 

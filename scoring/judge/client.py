@@ -11,8 +11,8 @@ Every call goes through ``litellm.acompletion``. Structured output uses a JSON s
 not validate gets one repair round (the error is sent back), then fails with ``JudgeError``.
 Rate limits, 5xx and timeouts are retried with exponential backoff and jitter (honouring
 Retry-After); permanent errors (401/403, unknown model, bad request, no key) fail at once with a
-message saying what to set (``scoring.judge.errors`` classifies them). The key each call carries is
-``scoring.judge.credentials``'s: the judge's own, the provider's variable, or for an ``api_base``
+message saying what to set (``scoring.judge.failures`` classifies them). The key each call carries is
+``scoring.judge.api_keys``'s: the judge's own, the provider's variable, or for an ``api_base``
 without either a placeholder (local OpenAI-compatible servers want none).
 Embeddings (``embed``) and moderation (``moderate``) go through the same retry policy.
 """
@@ -32,11 +32,17 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from tracescore.schemas.secrets import register_secret
-from tracescore.scoring.judge.credentials import NO_KEY, api_key_for
-from tracescore.scoring.judge.data import DATA_PREAMBLE
+from tracescore.scoring.judge.api_keys import NO_KEY, api_key_for
+from tracescore.scoring.judge.call_guard import (
+    GuardedCall,
+    current_guard,
+    estimate_cost,
+    judge_span,
+    redact_text,
+)
+from tracescore.scoring.judge.data_fences import DATA_PREAMBLE
 from tracescore.scoring.judge.dry import dry_call, minimal_instance
-from tracescore.scoring.judge.errors import JudgeError, classify, explain, is_timeout
-from tracescore.scoring.judge.guard import GuardedCall, current_guard, estimate_cost, judge_span, redact_text
+from tracescore.scoring.judge.failures import JudgeError, classify, explain, is_timeout
 from tracescore.scoring.judge.litellm_setup import litellm_module
 from tracescore.scoring.judge.transcript import record_exchange
 from tracescore.scoring.judge.usage import Tally
@@ -310,7 +316,7 @@ class Judge:
     ) -> Any:
         """``request()``'s response, retrying retriable failures with backoff; usage to ``tally``.
 
-        Under the service's guard (``scoring.judge.guard``) each request is first reserved in the
+        Under the service's guard (``scoring.judge.call_guard``) each request is first reserved in the
         budgets (its cost ``estimate``d) and let through by the model's circuit breaker. A permanent
         failure is raised at once, explained (``sent_key``: the request carried a configured key)."""
         guard = current_guard()

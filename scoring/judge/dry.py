@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from tracescore.scoring.judge.guard import JudgeGuard, estimate_cost
+from tracescore.scoring.judge.call_guard import JudgeGuard, estimate_cost
 from tracescore.scoring.judge.litellm_setup import litellm_module
 from tracescore.scoring.judge.usage import current_meter
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from tracescore.schemas.score import JudgeExchange
 from tracescore.schemas.secrets import scrub
-from tracescore.scoring.judge.guard import redact_text
+from tracescore.scoring.judge.call_guard import redact_text
 
 MAX_TRANSCRIPT_CHARS = 200_000
 MAX_TEXT_CHARS = 50_000  # one message or answer

@@ -7,7 +7,7 @@ this package does not import every scorer.
 
 from __future__ import annotations
 
-from tracescore.scoring.registry import ScorerFactory, find_factory, registered
+from tracescore.scoring.prebuilt.registry import ScorerFactory, find_factory, registered
 
 
 def __getattr__(name: str) -> ScorerFactory:

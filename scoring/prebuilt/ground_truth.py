@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracescore.scoring.steps import StepContext
+from tracescore.scoring.framework.steps import StepContext
 
 
 class MissingGroundTruth(ValueError):

@@ -18,7 +18,7 @@ stored messages (``content: {format: 2, parts, content, toolInvocations, reasoni
 strings. ``create_test_message`` and ``create_agent_test_run`` build runs for tests and evals.
 """
 
-from tracescore.scoring.text import ToolCallInfo, extract_tool_calls
+from tracescore.scoring.framework.message_text import ToolCallInfo, extract_tool_calls
 from tracescore.scoring.utils.builders import (
     create_agent_test_run,
     create_test_message,

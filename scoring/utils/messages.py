@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracescore.schemas import AgentRun, Message, RunInput
-from tracescore.scoring.text import message_text
+from tracescore.scoring.framework.message_text import message_text
 
 # Mastra's tool states -> ours; a partial call (still streaming its arguments) is not a call yet.
 TOOL_STATES = {"call": "call", "result": "result", "error": "error", "output-error": "error"}

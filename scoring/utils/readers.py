@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracescore.schemas import AgentRun, Message, RunInput
-from tracescore.scoring.text import message_text
+from tracescore.scoring.framework.message_text import message_text
 from tracescore.scoring.utils.messages import (
     as_messages,
     as_run_input,

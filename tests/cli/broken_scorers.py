@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.framework.scorer import Scorer
 
 
 def create_broken_scorer() -> Scorer:

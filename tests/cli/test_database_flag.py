@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tracescore.ingest.cli import build_parser, main
-from tracescore.ingest.cli.serve import environment_help, service_config
+from tracescore.ingest.cli.serve_command import environment_help, service_config
 from tracescore.ingest.cli.store_flags import store_overrides
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.dsn import without_database

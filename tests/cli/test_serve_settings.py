@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tracescore.ingest.cli import build_parser
-from tracescore.ingest.cli.serve import environment_help, service_config
+from tracescore.ingest.cli.serve_command import environment_help, service_config
 from tracescore.schemas.config import ENV_KEYS
 
 

@@ -29,7 +29,7 @@ from tests.support.drift import Streams, serving_hooks
 from tests.support.grafana_files import DATA_SOURCE_DATABASE
 from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, provider_usage
 from tests.support.serve import ENV
-from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.drift_config import DriftConfig
 

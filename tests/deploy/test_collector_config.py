@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from tracescore.ingest.cli import build_parser
-from tracescore.ingest.cli.serve import service_config
+from tracescore.ingest.cli.serve_command import service_config
 
 COLLECTOR = Path(__file__).resolve().parents[2] / "deploy" / "otel-collector.yaml"
 KAFKA = "kafka/tracescore"

@@ -31,7 +31,7 @@ from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tests.support.serve import PROJECT_ROOT, api_rows, free_port, stop, wait_healthy
 from tracescore.ingest.cli import build_parser
 from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
-from tracescore.ingest.cli.serve import service_config
+from tracescore.ingest.cli.serve_command import service_config
 from tracescore.schemas.config import ServiceConfig, load_config
 
 DEPLOY = Path(PROJECT_ROOT) / "deploy"

@@ -27,7 +27,7 @@ from tests.support.grafana_files import (
 )
 from tracescore.ingest.store.ddl import load_ddl
 from tracescore.schemas.score import DecisionKind
-from tracescore.scoring.registry import registered
+from tracescore.scoring.prebuilt.registry import registered
 
 GRAFANA_PAGE = Path(__file__).resolve().parents[2] / "docs" / "grafana.md"
 DASHBOARDS = load_dashboards()

@@ -84,7 +84,7 @@ def test_the_judge_program_runs_with_a_local_judge(tmp_path: Path, judge_server:
 
 
 def test_every_registered_scorer_is_in_the_catalogue() -> None:
-    from tracescore.scoring.registry import registered
+    from tracescore.scoring.prebuilt.registry import registered
 
     catalogue = (DOCS / "scorers.md").read_text()
     rows = [line for line in catalogue.splitlines() if line.startswith("| `")]

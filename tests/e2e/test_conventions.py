@@ -19,15 +19,15 @@ import pytest
 import pytest_asyncio
 
 from tests.support.fixture_files import OTLP_DIR
-from tracescore.ingest.assemble import TraceAssembler
+from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.cli import main
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.http import HttpReceiver
 from tracescore.ingest.service import RunBuilder, SpanSink
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas import AgentRun, TraceRound
 from tracescore.schemas.config import AssemblyConfig, ReceiverConfig
-from tracescore.schemas.units import TraceView
+from tracescore.schemas.trace_view import TraceView
 
 GOLDEN_DIR = Path(__file__).parents[1] / "ingest" / "golden"
 UPDATE_GOLDEN = os.environ.get("TRACESCORE_UPDATE_GOLDEN") == "1"

@@ -85,7 +85,7 @@ async def test_store_failures_answer_a_fixed_sentence_and_log_the_detail(
 ) -> None:
     body = agent_trace_requests(1, service="refused")[0][1]
     async with broken_service(tmp_path) as service:
-        with caplog.at_level(logging.WARNING, logger="tracescore.ingest.receivers.export"):
+        with caplog.at_level(logging.WARNING, logger="tracescore.ingest.receivers.intake"):
             status, raw = await _request(
                 "POST", f"http://127.0.0.1:{service.http.port}/v1/traces", body, PROTOBUF
             )

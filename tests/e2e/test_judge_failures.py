@@ -44,7 +44,7 @@ def _decisions(base: str, trace_id: str, count: int) -> list[dict[str, Any]]:
 
 def _warnings(log: str) -> list[str]:
     return [
-        line.split(" WARNING tracescore.scoring.executor: ", 1)[1]
+        line.split(" WARNING tracescore.scoring.runtime.executor: ", 1)[1]
         for line in log.splitlines()
         if " WARNING " in line
     ]

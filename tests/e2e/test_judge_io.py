@@ -20,7 +20,7 @@ from tests.support.llm_server import LLMServer, answering, error_reply
 from tests.support.otlp import send_scenario
 from tests.support.service import running_service, service_config
 from tracescore.ingest.cli.demo_traces import LlmStep, Scenario
-from tracescore.ingest.cli.runs import render
+from tracescore.ingest.cli.runs_command import render
 from tracescore.ingest.service import Service
 from tracescore.ingest.store.clickhouse import Store
 

@@ -26,11 +26,11 @@ from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas import AgentRun, Message, RunInput, Span
 from tracescore.schemas.config import ScorerRule, ScoringConfig
-from tracescore.schemas.units import TraceView
-from tracescore.scoring.executor import ScoringExecutor
+from tracescore.schemas.trace_view import TraceView
 from tracescore.scoring.judge import DATA_PREAMBLE
-from tracescore.scoring.judge.guard import JUDGE_SPAN_ATTRIBUTE
-from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.judge.call_guard import JUDGE_SPAN_ATTRIBUTE
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 
 def _send(grpc_port: int) -> str:

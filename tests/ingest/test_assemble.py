@@ -16,9 +16,9 @@ from collections.abc import Sequence
 import pytest
 
 from tests.support.fixture_files import make_span
-from tracescore.ingest.assemble import ManualClock, TraceAssembler
-from tracescore.ingest.assembly_state import TracedItems
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
+from tracescore.ingest.assembly.trace_state import TracedItems
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.ledger import Undecided
 from tracescore.schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
 from tracescore.schemas.config import AssemblyConfig
@@ -237,7 +237,7 @@ async def test_spans_beyond_the_per_trace_cap_are_dropped_counted_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     assembler, consumer, metrics, clock = build(max_spans=3)
-    with caplog.at_level(logging.WARNING, logger="tracescore.ingest.assemble"):
+    with caplog.at_level(logging.WARNING, logger="tracescore.ingest.assembly.assembler"):
         await assembler.consume_spans(
             batch(*(span(TRACE_A, s, ROOT) for s in (CHILD, CHILD2, CHILD3, CHILD4)), span(TRACE_A, ROOT))
         )

@@ -11,11 +11,11 @@ import pytest
 
 from tests.support.fixture_files import make_span
 from tests.support.store import count_queries
-from tracescore.ingest import assemble
-from tracescore.ingest.assemble import ManualClock, TraceAssembler
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.assembly import assembler
+from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.ingest.store.ledger import Ledger, StoredTrace, TraceStatus
+from tracescore.ingest.store.ledger import Ledger, PriorRounds, StoredTrace
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import SpanSink
 from tracescore.schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
@@ -79,7 +79,7 @@ class FlakyLoader:
     async def load(self, trace_ids: Sequence[str]) -> dict[str, StoredTrace]:
         return await self.ledger.load(trace_ids)
 
-    async def status(self, trace_ids: Sequence[str]) -> dict[str, TraceStatus]:
+    async def status(self, trace_ids: Sequence[str]) -> dict[str, PriorRounds]:
         if self.down:
             raise StoreError("cannot reach ClickHouse", retriable=True)
         return await self.ledger.status(trace_ids)
@@ -99,7 +99,7 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
 
 
 async def make_rig(
-    store: Store, adopted_per_release: int = assemble.ADOPTED_PER_RELEASE, **config: int | float
+    store: Store, adopted_per_release: int = assembler.ADOPTED_PER_RELEASE, **config: int | float
 ) -> Rig:
     metrics, clock, recorder = Metrics(), ManualClock(1000.0), Recorder()
     settings: dict[str, int | float] = {"idle_seconds": 2.0, "max_wait_seconds": 300.0, **config}

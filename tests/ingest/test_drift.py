@@ -14,8 +14,8 @@ import pytest
 
 from tests.support.drift import NOW, Streams
 from tests.support.service import running_service, service_config
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.cli import main
-from tracescore.ingest.drift.monitor import DriftMonitor
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.drift_config import DriftConfig
 

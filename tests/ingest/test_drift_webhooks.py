@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.drift import NOW, Hooks, Streams, serving_hooks
-from tracescore.ingest.drift.monitor import DriftMonitor
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.drift_config import DriftConfig
 

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from tests.support.otlp import agent_trace_requests
 from tests.support.otlp_logs import closed_endpoint, grpc_logs_receiver, logs_receiver
 from tests.support.service import running_service, service_config
-from tracescore.ingest.export.evaluation_events import (
+from tracescore.ingest.score_export.evaluation_events import (
     EVENT_NAME,
     EvaluationEventExporter,
     evaluation_attributes,

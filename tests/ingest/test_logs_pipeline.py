@@ -30,11 +30,11 @@ from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import http_request
 from tests.support.serve import tracescore
 from tests.support.service import running_service, service_config
-from tracescore.ingest.assemble import ManualClock, TraceAssembler
+from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
 from tracescore.ingest.cli import build_parser
-from tracescore.ingest.cli.serve import service_config as cli_service_config
+from tracescore.ingest.cli.serve_command import service_config as cli_service_config
 from tracescore.ingest.decode import decode_logs, decode_traces
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.service import Service
 from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE, attach_logs
 from tracescore.ingest.transform.runs import build_runs

@@ -9,7 +9,8 @@ import asyncio
 
 import pytest
 
-from tracescore.ingest.memory import (
+from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.receivers.memory_admission import (
     ADMIT_SHARE,
     HIGH,
     LOW,
@@ -18,7 +19,6 @@ from tracescore.ingest.memory import (
     resident_bytes,
     resident_parts,
 )
-from tracescore.ingest.metrics import Metrics
 from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.errors import Overloaded
 

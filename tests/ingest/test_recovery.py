@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import pytest
 
 from tests.support.fixture_files import make_span
-from tracescore.ingest.assemble import ManualClock, TraceAssembler
-from tracescore.ingest.metrics import Metrics
-from tracescore.ingest.recovery import Recovery
-from tracescore.ingest.replicas import Membership
+from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
+from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.replay.recovery import Recovery
+from tracescore.ingest.replication.membership import Membership
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import Ledger
-from tracescore.ingest.store.replicas import ReplicaTable
+from tracescore.ingest.store.replica_table import ReplicaTable
 from tracescore.ingest.store.span_sink import SpanSink
 from tracescore.schemas import LogRecord, Span, SpanBatch, TraceRound
 from tracescore.schemas.config import AssemblyConfig, ReplicaConfig

@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-from tracescore.ingest.replicas import Membership, MembershipChange, owner_among
+from tracescore.ingest.replication.membership import Membership, MembershipChange, owner_among
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.ingest.store.replicas import LEFT, RETIRED, ReplicaTable
+from tracescore.ingest.store.replica_table import LEFT, RETIRED, ReplicaTable
 from tracescore.schemas.config import ReplicaConfig
 
 TRACES = [f"{i:032x}" for i in range(30_000)]

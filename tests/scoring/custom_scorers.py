@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from tracescore.scoring import Scorer, StepContext, create_scorer
-from tracescore.scoring.text import output_text
+from tracescore.scoring.framework.message_text import output_text
 
 
 def create_answer_length_scorer(target_words: int, version: str = "2.1.0") -> Scorer:

@@ -15,9 +15,9 @@ from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.schemas.config import ScorerRule, ScoringConfig
 from tracescore.schemas.rules import BudgetLimits
-from tracescore.scoring.budget import DAY, HOUR, Budget, BudgetBook, BudgetExceeded
-from tracescore.scoring.executor import ScoringExecutor
-from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.judge_budgets import DAY, HOUR, Budget, BudgetBook, BudgetExceeded
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 START = time.time() // DAY * DAY + 10 * HOUR  # 10:00 UTC today (the store keeps spend rows 3 days)
 

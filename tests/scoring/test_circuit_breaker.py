@@ -14,10 +14,10 @@ from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
 from tracescore.schemas.config import ScorerRule, ScoringConfig
 from tracescore.schemas.rules import CircuitBreakerConfig
-from tracescore.scoring.executor import ScoringExecutor
 from tracescore.scoring.judge import JudgeError
 from tracescore.scoring.judge.breaker import CircuitBreaker
-from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 
 class Clock:

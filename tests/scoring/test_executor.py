@@ -21,12 +21,12 @@ from tracescore.schemas.config import RunFilter, ScorerRule, ScoringConfig
 from tracescore.schemas.errors import StoreError
 from tracescore.schemas.version import __version__
 from tracescore.scoring import StepContext, create_scorer
-from tracescore.scoring.executor import ScoringExecutor
-from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.framework.message_text import output_text
+from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.prebuilt import create_textual_difference_scorer
-from tracescore.scoring.registry import build_scorer
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.text import output_text
+from tracescore.scoring.prebuilt.registry import build_scorer
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 SALT = "test-salt"
 

@@ -16,8 +16,8 @@ from tracescore.schemas import Decision, ScoreRecord, TraceRound
 from tracescore.schemas.config import ScorerRule, ScoringConfig
 from tracescore.schemas.consumers import PriorOutcomes
 from tracescore.scoring import create_scorer
-from tracescore.scoring.executor import ScoringExecutor
-from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 TRACE = "a" * 32
 RUN = agent_run("ab", "ba", trace_id=TRACE, span_id="b" * 16)
@@ -148,7 +148,7 @@ async def test_runs_released_at_max_wait_say_so_in_their_decisions() -> None:
 
 
 async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows() -> None:
-    from tracescore.scoring import executor as executor_module
+    from tracescore.scoring.runtime import executor as executor_module
 
     sink = RecordingSink(fail_first=10_000)
     bound = executor_module.MAX_BUFFERED_ROWS

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, judge_at, text_reply
 from tracescore.scoring.judge import DATA_PREAMBLE, Judge, JudgeUsage, delimit, metered
-from tracescore.scoring.judge.errors import JudgeError
+from tracescore.scoring.judge.failures import JudgeError
 from tracescore.scoring.judge.litellm_setup import litellm_module
 
 SCHEMA_MODEL = "openai/gpt-4o-mini"  # litellm's price map says it supports JSON schema output

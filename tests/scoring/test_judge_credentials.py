@@ -15,11 +15,11 @@ from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, error_reply,
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
 from tracescore.schemas.config import JudgeConfig, ScorerRule, ScoringConfig
-from tracescore.scoring.executor import ScoringExecutor
 from tracescore.scoring.judge import Judge, JudgeError
-from tracescore.scoring.judge.credentials import NO_KEY
-from tracescore.scoring.metrics import ScoringMetrics
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.judge.api_keys import NO_KEY
+from tracescore.scoring.prebuilt.registry import build_scorer
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 
 class Answer(BaseModel):

@@ -14,9 +14,9 @@ from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
 from tracescore.schemas import TraceRound
 from tracescore.schemas.config import ScorerRule, ScoringConfig
-from tracescore.scoring.executor import ScoringExecutor
-from tracescore.scoring.failure_log import FailureLog
-from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.failure_log import FailureLog
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 RUN = agent_run("Is this rude?", "Not at all, thank you.", trace_id="c" * 32, span_id="d" * 16)
 
@@ -42,7 +42,7 @@ async def test_runs_wait_for_a_judge_outage_and_are_scored_when_it_is_back(
     await executor.start()
     round = TraceRound(trace_id=RUN.trace_id, since_unix_nano=1, through_unix_nano=2, reason="idle")
     try:
-        with caplog.at_level(logging.WARNING, logger="tracescore.scoring.executor"):
+        with caplog.at_level(logging.WARNING, logger="tracescore.scoring.runtime.executor"):
             await executor.consume_runs([RUN], round)
             await executor.drain()  # the first attempt failed: the run waits, its round stays open
             assert sink.decisions == [] and sink.done == []

@@ -23,10 +23,10 @@ from tests.support.llm_server import LLMServer, Reply, error_reply, text_reply
 from tests.support.sinks import RecordingSink
 from tracescore.schemas import AgentRun, Decision, ScoreRecord
 from tracescore.schemas.config import ScorerRule, ScoringConfig
-from tracescore.scoring.executor import ScoringExecutor
-from tracescore.scoring.metrics import ScoringMetrics
-from tracescore.scoring.registry import SCORERS, build_scorer
-from tracescore.scoring.scorer import ScorerResult
+from tracescore.scoring.framework.scorer import ScorerResult
+from tracescore.scoring.prebuilt.registry import SCORERS, build_scorer
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 TOKENS_PER_CHAT_ANSWER = 11  # the prompt_tokens the local server reports for every chat answer
 COMPLETION_TOKENS_PER_CHAT_ANSWER = 7

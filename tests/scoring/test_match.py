@@ -12,8 +12,8 @@ from tracescore.schemas import Span
 from tracescore.schemas.config import ConfigError, load_config
 from tracescore.schemas.rules import RunFilter, ScorerRule, SpanMatch, ValueMatch
 from tracescore.schemas.spans import STATUS_ERROR, STATUS_OK
-from tracescore.schemas.units import TraceView
-from tracescore.scoring.match import span_matches, unit_matches, value_matches
+from tracescore.schemas.trace_view import TraceView
+from tracescore.scoring.runtime.rule_filters import span_matches, unit_matches, value_matches
 
 MS = 1_000_000
 

@@ -15,12 +15,12 @@ from tests.support.sinks import RecordingSink
 from tracescore.schemas import AgentRun
 from tracescore.schemas.config import JudgeConfig, ScorerRule, ScoringConfig
 from tracescore.scoring import ScorerError, StepContext, create_scorer
-from tracescore.scoring.executor import ScoringExecutor
+from tracescore.scoring.framework.message_text import input_text, output_text
+from tracescore.scoring.framework.prompt_step import PromptObject
+from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.judge import Judge, JudgeError, delimit
-from tracescore.scoring.metrics import ScoringMetrics
-from tracescore.scoring.prompt_step import PromptObject
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.text import input_text, output_text
+from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 MODEL = "openai/gpt-4o-mini"
 GPT_4O_MINI_PRICE = (0.15e-6, 0.60e-6)  # published USD per input, output token

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tracescore.scoring.prompts import PromptError, load_prompt, template
+from tracescore.scoring.framework.prompt_templates import PromptError, load_prompt, template
 
 
 @pytest.fixture

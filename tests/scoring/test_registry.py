@@ -14,7 +14,14 @@ import pytest
 from tests.scoring.llm_cases import CASES as LLM_CASES
 from tests.support.runs import agent_run
 from tracescore import schemas
-from tracescore.scoring.registry import SCORERS, build_scorer, canonical_id, read_as, registered, stored_ids
+from tracescore.scoring.prebuilt.registry import (
+    SCORERS,
+    build_scorer,
+    canonical_id,
+    read_as,
+    registered,
+    stored_ids,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CUSTOM = "tests.scoring.custom_scorers:create_answer_length_scorer"
@@ -24,7 +31,8 @@ def test_importing_scoring_loads_no_scorer_module_nor_scipy() -> None:
     probe = (
         "import sys, tracescore.scoring as scoring\n"
         "from tracescore.scoring import create_scorer, run_evals, Judge\n"
-        "prebuilt = [m for m in sys.modules if m.startswith('tracescore.scoring.prebuilt.')]\n"
+        "registry = 'tracescore.scoring.prebuilt.registry'  # the catalogue of names, not a scorer\n"
+        "prebuilt = [m for m in sys.modules if m.startswith('tracescore.scoring.prebuilt.') and m != registry]\n"
         "loaded = prebuilt + [m for m in sys.modules if m.split('.')[0] == 'scipy']\n"
         "print(len(loaded), loaded[:5])\n"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tracescore.schemas.config import ConfigError, load_config
-from tracescore.scoring.rule_check import rule_errors
+from tracescore.scoring.runtime.rule_check import rule_errors
 
 
 def test_each_rule_s_scorer_and_options_at_their_keys() -> None:

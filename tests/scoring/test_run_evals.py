@@ -9,10 +9,10 @@ import pytest
 
 from tracescore.schemas import AgentRun
 from tracescore.scoring import EvalItemResult, create_scorer, run_evals
+from tracescore.scoring.framework.message_text import output_text
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt import create_textual_difference_scorer
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import output_text
 from tracescore.scoring.utils import create_agent_test_run
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracescore.scoring.sampling import is_sampled, sample_point
+from tracescore.scoring.runtime.sampling import is_sampled, sample_point
 
 # Golden values derived by hand: `printf 'SALT:RUN_ID' | sha256sum` (coreutils), first 16 hex digits
 # read as a big-endian 64-bit integer, divided by 2**64 in a Python shell.

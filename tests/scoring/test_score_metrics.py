@@ -10,7 +10,7 @@ from prometheus_client import generate_latest
 from tests.scoring.test_executor import config, make_run, running
 from tests.support.sinks import RecordingSink
 from tracescore.schemas.config import ScorerRule
-from tracescore.scoring.metrics import ScoringMetrics
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 
 def sample(metrics: ScoringMetrics, name: str, **labels: str) -> float:

@@ -14,8 +14,8 @@ from tests.support.llm_server import LLMServer, error_reply, judge_at
 from tests.support.sinks import RecordingSink
 from tracescore.schemas.config import ScorerRule
 from tracescore.schemas.secrets import _KEY_LIKE, REDACTED, ScrubFilter, _redact_match, register_secret, scrub
-from tracescore.scoring.metrics import ScoringMetrics
 from tracescore.scoring.prebuilt import create_toxicity_scorer
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 KEY = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 

@@ -1,4 +1,5 @@
-"""``scoring.text``: how the scorers read a run's texts and tool calls, the way Mastra reads them."""
+"""``scoring.framework.message_text``: how the scorers read a run's texts and tool calls, the way Mastra
+reads them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tracescore.schemas import AgentRun, Message, Part, ToolInvocation
-from tracescore.scoring.text import (
+from tracescore.scoring.framework.message_text import (
     JS_WHITESPACE,
     JS_WHITESPACE_CHARS,
     JS_WHITESPACE_RUN,

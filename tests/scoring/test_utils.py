@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tracescore.schemas import AgentRun, Message
-from tracescore.scoring.text import extract_tool_calls as text_extract_tool_calls
+from tracescore.scoring.framework.message_text import extract_tool_calls as text_extract_tool_calls
 from tracescore.scoring.utils import (
     create_agent_test_run,
     create_test_message,

@@ -14,9 +14,9 @@ import pytest
 
 from tests.support.runs import agent_run
 from tracescore.scoring import create_scorer
-from tracescore.scoring.scorer import Scorer, ScorerError
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.workers import StepWorkerDied, StepWorkers
+from tracescore.scoring.framework.scorer import Scorer, ScorerError
+from tracescore.scoring.framework.step_workers import StepWorkerDied, StepWorkers
+from tracescore.scoring.framework.steps import StepContext
 
 
 def alive(pid: int) -> bool:
@@ -82,7 +82,7 @@ async def test_a_step_that_cannot_be_pickled_runs_in_a_thread(caplog: pytest.Log
             return 0.5
 
     scorer = create_scorer(id="locked", description="d").generate_score(locked, heavy=True)
-    with caplog.at_level(logging.WARNING, logger="tracescore.scoring.workers"):
+    with caplog.at_level(logging.WARNING, logger="tracescore.scoring.framework.step_workers"):
         assert (await scorer.run(agent_run("q", "a"))).score == 0.5
         assert (await scorer.run(agent_run("q", "b"))).score == 0.5
     warnings = [r for r in caplog.records if "cannot be sent to a worker process" in r.getMessage()]

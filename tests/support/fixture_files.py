@@ -38,7 +38,7 @@ def otlp_fixture_path(name: str) -> Path:
 def load_otlp_spans(name: str, directory: Path = OTLP_DIR) -> list[Span]:
     """Every span of one OTLP/JSON fixture; fails loudly if the decoder rejected any."""
     batch = decode_traces("otlp_json", (directory / f"{name}.traces.json").read_bytes())
-    if batch.rejected_spans or batch.errors:
+    if batch.rejected_items or batch.errors:
         raise AssertionError(f"fixture {name}: decoder rejected spans: {batch.error_message}")
     return batch.spans
 

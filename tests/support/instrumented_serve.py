@@ -16,7 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tracescore.ingest.cli.serve import serve
+from tracescore.ingest.cli.serve_command import serve
 from tracescore.schemas.config import load_config
 
 

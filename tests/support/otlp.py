@@ -30,12 +30,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
-from tracescore.ingest.memory import MemoryGuard
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.grpc import GrpcReceiver
 from tracescore.ingest.receivers.http import HttpReceiver
+from tracescore.ingest.receivers.memory_admission import MemoryGuard
 from tracescore.schemas.config import ReceiverConfig
-from tracescore.schemas.results import ResultQuery
+from tracescore.schemas.score_queries import ResultQuery
 from tracescore.schemas.spans import SpanBatch
 
 LOOPBACK = "127.0.0.1"

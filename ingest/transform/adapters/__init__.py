@@ -15,7 +15,7 @@ from tracescore.ingest.transform.adapters.base import (
     ToolExecution,
 )
 from tracescore.ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
-from tracescore.ingest.transform.adapters.mastra import MastraAdapter
+from tracescore.ingest.transform.adapters.mastra_tracing import MastraAdapter
 from tracescore.ingest.transform.adapters.openinference import OpenInferenceAdapter
 from tracescore.ingest.transform.adapters.openllmetry import OpenLlmetryAdapter
 from tracescore.ingest.transform.adapters.pydantic_ai import PydanticAiAdapter

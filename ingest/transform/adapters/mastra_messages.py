@@ -1,4 +1,5 @@
-"""Mastra's message shapes -> our Messages and Parts (helpers of ``ingest.transform.adapters.mastra``).
+"""Mastra's message shapes -> our Messages and Parts (helpers of
+``ingest.transform.adapters.mastra_tracing``).
 
 Mastra records messages in whichever shape they had at that point of the agent loop, so one
 attribute may hold any of them (FIELD-GUIDE section 4):

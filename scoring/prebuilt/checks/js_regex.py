@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from tracescore.scoring.text import JS_WHITESPACE_CHARS, utf16_units
+from tracescore.scoring.framework.message_text import JS_WHITESPACE_CHARS, utf16_units
 
 SUPPORTED_FLAGS = "dgimsu"
 _CANONICAL_FLAG_ORDER = "dgimsuvy"  # the order RegExp.prototype.flags prints them in

@@ -9,7 +9,8 @@ can match the JavaScript way.
 
 The output text is the text of each assistant message, joined with ``" "`` (includes, excludes,
 similarity) or ``""`` (equals, matches), as Mastra does. One deliberate difference, the one
-``scoring.text.output_text`` makes for the same reason: messages without text are left out. Our
+``scoring.framework.message_text.output_text`` makes for the same reason: messages without text are left
+out. Our
 runs hold one assistant message per LLM step and a step that only calls tools has none; Mastra merges
 a run's steps into one message and never sees them, so joining them would add stray spaces.
 """
@@ -19,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tracescore.schemas import AgentRun
+from tracescore.scoring.framework.message_text import message_text
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
 from tracescore.scoring.prebuilt.checks.js_regex import JsRegExp
 from tracescore.scoring.prebuilt.checks.pass_fail import pass_fail, passed
 from tracescore.scoring.prebuilt.heuristic.content_similarity import compare_two_strings
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
-from tracescore.scoring.text import message_text
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 
 def _assistant_text(run: AgentRun, separator: str) -> str:

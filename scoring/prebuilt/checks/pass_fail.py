@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracescore.scoring.steps import StepContext
+from tracescore.scoring.framework.steps import StepContext
 
 
 def passed(ctx: StepContext, key: str) -> int:

@@ -17,11 +17,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from tracescore.schemas import AgentRun, ToolInvocation
+from tracescore.scoring.framework.message_text import extract_tool_calls
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.checks.pass_fail import pass_fail, passed
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import extract_tool_calls
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 
 def _tool_check(

@@ -18,10 +18,10 @@ import re
 import unicodedata
 from typing import TypedDict
 
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
-from tracescore.scoring.text import input_text, js_trim, output_text
+from tracescore.scoring.framework.message_text import input_text, js_trim, output_text
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 _COMBINING_MARKS = re.compile("[\u0300-\u036f]")

@@ -8,10 +8,7 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
-from tracescore.scoring.text import (
+from tracescore.scoring.framework.message_text import (
     JS_WHITESPACE,
     input_text,
     js_collapse_whitespace,
@@ -19,6 +16,9 @@ from tracescore.scoring.text import (
     output_text,
     utf16_units,
 )
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 # Under this many characters in the two texts together, strings and a Counter of bigrams are the
 # faster count; from here numpy's fixed cost (~12 µs) pays off (measured: equal at about 120, numpy

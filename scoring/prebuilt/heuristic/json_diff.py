@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import re
 
+from tracescore.scoring.framework.message_text import output_text
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
 from tracescore.scoring.prebuilt.ground_truth import expected_value
-from tracescore.scoring.prebuilt.heuristic.autoevals import levenshtein_similarity, numeric_diff
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import SMALL_RUN_CHARS, StepContext
-from tracescore.scoring.text import output_text
+from tracescore.scoring.prebuilt.heuristic.autoevals_heuristics import levenshtein_similarity, numeric_diff
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 # Only text that opens with { or [ after JSON's own whitespace can parse to an object or an array.
 _MAY_HOLD_CONTAINER = re.compile(r"[ \t\n\r]*[{\[]")

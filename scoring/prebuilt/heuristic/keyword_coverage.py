@@ -12,10 +12,16 @@ import re
 from functools import cache
 from importlib import resources
 
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import JS_WHITESPACE_CHARS, input_text, js_trim, output_text, splits_like_js
+from tracescore.scoring.framework.message_text import (
+    JS_WHITESPACE_CHARS,
+    input_text,
+    js_trim,
+    output_text,
+    splits_like_js,
+)
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _JS_WHITESPACE_ONE = re.compile(f"[{JS_WHITESPACE_CHARS}]")

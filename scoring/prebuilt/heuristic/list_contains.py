@@ -19,11 +19,11 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
+from tracescore.scoring.framework.message_text import output_text
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
 from tracescore.scoring.prebuilt.ground_truth import expected_value
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
-from tracescore.scoring.text import output_text
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 
 def list_contains(

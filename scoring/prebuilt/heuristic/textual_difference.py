@@ -6,10 +6,7 @@ from collections import Counter
 
 from rapidfuzz.distance import LCSseq
 
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
-from tracescore.scoring.text import (
+from tracescore.scoring.framework.message_text import (
     input_text,
     js_collapse_whitespace,
     js_length,
@@ -17,6 +14,9 @@ from tracescore.scoring.text import (
     output_text,
     utf16_units,
 )
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 
 def lcs_ratio(a: str, b: str) -> float:

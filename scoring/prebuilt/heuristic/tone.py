@@ -15,10 +15,10 @@ from functools import cache
 from importlib import resources
 from itertools import accumulate, compress
 
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import JS_WHITESPACE, JS_WHITESPACE_CHARS, js_trim, output_text
+from tracescore.scoring.framework.message_text import JS_WHITESPACE, JS_WHITESPACE_CHARS, js_trim, output_text
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 _PUNCTUATION = re.compile(r"[.,/#!?$%^&*;:{}=_`\"~()]")
 # The same without the sentence ends . ! ?: the whole text is tokenised at once (see sentence_sentiments).

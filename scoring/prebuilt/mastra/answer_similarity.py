@@ -22,12 +22,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.utils import get_assistant_message_from_run_output
 
 INSTRUCTIONS = load_prompt(__package__, "answer_similarity/instructions").render()

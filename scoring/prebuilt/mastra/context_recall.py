@@ -19,6 +19,9 @@ from dataclasses import replace
 from pydantic import BaseModel
 
 from tracescore.schemas import AgentRun
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
 from tracescore.scoring.prebuilt.mastra.context_source import (
@@ -28,10 +31,7 @@ from tracescore.scoring.prebuilt.mastra.context_source import (
     numbered,
     resolve_context,
 )
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 CONTEXT_RECALL_AGENT_INSTRUCTIONS = load_prompt(__package__, "context_recall/instructions").render()
 EXTRACT_PROMPT = load_prompt(__package__, "context_recall/extract")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tracescore.schemas import AgentRun
+from tracescore.scoring.framework.steps import Need
 from tracescore.scoring.judge import delimit
-from tracescore.scoring.steps import Need
 
 ContextExtractor = Callable[[AgentRun], list[str]]
 

@@ -29,12 +29,12 @@ from dataclasses import replace
 from pydantic import BaseModel, StrictBool
 
 from tracescore.schemas import AgentRun, Message
+from tracescore.scoring.framework.message_text import js_trim, message_text
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import js_trim, message_text
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 MULTI_TURN_JUDGE_INSTRUCTIONS = load_prompt(__package__, "multi_turn_judge/instructions").render()
 ANALYZE_PROMPT = load_prompt(__package__, "multi_turn_judge/analyze")

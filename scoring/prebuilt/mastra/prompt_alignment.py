@@ -19,6 +19,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import Need, StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
 from tracescore.scoring.prebuilt.mastra.prompt_alignment_analysis import (
@@ -26,10 +29,7 @@ from tracescore.scoring.prebuilt.mastra.prompt_alignment_analysis import (
     EvaluationMode,
     weighted_alignment,
 )
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import Need, StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.utils import (
     DEFAULT_CONVERSATION_HISTORY_MESSAGES,
     get_assistant_message_from_run_output,

@@ -29,12 +29,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
+from tracescore.scoring.framework.message_text import js_trim
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import js_trim
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 RUBRIC_INSTRUCTIONS = load_prompt(__package__, "rubric/instructions").render()

@@ -29,12 +29,12 @@ from dataclasses import dataclass, replace
 from pydantic import BaseModel, StrictBool
 
 from tracescore.schemas import AgentRun
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import Need, StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import Need, StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.utils import (
     extract_agent_response_messages,
     get_assistant_message_from_run_output,

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, metered
 from tracescore.scoring.prebuilt.judge_helpers import normalize_text
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.utils import get_assistant_message_from_run_output
 
 DEFAULT_EXPECTED_MIN = 0.7

@@ -14,11 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 INSTRUCTIONS = load_prompt(__package__, "context_recall/instructions").render()
 EXTRACT_STATEMENTS = load_prompt(__package__, "context_recall/extract_statements")

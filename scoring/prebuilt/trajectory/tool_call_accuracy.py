@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import extract_tool_calls
+from tracescore.scoring.framework.message_text import extract_tool_calls
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 
 def check_tool_order(actual: Sequence[str], expected: Sequence[str], strict_mode: bool = False) -> bool:

@@ -1,7 +1,8 @@
 """Tool-call accuracy (LLM judge): were the tools the agent called the right ones for the request?
 
 A port of Mastra's ``createToolCallAccuracyScorerLLM``: ``preprocess`` lists the tools called
-(``scoring.text.extract_tool_calls``); the judge rates each call appropriate or not and names
+(``scoring.framework.message_text.extract_tool_calls``); the judge rates each call appropriate or not and
+names
 missing tools; the score is the share of appropriate calls, rounded to two decimals. With no
 evaluations the score is 0 when the judge names missing tools, else 1 (not calling a tool was
 right). ``available_tools`` are ``{"id", "description"}`` (Mastra's ``Tool``; ``name`` is taken
@@ -16,13 +17,13 @@ from typing import Any
 
 from pydantic import BaseModel, StrictBool, model_validator
 
+from tracescore.scoring.framework.message_text import extract_tool_calls
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import extract_tool_calls
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # Mastra's prompts, kept line for line in prompts/tool_call_accuracy/.

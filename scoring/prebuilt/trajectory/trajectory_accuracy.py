@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from tracescore.schemas.agent_run import AgentRun
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.judge_helpers import js_json, round_to_two_decimals
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 Ordering = Literal["strict", "relaxed", "unordered"]
 _Steps = list[dict[str, Any]]

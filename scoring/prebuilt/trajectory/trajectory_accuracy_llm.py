@@ -16,17 +16,17 @@ from typing import Any
 
 from pydantic import BaseModel, StrictBool
 
+from tracescore.scoring.framework.prompt_templates import load_prompt
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy import (
     CAMEL_TO_SNAKE,
     expected_steps_of,
     extract_trajectory,
 )
-from tracescore.scoring.prompts import load_prompt
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
 from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # Mastra's prompts, kept line for line in prompts/trajectory_accuracy/.

@@ -35,6 +35,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.prebuilt.trajectory.unified_dimensions import check_budget_options
 from tracescore.scoring.prebuilt.trajectory.unified_inputs import (
     merge_expectation,
@@ -44,9 +47,6 @@ from tracescore.scoring.prebuilt.trajectory.unified_inputs import (
 )
 from tracescore.scoring.prebuilt.trajectory.unified_reason import trajectory_reason
 from tracescore.scoring.prebuilt.trajectory.unified_scoring import evaluate_trajectory, trajectory_score
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
 
 _DESCRIPTION = "Multi-dimensional trajectory evaluation: accuracy, efficiency, blacklist, and tool failures"
 _Json = dict[str, Any]

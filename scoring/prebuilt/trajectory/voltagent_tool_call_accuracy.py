@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from tracescore.scoring.framework.message_text import extract_tool_calls
+from tracescore.scoring.framework.scorer import Scorer
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.judge_helpers import js_json
-from tracescore.scoring.registry import ScorerSpec, register
-from tracescore.scoring.scorer import Scorer
-from tracescore.scoring.steps import StepContext
-from tracescore.scoring.text import extract_tool_calls
+from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 Mode = Literal["single_tool", "tool_order"]
 

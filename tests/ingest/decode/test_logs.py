@@ -26,7 +26,7 @@ from tracescore.ingest.decode import (
     decode_logs,
     decode_traces,
 )
-from tracescore.ingest.receivers.export import export_logs_response
+from tracescore.ingest.receivers.intake import export_logs_response
 from tracescore.schemas.spans import LogRecord, SpanBatch
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
@@ -89,7 +89,7 @@ def test_legacy_fixture_records_ids_event_names_and_bodies() -> None:
 
     batch = decode_logs("otlp_json", LEGACY_LOGS.read_bytes())
 
-    assert (batch.rejected_spans, batch.errors, batch.spans) == (0, [], [])
+    assert (batch.rejected_items, batch.errors, batch.spans) == (0, [], [])
     assert len(batch.logs) == 12
     assert [(r.trace_id, r.span_id) for r in batch.logs] == [(x["traceId"], x["spanId"]) for x in raw]
     assert {r.trace_id for r in batch.logs} == {
@@ -227,7 +227,7 @@ def test_proto_uncorrelated_records_are_kept_and_bad_ids_rejected() -> None:
         ("trace only", TRACE_A.hex(), ""),
         ("good", TRACE_A.hex(), SPAN_2.hex()),
     ]
-    assert batch.rejected_spans == 2
+    assert batch.rejected_items == 2
     assert batch.errors == [
         "log record 'short trace': trace_id must be 16 bytes or empty, got 8",
         "log record 'long span': span_id must be 8 bytes or empty, got 9",
@@ -263,7 +263,7 @@ def test_json_snake_case_attribute_event_name_and_missing_ids() -> None:
     }  # fmt: skip
     batch = decode_logs("otlp_json", json_bytes(document))
 
-    assert batch.rejected_spans == 0 and batch.errors == []
+    assert batch.rejected_items == 0 and batch.errors == []
     first, second = batch.logs
     assert (first.trace_id, first.span_id) == (TRACE_A.hex(), SPAN_1.hex())
     assert first.event_name == "gen_ai.user.message"
@@ -302,7 +302,7 @@ def test_json_bad_record_rejected_and_good_ones_kept(bad: Any, reason: str) -> N
         ("good-2", SPAN_2.hex()),
     ]
     assert [r.body for r in batch.logs] == ["body of good-1", "body of good-2"]
-    assert batch.rejected_spans == 1
+    assert batch.rejected_items == 1
     assert len(batch.errors) == 1 and reason in batch.errors[0]
 
 
@@ -324,7 +324,7 @@ def test_json_not_a_logs_request_is_a_decode_error(payload: bytes, message: str)
 def test_export_logs_response_reports_rejected_log_records() -> None:
     assert not export_logs_response(SpanBatch(logs=[LogRecord(body="x")])).HasField("partial_success")
     assert not export_logs_response(SpanBatch()).HasField("partial_success")
-    response = export_logs_response(SpanBatch(rejected_spans=3, errors=["x", "y"]))
+    response = export_logs_response(SpanBatch(rejected_items=3, errors=["x", "y"]))
     assert response.partial_success.rejected_log_records == 3
     assert response.partial_success.error_message == "x; y"
 

@@ -31,7 +31,7 @@ from tracescore.ingest.decode import (
     encoding_for_content_type,
 )
 from tracescore.ingest.decode.batch import MAX_ERROR_MESSAGES
-from tracescore.ingest.receivers.export import export_response
+from tracescore.ingest.receivers.intake import export_response
 from tracescore.schemas.spans import Span, SpanBatch
 
 LINK_TRACE, LINK_SPAN = "0102030405060708090a0b0c0d0e0f10", "0102030405060708"
@@ -79,7 +79,7 @@ def test_proto_span_converted_with_every_field() -> None:
 
     batch = decode_traces("otlp_proto", proto_request(span, service="weather").SerializeToString())
 
-    assert batch.rejected_spans == 0 and batch.errors == []
+    assert batch.rejected_items == 0 and batch.errors == []
     [got] = batch.spans
     assert isinstance(got, Span)
     assert got.trace_id == "5dbdf98695bd5785f3d3e61006ad2dba"
@@ -134,7 +134,7 @@ def test_proto_bad_span_rejected_and_good_ones_kept(bad: dict[str, Any], reason:
     batch = decode_traces("otlp_proto", request.SerializeToString())
 
     assert [s.name for s in batch.spans] == ["good-1", "good-2"]
-    assert batch.rejected_spans == 1
+    assert batch.rejected_items == 1
     assert batch.errors == [f"span 'bad': {reason}"]
 
 
@@ -150,7 +150,7 @@ def test_proto_bad_link_dropped_span_kept() -> None:
     span.links.add(trace_id=b"\x01", span_id=SPAN_2)
     batch = decode_traces("otlp_proto", proto_request(span).SerializeToString())
     assert [s.links for s in batch.spans] == [[]]
-    assert batch.rejected_spans == 0
+    assert batch.rejected_items == 0
     assert batch.errors == ["span 's': dropped a link: trace_id must be 16 bytes, got 1"]
 
 
@@ -158,7 +158,7 @@ def test_error_messages_are_capped_but_every_rejection_counted() -> None:
     bad = [proto_span(f"bad-{i}", trace_id=b"\x01") for i in range(25)]
     batch = decode_traces("otlp_proto", proto_request(*bad, proto_span("good")).SerializeToString())
     assert [s.name for s in batch.spans] == ["good"]
-    assert batch.rejected_spans == 25
+    assert batch.rejected_items == 25
     assert len(batch.errors) == MAX_ERROR_MESSAGES + 1
     assert batch.errors[-1] == "... and 15 more"
 
@@ -237,7 +237,7 @@ def test_json_hex_ids_enum_names_int_strings_and_snake_case() -> None:
     }
     batch = decode_traces("otlp_json", json_bytes(document))
 
-    assert batch.rejected_spans == 0 and batch.errors == []
+    assert batch.rejected_items == 0 and batch.errors == []
     snake, camel = batch.spans
     assert (snake.trace_id, snake.span_id, snake.parent_span_id) == (
         "5dbdf98695bd5785f3d3e61006ad2dba",
@@ -279,7 +279,7 @@ def test_json_bad_span_rejected_and_good_ones_kept(bad_span: Any, reason: str) -
 
     assert [s.name for s in batch.spans] == ["good-1", "good-2"]
     assert [s.span_id for s in batch.spans] == [SPAN_1.hex(), SPAN_2.hex()]
-    assert batch.rejected_spans == 1
+    assert batch.rejected_items == 1
     assert len(batch.errors) == 1
     assert reason in batch.errors[0]
 
@@ -295,7 +295,7 @@ def test_json_enum_names_it_does_not_know_reject_the_span() -> None:
     )
     batch = decode_traces("otlp_json", json_bytes(document))
     assert [(s.name, s.kind, s.status_code) for s in batch.spans] == [("kept", 7, 2)]
-    assert batch.rejected_spans == 2
+    assert batch.rejected_items == 2
     assert batch.errors == [
         "span 'kind': kind 'SPAN_KIND_FROM_THE_FUTURE' is not a SpanKind (SPAN_KIND_UNSPECIFIED, "
         "SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, SPAN_KIND_CLIENT, SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER) "
@@ -314,7 +314,7 @@ def test_json_malformed_resource_rejects_only_its_spans() -> None:
     batch = decode_traces("otlp_json", json_bytes(document))
 
     assert [s.name for s in batch.spans] == ["kept"]
-    assert batch.rejected_spans == 2
+    assert batch.rejected_items == 2
     assert batch.errors[0].startswith("2 span(s) rejected, resource:")
 
 
@@ -339,7 +339,7 @@ def test_json_not_an_export_request_is_a_decode_error(payload: bytes, message: s
 def test_json_empty_objects_are_empty_requests_the_nested_ones_with_a_warning() -> None:
     assert decode_traces("otlp_json", b"{}") == SpanBatch()  # the receivers answer it with a warning
     nested = decode_traces("otlp_json", b'{"resourceSpans": [{}, {"scopeSpans": [{}]}]}')
-    assert (nested.spans, nested.rejected_spans) == ([], 0)
+    assert (nested.spans, nested.rejected_items) == ([], 0)
     assert nested.errors == [
         "resourceSpans[0] holds no scopeSpans",
         "resourceSpans[1].scopeSpans[0] holds no spans",
@@ -355,7 +355,7 @@ def test_semconv_fixture_ids_and_attribute_types() -> None:
 
     batch = decode_traces("otlp_json", SEMCONV_MAIN.read_bytes())
 
-    assert batch.rejected_spans == 0
+    assert batch.rejected_items == 0
     assert [(s.trace_id, s.span_id, s.parent_span_id) for s in batch.spans] == [
         (r["traceId"], r["spanId"], r.get("parentSpanId", "")) for r in raw_spans
     ]
@@ -378,7 +378,7 @@ def test_every_trace_fixture_decodes(path: Any) -> None:
 
     batch = decode_traces("otlp_json", path.read_bytes())
 
-    assert batch.rejected_spans == 0, batch.errors
+    assert batch.rejected_items == 0, batch.errors
     assert len(batch.spans) == expected > 0
 
 
@@ -436,7 +436,7 @@ def test_export_response_sets_partial_success_only_on_rejection_or_a_warning() -
     assert not export_response(SpanBatch()).HasField("partial_success")
     warning = export_response(SpanBatch(errors=["the request holds no spans"])).partial_success
     assert (warning.rejected_spans, warning.error_message) == (0, "the request holds no spans")
-    response = export_response(SpanBatch(rejected_spans=2, errors=["a", "b"]))
+    response = export_response(SpanBatch(rejected_items=2, errors=["a", "b"]))
     assert response.partial_success.rejected_spans == 2
     assert response.partial_success.error_message == "a; b"
 

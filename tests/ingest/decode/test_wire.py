@@ -174,7 +174,7 @@ def test_rejections_are_counted_across_slices_with_a_few_reasons() -> None:
         span.span_id = b"\x00" * 8  # rejected: all zeros
     payload = proto_request(*spans).SerializeToString()
     slices = list(read(SIGNAL_TRACES, "otlp_proto", payload).slices())
-    assert sum(batch.rejected_spans for batch in slices) == 40
+    assert sum(batch.rejected_items for batch in slices) == 40
     assert sum(len(batch.spans) for batch in slices) == 3_960
     errors = [error for batch in slices for error in batch.errors]
     assert len(errors) == MAX_ERROR_MESSAGES + 1 and errors[-1] == "... and 30 more"

@@ -41,7 +41,7 @@ from tests.support.otlp import (
     running_grpc,
     running_http,
 )
-from tracescore.ingest.metrics import PROMETHEUS_CONTENT_TYPE, Metrics
+from tracescore.ingest.observability.service_metrics import PROMETHEUS_CONTENT_TYPE, Metrics
 from tracescore.ingest.receivers.grpc import GrpcReceiver
 from tracescore.ingest.receivers.http import HttpReceiver
 from tracescore.ingest.store.clickhouse import Store

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from tests.support.kafka import free_port, start_broker, stop_broker
 from tests.support.otlp import Recorder
 from tests.support.tls import make_pki
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.kafka import KafkaReceiver
 from tracescore.ingest.receivers.kafka_security import kafka_client_options
 from tracescore.schemas.config import KafkaConfig, load_config

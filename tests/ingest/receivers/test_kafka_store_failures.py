@@ -12,7 +12,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.support.otlp import Recorder, proto_request, proto_span
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.kafka import KafkaReceiver
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.free_space import DiskSpace, FreeSpaceGuard

@@ -31,7 +31,7 @@ from tests.support.otlp import (
     running_http,
 )
 from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, decode
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.kafka import KafkaReceiver
 from tracescore.schemas.config import DEFAULT_MAX_ATTRIBUTES_PER_ITEM, KafkaConfig, ReceiverConfig
 
@@ -53,7 +53,7 @@ def _names(batch: Any) -> list[str]:
 
 def test_the_decode_registry_rejects_items_over_the_limit_in_every_encoding() -> None:
     batch = decode(SIGNAL_TRACES, "otlp_proto", _crowded_request(), max_attributes=LIMIT)
-    assert _names(batch) == ["full"] and batch.rejected_spans == 1
+    assert _names(batch) == ["full"] and batch.rejected_items == 1
     assert batch.errors == [
         f"span 'crowded' (span_id 594f8d102c7c4a19): {LIMIT + 1} attributes, more than the limit of "
         f"{LIMIT} (receiver.max_attributes_per_item)"
@@ -63,14 +63,14 @@ def test_the_decode_registry_rejects_items_over_the_limit_in_every_encoding() ->
     attributes = [{"key": f"k{i}", "value": {"intValue": str(i)}} for i in range(4)]
     document = json_request(json_span("json", attributes=attributes), json_span("ok", spanId=SPAN_2.hex()))
     batch = decode(SIGNAL_TRACES, "otlp_json", json_bytes(document), max_attributes=3)
-    assert _names(batch) == ["ok"] and batch.rejected_spans == 1 and "4 attributes" in batch.errors[0]
+    assert _names(batch) == ["ok"] and batch.rejected_items == 1 and "4 attributes" in batch.errors[0]
 
     record = good_record()
     record.attributes.extend(kv(f"k{i}", i) for i in range(5))
     logs = decode(SIGNAL_LOGS, "otlp_proto", logs_request(record).SerializeToString(), max_attributes=3)
     assert (
         logs.logs == []
-        and logs.rejected_spans == 1
+        and logs.rejected_items == 1
         and "attributes, more than the limit of 3" in (logs.errors[0])
     )
 

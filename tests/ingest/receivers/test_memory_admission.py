@@ -26,9 +26,9 @@ from tests.support.otlp import (
     running_http,
 )
 from tracescore.ingest.decode.cost import request_cost
-from tracescore.ingest.memory import MemoryGuard, Reservation
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.kafka import KafkaReceiver
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, Reservation
 from tracescore.schemas.config import KafkaConfig, ReceiverConfig
 from tracescore.schemas.spans import SpanBatch
 

@@ -13,7 +13,7 @@ import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
 from tests.support.otlp import Recorder
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.free_space import DiskSpace, FreeSpaceGuard, server_space
 from tracescore.ingest.store.retriable import store_error

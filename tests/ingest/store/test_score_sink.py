@@ -21,7 +21,7 @@ from tests.ingest.store.samples import (
 )
 from tests.support.store import count_queries
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.ingest.store.ledger import Ledger, TraceStatus
+from tracescore.ingest.store.ledger import Ledger, PriorRounds
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink, read_prior_outcomes
 from tracescore.ingest.store.span_sink import insert_spans
 from tracescore.schemas import Decision
@@ -200,8 +200,8 @@ async def test_status_tells_score_rows_written_without_their_decisions(store: St
     )
     status = await Ledger(store).status([TRACE, OTHER_TRACE, "f" * 32])
     assert status == {
-        TRACE: TraceStatus(done_through=0, has_decisions=False, has_scores=True),
-        OTHER_TRACE: TraceStatus(done_through=0, has_decisions=True, has_scores=False),
+        TRACE: PriorRounds(done_through=0, has_decisions=False, has_scores=True),
+        OTHER_TRACE: PriorRounds(done_through=0, has_decisions=True, has_scores=False),
     }
     assert status[TRACE].has_rows and status[OTHER_TRACE].has_rows
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.ingest.store.samples import OTHER_TRACE, ROOT_SPAN, START, TRACE, agent_span, tool_span
 from tests.support.otlp import Recorder
-from tracescore.ingest.metrics import Metrics
+from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.span_sink import SpanSink, insert_logs, insert_spans
 from tracescore.schemas import LogRecord, SpanBatch

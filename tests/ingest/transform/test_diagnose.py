@@ -12,7 +12,7 @@ from tests.ingest.transform.test_runs_fuzz_conventions import log_records, mutat
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
 from tracescore.ingest.transform import build_runs
 from tracescore.ingest.transform.diagnose import explain_missing_content, explain_no_run
-from tracescore.ingest.transform.units import build_units
+from tracescore.ingest.transform.scoring_units import build_units
 from tracescore.schemas import LogRecord, Span
 
 CHUNKS = "mastra__model-chunk-spans-from-the-same-1-x-run-streamed-reasoning-t"

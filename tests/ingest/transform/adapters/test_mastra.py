@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
 from tests.support.runs import invocations, only_run, parts, texts
 from tracescore.ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
-from tracescore.ingest.transform.adapters.mastra import MastraAdapter
 from tracescore.ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
+from tracescore.ingest.transform.adapters.mastra_tracing import MastraAdapter
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Span
 from tracescore.schemas.spans import STATUS_ERROR

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracescore.scoring.registry import SCORERS, ScorerFactory
+from tracescore.scoring.prebuilt.registry import SCORERS, ScorerFactory
 
 # The checks as registered (their short names are Mastra's ids).
 REGISTRY: dict[str, ScorerFactory] = {

@@ -6,7 +6,7 @@ import pytest
 
 from tests.scoring.prebuilt.checks.registered_checks import REGISTRY
 from tracescore.schemas import AgentRun
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 

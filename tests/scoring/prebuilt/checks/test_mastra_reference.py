@@ -23,7 +23,7 @@ import pytest
 from tests.scoring.prebuilt.checks.registered_checks import REGISTRY
 from tests.support.fixture_files import REFERENCES_DIR
 from tracescore.schemas import AgentRun
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.utils import create_agent_test_run
 
 DATA = REFERENCES_DIR

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.scoring.prebuilt.checks.registered_checks import REGISTRY
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 def test_snake_and_camel_case_options_build_the_same_check() -> None:

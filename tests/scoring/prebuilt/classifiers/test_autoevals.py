@@ -17,16 +17,16 @@ from tests.support.llm_server import LLMServer, json_reply
 from tests.support.runs import agent_run
 from tracescore.schemas import AgentRun
 from tracescore.scoring import ScorerError
+from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.classifiers.autoevals import (
+from tracescore.scoring.prebuilt.classifiers.autoevals_classifiers import (
     create_factuality_scorer,
     create_humor_scorer,
     create_possible_scorer,
     create_summary_scorer,
     create_translation_scorer,
 )
-from tracescore.scoring.registry import build_scorer
-from tracescore.scoring.scorer import Scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 def make_run(question: str = "Q?", answer: str = "A.", ground_truth: Any = "Expected.") -> AgentRun:

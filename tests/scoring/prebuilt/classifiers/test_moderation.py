@@ -17,7 +17,7 @@ from tracescore.schemas import AgentRun
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.classifiers.moderation import DEFAULT_CATEGORIES, create_moderation_scorer
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 def make_run(question: str = "Q?", answer: str = "A.", ground_truth: Any = "Expected.") -> AgentRun:

@@ -15,8 +15,12 @@ from tests.scoring.prebuilt.heuristic.value_strategies import json_values, numbe
 from tests.support.runs import agent_run
 from tracescore.scoring import ScorerError
 from tracescore.scoring.prebuilt import create_exact_match_scorer, create_numeric_diff_scorer
-from tracescore.scoring.prebuilt.heuristic.autoevals import exact_match, levenshtein_similarity, numeric_diff
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.heuristic.autoevals_heuristics import (
+    exact_match,
+    levenshtein_similarity,
+    numeric_diff,
+)
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 @settings(max_examples=300)

@@ -15,7 +15,7 @@ from tests.scoring.prebuilt.heuristic.mastra_edge_cases import EXTRA_CASES
 from tests.scoring.prebuilt.mastra_parity import CASES, REFERENCE, cases_with, run_like_reference
 from tracescore.scoring.prebuilt import create_completeness_scorer
 from tracescore.scoring.prebuilt.heuristic.completeness import coverage, covers, extract_elements
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 def test_the_fixtures_cover_the_scorer() -> None:

@@ -9,8 +9,8 @@ import pytest
 from tests.scoring.prebuilt.heuristic.mastra_edge_cases import UNICODE_CASES
 from tests.scoring.prebuilt.mastra_parity import CASES, REFERENCE, cases_with, run_like_reference
 from tracescore.schemas import Message, ToolInvocation
+from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.prebuilt import create_content_similarity_scorer
-from tracescore.scoring.scorer import Scorer
 
 # The reference.json key -> the scorer Mastra computed it with.
 VARIANTS = {

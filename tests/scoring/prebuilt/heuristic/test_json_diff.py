@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tests.scoring.prebuilt.heuristic.value_strategies import json_values
 from tests.support.runs import agent_run
 from tracescore.scoring.prebuilt.heuristic.json_diff import json_diff
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 @settings(max_examples=300)

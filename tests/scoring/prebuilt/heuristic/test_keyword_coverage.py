@@ -11,7 +11,7 @@ from tests.scoring.prebuilt.heuristic.mastra_edge_cases import EXTRA_CASES
 from tests.scoring.prebuilt.mastra_parity import REFERENCE, cases_with, run_like_reference
 from tracescore.scoring.prebuilt import create_keyword_coverage_scorer
 from tracescore.scoring.prebuilt.heuristic.keyword_coverage import english_stopwords, extract_keywords
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 def test_the_fixtures_cover_the_scorer() -> None:

@@ -15,7 +15,7 @@ from tests.support.runs import agent_run
 from tracescore.scoring import ScorerError
 from tracescore.scoring.prebuilt import create_list_contains_scorer
 from tracescore.scoring.prebuilt.heuristic.list_contains import list_contains
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 @settings(max_examples=200)

@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.runs import agent_run
 from tracescore.scoring import ScorerError
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 @pytest.mark.parametrize("name", ["exact-match", "levenshtein", "json-diff", "list-contains", "numeric-diff"])

@@ -17,7 +17,7 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
 from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 INVALID = [
     (

@@ -23,7 +23,7 @@ from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.mastra.multi_turn_judge import MULTI_TURN_JUDGE_INSTRUCTIONS
 from tracescore.scoring.prebuilt.mastra.rubric import RUBRIC_INSTRUCTIONS
 from tracescore.scoring.prebuilt.mastra.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 REFERENCE = json.loads((REFERENCES_DIR / "mastra_llm_more_reference.json").read_text())
 INSTRUCTIONS = {

@@ -15,7 +15,7 @@ from tests.scoring.prebuilt.mastra.judge_answers import MODEL, conversation_run
 from tests.support.llm_server import LLMServer, json_reply
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.mastra.multi_turn_judge import create_multi_turn_judge_scorer
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 async def test_multi_turn_reads_remembered_input_and_output_assistant_turns(

@@ -17,7 +17,7 @@ from tracescore.schemas import AgentRun, Message
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 # (mode, scale, dimension scores, expected) -- expected by hand from Mastra's weights:
 # user 0.4/0.3/0.2/0.1, system 0.35/0.35/0.15/0.15, both = 0.7*user + 0.3*user.

@@ -24,7 +24,7 @@ from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tests.support.runs import agent_run
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. It is big. I like bread."

@@ -28,7 +28,7 @@ from tracescore.scoring.prebuilt.mastra.rubric import (
     create_rubric_scorer,
     parse_rubric_string,
 )
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 @pytest.mark.parametrize(

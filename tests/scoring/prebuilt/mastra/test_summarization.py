@@ -23,7 +23,7 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
 from tests.support.llm_server import LLMServer, text_reply
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.mastra.summarization import create_summarization_scorer
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 @pytest.mark.parametrize(

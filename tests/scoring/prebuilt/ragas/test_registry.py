@@ -11,7 +11,7 @@ import pytest
 from tests.scoring.prebuilt.ragas.rag_runs import classification, rag_run
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, json_reply
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 @pytest.mark.parametrize(

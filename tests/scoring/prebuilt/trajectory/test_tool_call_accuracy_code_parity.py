@@ -15,7 +15,7 @@ from tests.scoring.prebuilt.mastra_parity import REFERENCE, cases_with, run_like
 from tracescore.schemas import RunInput
 from tracescore.scoring import ScorerError
 from tracescore.scoring.prebuilt import create_tool_call_accuracy_scorer_code
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 
 
 def test_the_fixtures_cover_the_scorer() -> None:

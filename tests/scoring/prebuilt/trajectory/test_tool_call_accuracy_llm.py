@@ -17,7 +17,7 @@ from tracescore.schemas import AgentRun
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt import create_tool_call_accuracy_scorer_llm
-from tracescore.scoring.registry import build_scorer
+from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 TOOLS = [

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from tracescore.schemas.agent_run import ToolInvocation
+from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy import (
     compare_trajectories,
     create_trajectory_accuracy_scorer_code,
     extract_trajectory,
 )
-from tracescore.scoring.registry import build_scorer
 from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 CASES: list[dict[str, Any]] = [

@@ -12,12 +12,12 @@ import pytest
 
 from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, json_reply, text_reply
+from tracescore.scoring.framework.scorer import ScorerError
 from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy_llm import (
     create_trajectory_accuracy_scorer_llm,
 )
-from tracescore.scoring.registry import build_scorer
-from tracescore.scoring.scorer import ScorerError
 from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 

@@ -21,6 +21,8 @@ import pytest
 
 from tests.support.fixture_files import REFERENCES_DIR
 from tracescore.schemas.agent_run import AgentRun, Usage
+from tracescore.scoring.framework.scorer import ScorerError
+from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.prebuilt.trajectory.unified import create_trajectory_scorer_code
 from tracescore.scoring.prebuilt.trajectory.unified_inputs import (
     merge_expectation,
@@ -30,8 +32,6 @@ from tracescore.scoring.prebuilt.trajectory.unified_inputs import (
 )
 from tracescore.scoring.prebuilt.trajectory.unified_reason import trajectory_reason
 from tracescore.scoring.prebuilt.trajectory.unified_scoring import evaluate_trajectory, trajectory_score
-from tracescore.scoring.registry import build_scorer
-from tracescore.scoring.scorer import ScorerError
 from tracescore.scoring.utils import create_agent_test_run, create_test_message, create_tool_invocation
 
 DATA = REFERENCES_DIR
@@ -210,7 +210,7 @@ async def test_builds_through_the_registry_machinery_with_camel_case_options() -
 
 
 def test_registered_by_name_and_by_mastra_id() -> None:
-    from tracescore.scoring.registry import build_scorer as build_registered
+    from tracescore.scoring.prebuilt.registry import build_scorer as build_registered
 
     by_name = build_registered("trajectory-code", {"defaults": {"maxSteps": 3, "blacklistedTools": ["rm"]}})
     assert by_name.id == "trajectory-code"

@@ -11,11 +11,11 @@ import pytest
 
 from tests.support.runs import agent_run
 from tracescore.schemas import AgentRun, ToolInvocation
+from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.prebuilt.trajectory.tool_call_accuracy import create_tool_call_accuracy_scorer_code
 from tracescore.scoring.prebuilt.trajectory.voltagent_tool_call_accuracy import (
     create_voltagent_tool_call_accuracy_scorer,
 )
-from tracescore.scoring.registry import build_scorer
 
 
 def calls_run(*tools: str, state: str = "result") -> AgentRun:

@@ -1,0 +1,154 @@
+"""Drift notifications: which series to tell about after a pass, and the webhook posts.
+
+Each webhook keeps its own account. A drifted series alerts unless an alert for it was delivered to
+that webhook within the cooldown: once when it drifts, again each cooldown while it stays drifted,
+and at the next pass if the webhook did not take the alert. It recovers when it is back to ok after
+an alert. All series of one kind from one pass go in one message per webhook (grouping).
+
+A post that fails (connection error, timeout, 429 or 5xx) is tried again with a doubling backoff;
+every post is recorded, delivered or not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import aiohttp
+
+from tracescore.ingest.alerting.score_series import Notification
+from tracescore.schemas.drift_config import DriftConfig, WebhookConfig
+from tracescore.schemas.version import __version__
+from tracescore.scoring.drift.detect import Finding, SeriesKey, State
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["alert", "recovery"]
+
+
+@dataclass(frozen=True)
+class DriftNotice:
+    kind: Kind
+    findings: list[Finding]
+
+    @property
+    def series(self) -> list[str]:
+        return [f.name for f in self.findings]
+
+
+def messages(
+    findings: Sequence[Finding],
+    last_states: Mapping[SeriesKey, State],
+    last_alerts: Mapping[str, datetime],
+    now: datetime,
+    cooldown_seconds: float,
+) -> list[DriftNotice]:
+    """The alert and recovery messages a pass calls for (empty ones left out)."""
+    quiet_since = now - timedelta(seconds=cooldown_seconds)
+    alerts: list[Finding] = []
+    recoveries: list[Finding] = []
+    for finding in findings:
+        before = last_states.get(finding.key)
+        if finding.drifted:
+            last = last_alerts.get(finding.name)
+            if last is None or last < quiet_since:
+                alerts.append(finding)
+        elif finding.state == "ok" and before == "drifted" and finding.name in last_alerts:
+            recoveries.append(finding)
+    found: list[DriftNotice] = []
+    if alerts:
+        found.append(DriftNotice("alert", alerts))
+    if recoveries:
+        found.append(DriftNotice("recovery", recoveries))
+    return found
+
+
+def body(message: DriftNotice, webhook: WebhookConfig, checked_at: datetime) -> dict[str, Any]:
+    if webhook.format == "slack":
+        return _slack(message)
+    return {
+        "source": "tracescore",
+        "version": __version__,
+        "kind": message.kind,
+        "checked_at": checked_at.isoformat(),
+        "series": [f.as_json() for f in message.findings],
+    }
+
+
+def _slack(message: DriftNotice) -> dict[str, Any]:
+    n = len(message.findings)
+    if message.kind == "alert":
+        title = f":warning: tracescore: score drift in {n} series"
+    else:
+        title = f":white_check_mark: tracescore: {n} series recovered from score drift"
+    lines = [_line(f, message.kind) for f in message.findings]
+    text = "\n".join([title, *lines])
+    return {
+        "text": text,
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "text": title}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:2900]}},
+        ],
+    }
+
+
+def _line(f: Finding, kind: Kind) -> str:
+    head = f"• *{f.scorer_id}* ({f.service_name or '-'} / {f.agent_name or '-'})"
+    means = f"mean {f.baseline_mean:.3f} → {f.window_mean:.3f} (n {f.baseline_n} → {f.window_n})"
+    if kind == "recovery":
+        return f"{head}: back to normal, {means}"
+    return f"{head}: {f.severity}, {means}, {f.effect:+.2f} sd, p={f.p_value:.2g}, {', '.join(f.reasons)}"
+
+
+class Notifier:
+    """Posts a message to one webhook, trying again after a transient failure; returns what it did,
+    for the record."""
+
+    def __init__(self, config: DriftConfig, sleep: Any = asyncio.sleep) -> None:
+        self._config = config
+        self._sleep = sleep
+
+    async def post(self, hook: WebhookConfig, message: DriftNotice, checked_at: datetime) -> Notification:
+        timeout = aiohttp.ClientTimeout(total=self._config.timeout)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            return await self._post(session, hook, message, checked_at)
+
+    async def _post(
+        self, session: aiohttp.ClientSession, hook: WebhookConfig, message: DriftNotice, checked_at: datetime
+    ) -> Notification:
+        payload = json.dumps(body(message, hook, checked_at), ensure_ascii=False)
+        headers = {"Content-Type": "application/json", "User-Agent": f"tracescore/{__version__}"}
+        headers |= hook.headers
+        attempts, error, delay = 0, "", self._config.retry_backoff
+        while True:
+            attempts += 1
+            retriable = True
+            try:
+                async with session.post(str(hook.url), data=payload, headers=headers) as response:
+                    if response.status < 300:
+                        error = ""
+                        break
+                    error = f"HTTP {response.status}: {(await response.text())[:200]}"
+                    retriable = response.status == 429 or response.status >= 500
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                error = f"{type(exc).__name__}: {exc}"[:300]
+            if not retriable or attempts > self._config.retries:
+                log.warning("drift %s to webhook %s not delivered: %s", message.kind, hook.label, error)
+                break
+            await self._sleep(delay)
+            delay *= 2
+        return Notification(
+            sent_at=checked_at,
+            webhook=hook.label,
+            kind=message.kind,
+            series=message.series,
+            attempts=attempts,
+            delivered=not error,
+            error=error,
+            payload=payload,
+        )

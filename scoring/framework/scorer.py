@@ -1,0 +1,395 @@
+"""The scorer pipeline: ``create_scorer`` and its preprocess -> analyze -> score -> reason steps.
+
+A Python mirror of Mastra's ``createScorer``::
+
+    from tracescore.scoring import create_scorer
+    from tracescore.scoring.framework.message_text import output_text
+
+    scorer = (
+        create_scorer(id="answer-length", description="Longer answers score higher")
+        .preprocess(lambda ctx: {"length": len(output_text(ctx.run))})
+        .generate_score(lambda ctx: min(1.0, ctx.preprocessed(dict)["length"] / 500))
+        .generate_reason(lambda ctx: f"score {ctx.score:.2f} from the answer length")
+    )
+    result = await scorer.run(run)  # an AgentRun, or a dict of the same shape
+
+A step may also be a prompt object answered by an LLM judge (``create_scorer(judge=...)``); see
+``scoring.framework.prompt_step``.
+
+Each step receives a ``StepContext`` (``scoring.framework.steps``): the run, the earlier steps' results
+through
+typed accessors (``ctx.preprocessed(dict)``, ``ctx.analyzed(Verdicts)``) and, in generate_reason,
+``ctx.score``. Steps may be sync or async. The score must be a finite number in [0, ``scale``];
+anything else fails the run with a ``ScorerError`` naming the value, so it is never stored.
+
+Where steps run: a sync step runs inline on the event loop, so it must be cheap. Declare a CPU-heavy
+sync step with ``heavy=True`` and it runs in a worker process (``scoring.framework.step_workers``), off the
+loop and
+its interpreter lock; when the scorer's timeout fires, the worker is killed and the work stops. A
+heavy step whose cost is bounded by its input (a text comparison) may say so with
+``inline_below_chars=N``: on runs of fewer characters it runs in a thread instead, sparing the trip
+to the worker (tracescore's own text comparisons use ``SMALL_RUN_CHARS``); and with
+``loop_below_chars=M``: on runs of fewer still it runs on the loop, where the step costs less than
+the thread hop (~0.1 ms) would.
+
+A scorer is an immutable builder: each chained call returns a new scorer and the scorer keeps no
+per-run state, so one instance may score many runs concurrently.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import to_jsonable_python
+
+from tracescore.schemas import AgentRun, Score
+from tracescore.schemas.errors import TracescoreError, is_retriable
+from tracescore.scoring.framework.prompt_step import PromptObject, PromptStep
+from tracescore.scoring.framework.steps import (
+    DEFAULT_NEEDS,
+    NEEDS,
+    STEP_ORDER,
+    FunctionStep,
+    Need,
+    Step,
+    StepContext,
+    StepFn,
+    StepName,
+    result_key,
+)
+from tracescore.scoring.judge import Judge, metered
+
+# A step: a function, or a prompt object (``PromptObject`` or a dict of its keys) answered by a judge.
+StepDef = StepFn | PromptObject | Mapping[str, Any]
+# The label of a scored run (a classifier's choice, a check's pass/fail), from its score and results.
+LabelFn = Callable[[StepContext], str | None]
+
+
+class ScorerError(TracescoreError):
+    """A scorer could not produce a score; names the scorer and the step that failed.
+
+    ``retriable`` is the cause's: a judge that stayed unavailable may answer later, a step that
+    raised on this run's data will raise again.
+    """
+
+    def __init__(
+        self, scorer_id: str, step: str | None, message: str, *, retriable: bool | None = None
+    ) -> None:
+        where = f"scorer {scorer_id!r}" + (f", step {step!r}" if step else "")
+        super().__init__(f"{where}: {message}", retriable=retriable)
+        self.scorer_id = scorer_id
+        self.step = step
+        self.reason = message
+
+
+class ScorerResult(BaseModel):
+    """The outcome of one scorer run (Mastra's run result, snake_case)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scorer_id: str
+    run_id: str
+    score: float
+    reason: str | None = None
+    # The scored run's label where the scorer gives one (a classifier's choice, a check's pass/fail).
+    label: str | None = None
+    # The score lies in [0, scale].
+    scale: float = 1.0
+    preprocess_step_result: Any = None
+    analyze_step_result: Any = None
+    # Filled by prompt-object (LLM judge) steps; None for function steps.
+    preprocess_prompt: str | None = None
+    analyze_prompt: str | None = None
+    generate_score_prompt: str | None = None
+    generate_reason_prompt: str | None = None
+    # Usage summed over every judge call of the run, prompt-object steps and the steps' own code
+    # alike (distinct models comma-joined, in first-use order).
+    judge_model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def step_results(self) -> dict[str, Any]:
+        """The step results as JSON-safe data (non-finite floats become null)."""
+        raw = {
+            "preprocess_step_result": self.preprocess_step_result,
+            "analyze_step_result": self.analyze_step_result,
+        }
+        data = to_jsonable_python(raw, inf_nan_mode="null", fallback=repr)
+        return {key: value for key, value in data.items() if value is not None}
+
+    def to_score(self, name: str | None = None) -> Score:
+        """This result as a validated ``schemas.Score`` (raises if the score lies outside [0, scale])."""
+        return Score(
+            name=name or self.scorer_id,
+            value=self.score,
+            label=self.label,
+            reason=self.reason,
+            scale=self.scale,
+            metadata=self.step_results(),
+        )
+
+
+# What steps return most, never awaitable (their exact types): spares inspect.isawaitable's ABC check.
+_NEVER_AWAITABLE = frozenset({float, int, str, dict, list, tuple, type(None)})
+_RESULT_KEYS: dict[StepName, str] = {name: result_key(name) for name in STEP_ORDER}
+_REASON_KEY = _RESULT_KEYS["generate_reason"]
+_PREPROCESS_KEY = _RESULT_KEYS["preprocess"]
+_ANALYZE_KEY = _RESULT_KEYS["analyze"]
+# The variant nibble of a random UUID: 10xx, the low two bits random.
+_UUID_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
+def random_run_id() -> str:
+    """``str(uuid.uuid4())``, for a run without trace and span ids, at a third of its cost: the same
+    16 random bytes from ``os.urandom`` with the version (4) and variant (10) bits set."""
+    digits = os.urandom(16).hex()
+    return (
+        f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-"
+        f"{_UUID_VARIANT[digits[16]]}{digits[17:20]}-{digits[20:]}"
+    )
+
+
+def _check_score(scorer_id: str, value: Any, scale: float) -> float:
+    """The step's value as a score in [0, scale], or a ``ScorerError`` naming the value."""
+    if type(value) in (float, int) and 0 <= value <= scale:  # the common case (NaN fails the test)
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ScorerError(
+            scorer_id, "generate_score", f"returned {value!r} ({type(value).__name__}), not a number"
+        )
+    score = float(value)
+    if not math.isfinite(score):
+        raise ScorerError(scorer_id, "generate_score", f"returned {score!r}, not a finite number")
+    if not 0.0 <= score <= scale:
+        raise ScorerError(
+            scorer_id, "generate_score", f"returned {value!r}, outside its scale [0, {scale:g}]"
+        )
+    return score
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A configured scorer pipeline. Build it with ``create_scorer``; run it with ``await run(...)``."""
+
+    id: str
+    description: str
+    name: str
+    type: str = "agent"
+    steps: tuple[Step, ...] = field(default=())
+    # The run content the scorer reads. A run that lacks one (capture off, redacted) is not scored:
+    # the executor records ``skipped_empty`` instead of scoring empty strings.
+    needs: frozenset[Need] = DEFAULT_NEEDS
+    # The default judge of prompt-object steps (a step's own judge replaces it).
+    judge: Judge | None = None
+    # Scores lie in [0, scale]; a step returning anything else fails the run.
+    scale: float = 1.0
+    # The scored run's label, from the context after generate_score (None: the scorer has no labels).
+    label: LabelFn | None = None
+    # The scorer's own version, stored with its scores (None: the tracescore package's version).
+    version: str | None = None
+
+    @property
+    def judge_models(self) -> frozenset[str]:
+        """The models of the judges its prompt steps ask (and of its default judge); a scorer whose
+        own code calls a judge may use others."""
+        judges = [step.judge for step in self.steps if isinstance(step, PromptStep)]
+        if self.judge is not None:
+            judges.append(self.judge)
+        return frozenset(judge.model for judge in judges)
+
+    def missing_needs(self, run: AgentRun) -> list[Need]:
+        """The needed pieces of content this run does not have."""
+        truth = run.ground_truth
+        present = {
+            "input": any(m.content.strip() for m in run.input.input_messages),
+            "output": any(m.content.strip() for m in run.output),
+            "context": any(c.strip() for c in run.context),
+            "ground_truth": truth is not None and not (isinstance(truth, str) and not truth.strip()),
+        }
+        return sorted(need for need in self.needs if not present[need])
+
+    def preprocess(
+        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
+    ) -> Scorer:
+        """A new scorer with this preprocess step (replacing any earlier one)."""
+        return self._with_step("preprocess", fn, heavy, inline_below_chars, loop_below_chars)
+
+    def analyze(
+        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
+    ) -> Scorer:
+        return self._with_step("analyze", fn, heavy, inline_below_chars, loop_below_chars)
+
+    def generate_score(
+        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
+    ) -> Scorer:
+        return self._with_step("generate_score", fn, heavy, inline_below_chars, loop_below_chars)
+
+    def generate_reason(
+        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
+    ) -> Scorer:
+        return self._with_step("generate_reason", fn, heavy, inline_below_chars, loop_below_chars)
+
+    def _with_step(
+        self, name: StepName, fn: StepDef, heavy: bool, inline_below_chars: int, loop_below_chars: int
+    ) -> Scorer:
+        new_step: Step
+        if isinstance(fn, PromptObject | Mapping):
+            if heavy:
+                raise ValueError(f"{name} of scorer {self.id!r}: heavy=True is for function steps")
+            try:
+                new_step = PromptStep.build(name, fn, self.judge)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"scorer {self.id!r}: {exc}") from exc
+        elif callable(fn):
+            if heavy and inspect.iscoroutinefunction(fn):
+                raise ValueError(
+                    f"{name} of scorer {self.id!r}: heavy=True is for sync functions, not async ones"
+                )
+            new_step = FunctionStep(name, fn, heavy, inline_below_chars, loop_below_chars)
+        else:
+            raise TypeError(
+                f"{name} of scorer {self.id!r} must be a function or a prompt object, got {type(fn).__name__}"
+            )
+        kept = [step for step in self.steps if step.name != name]
+        steps = sorted([*kept, new_step], key=lambda step: STEP_ORDER.index(step.name))
+        return replace(self, steps=tuple(steps))
+
+    @cached_property
+    def _has_score_step(self) -> bool:
+        return any(step.name == "generate_score" for step in self.steps)
+
+    async def run(self, run: AgentRun | Mapping[str, Any]) -> ScorerResult:
+        """Score one run. Raises ``ScorerError`` naming the step when a step fails or the score is
+        not a number in [0, scale]."""
+        agent_run = self._as_run(run)
+        if not self._has_score_step:
+            raise ScorerError(self.id, "generate_score", "the scorer has no generate_score step")
+        with metered() as usage:
+            results, prompts, score = await self._run_steps(agent_run)
+        label = None if self.label is None else self._label(StepContext(agent_run, results, score))
+        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else random_run_id()
+        # Only the fields that differ from their defaults: pydantic validates each field given, and
+        # for a heuristic scorer that validation cost as much as the scoring.
+        optional: dict[str, Any] = {
+            "reason": results.get(_REASON_KEY),
+            "label": label,
+            "preprocess_step_result": results.get(_PREPROCESS_KEY),
+            "analyze_step_result": results.get(_ANALYZE_KEY),
+            **prompts,
+        }
+        given = {key: value for key, value in optional.items() if value is not None}
+        if usage.models:  # a judge answered (its usage may still be zero tokens)
+            given.update(
+                judge_model=",".join(usage.models),
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost_usd=usage.cost_usd,
+            )
+        return ScorerResult(scorer_id=self.id, run_id=run_id, score=score, scale=self.scale, **given)
+
+    async def _run_steps(self, agent_run: AgentRun) -> tuple[dict[str, Any], dict[str, str], float]:
+        results: dict[str, Any] = {}
+        prompts: dict[str, str] = {}
+        score: float | None = None
+        for step in self.steps:
+            visible = dict(results)
+            if step.name == "generate_reason":
+                visible["score"] = score
+            context = StepContext(agent_run, visible, score)
+            prompt = None
+            try:
+                if isinstance(step, FunctionStep) and step.on_loop(agent_run.text_chars):
+                    # A code step that runs on the loop (the common case) is called right here,
+                    # without the coroutine and the outcome object of ``step.execute``.
+                    value = step.fn(context)
+                    if type(value) not in _NEVER_AWAITABLE and inspect.isawaitable(value):
+                        value = await value
+                else:
+                    outcome = await step.execute(context)
+                    value, prompt = outcome.value, outcome.prompt
+            except Exception as exc:  # re-raised with the scorer and the step named
+                # Our own errors say what failed ("judge ... failed: ..."); others need their type.
+                why = str(exc) if isinstance(exc, TracescoreError) else f"{type(exc).__name__}: {exc}"
+                raise ScorerError(self.id, step.name, why, retriable=is_retriable(exc)) from exc
+            if step.name == "generate_score":
+                score = _check_score(self.id, value, self.scale)
+            if step.name == "generate_reason" and value is not None and not isinstance(value, str):
+                raise ScorerError(self.id, step.name, f"returned {type(value).__name__}, not a string")
+            results[_RESULT_KEYS[step.name]] = value
+            if prompt is not None:
+                prompts[f"{step.name}_prompt"] = prompt
+        if score is None:  # unreachable: generate_score ran (checked in run) or raised
+            raise ScorerError(self.id, "generate_score", "produced no score")
+        return results, prompts, score
+
+    def _label(self, context: StepContext) -> str | None:
+        if self.label is None:
+            return None
+        try:
+            label = self.label(context)
+        except Exception as exc:
+            raise ScorerError(self.id, "label", f"{type(exc).__name__}: {exc}") from exc
+        if label is not None and not isinstance(label, str):
+            raise ScorerError(self.id, "label", f"returned {type(label).__name__}, not a string")
+        return label
+
+    def _as_run(self, run: AgentRun | Mapping[str, Any]) -> AgentRun:
+        if isinstance(run, AgentRun):
+            return run
+        try:
+            return AgentRun.model_validate(run)
+        except ValidationError as exc:
+            raise ScorerError(self.id, None, f"the run is not a valid AgentRun: {exc}") from exc
+
+
+def create_scorer(
+    *,
+    id: str,
+    description: str,
+    name: str | None = None,
+    type: str = "agent",
+    needs: frozenset[Need] | set[Need] | tuple[Need, ...] = DEFAULT_NEEDS,
+    judge: Judge | None = None,
+    scale: float = 1.0,
+    label: LabelFn | None = None,
+    version: str | None = None,
+) -> Scorer:
+    """Start a scorer pipeline (Mastra's ``createScorer``); add steps by chaining.
+
+    ``needs`` names the run content the scorer reads (``input``, ``output``, ``context``,
+    ``ground_truth``); runs without it are skipped (decision ``skipped_empty``) rather than
+    scored on empty text.
+    ``judge`` answers the prompt-object steps that have no judge of their own.
+    ``scale``: scores lie in [0, scale]; any other value fails the run, and is never stored.
+    ``label``: the scored run's label (e.g. a choice or pass/fail), from the step context.
+    ``version``: stored with the scores (default: the tracescore package version).
+    """
+    if not id:
+        raise ValueError("a scorer needs an id")
+    if type != "agent":
+        raise ValueError(f"scorer type {type!r} is not supported (only 'agent')")
+    unknown = set(needs) - NEEDS
+    if unknown:
+        raise ValueError(f"unknown needs {sorted(unknown)}; use input, output, context, ground_truth")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    return Scorer(
+        id=id,
+        description=description,
+        name=name or id,
+        type=type,
+        needs=frozenset(needs),
+        judge=judge,
+        scale=scale,
+        label=label,
+        version=version,
+    )

@@ -1,0 +1,92 @@
+"""What a scorer run leaves: its score row (validated against the scorer's scale), its decision row,
+and the judge spend it is counted with in the metrics."""
+
+from __future__ import annotations
+
+from tracescore.schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
+from tracescore.schemas.score import JudgeExchange
+from tracescore.schemas.secrets import scrub
+from tracescore.schemas.version import __version__
+from tracescore.scoring.framework.scorer import ScorerError, ScorerResult
+from tracescore.scoring.judge import JudgeUsage
+from tracescore.scoring.runtime.rule_routing import Rule
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
+
+MAX_DETAIL_CHARS = 2_000
+
+
+def score_record(
+    run: AgentRun, rule: Rule, result: ScorerResult, latency_ms: float, source: ScoreSource
+) -> ScoreRecord:
+    """The score row of a result: its ``Score`` validated against the scorer's scale first."""
+    try:
+        score = result.to_score(rule.scorer_id)
+    except ValueError as exc:  # out of range or not finite: a failed run, never a stored score
+        raise ScorerError(rule.scorer_id, "generate_score", f"invalid score: {exc}") from exc
+    return ScoreRecord.from_score(
+        score,
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        judge_model=result.judge_model or "",
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        cost_usd=result.cost_usd,
+        latency_ms=latency_ms,
+        sample_rate=rule.sample_rate,
+        scorer_version=rule.scorer.version or __version__,
+        source=source,
+        agent_name=run.agent_name or "",
+        service_name=run.service_name or "",
+        span_start=run.start_time,
+    )
+
+
+def decision(
+    run: AgentRun,
+    rule: Rule,
+    kind: DecisionKind,
+    detail: str,
+    source: ScoreSource,
+    judge_io: tuple[JudgeExchange, ...] = (),
+) -> Decision:
+    """The decision row of a (unit, rule); its detail scrubbed of secrets and cut to a bound."""
+    return Decision(
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        scorer_id=rule.scorer_id,
+        decision=kind,
+        detail=scrub(detail)[:MAX_DETAIL_CHARS],
+        sample_rate=rule.sample_rate,
+        source=source,
+        agent_name=run.agent_name or "",
+        service_name=run.service_name or "",
+        span_start=run.start_time,
+        judge_io=judge_io,
+    )
+
+
+def count_usage(metrics: ScoringMetrics, rule: Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
+    """The judge spend of a scorer run in the metrics (failed runs too: no score row carries it)."""
+    if not usage.calls:
+        return
+    tokens = metrics.judge_tokens
+    tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="input").inc(usage.input_tokens)
+    tokens.labels(scorer=rule.scorer_id, outcome=outcome, direction="output").inc(usage.output_tokens)
+    metrics.judge_cost.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.cost_usd)
+    metrics.judge_calls.labels(scorer=rule.scorer_id, outcome=outcome).inc(usage.calls)
+
+
+def with_round(detail: str, round: TraceRound | None) -> str:
+    """A run of a trace released at max_wait (its root span never ended) says so in its decision."""
+    if round is None or round.reason != "max_wait":
+        return detail
+    note = "released at max_wait: the trace's root span had not ended"
+    return f"{detail}; {note}" if detail else note
+
+
+def count_score(metrics: ScoringMetrics, rule: Rule, record: ScoreRecord) -> None:
+    """A produced score in the score histogram, and in the pass/fail counts if its rule has a threshold."""
+    labels = {"scorer": record.scorer_id, "service": record.service_name, "agent": record.agent_name}
+    metrics.score.labels(**labels).observe(record.score)
+    if (passed := rule.passes(record.score)) is not None:
+        metrics.score_outcomes.labels(**labels, outcome="pass" if passed else "fail").inc()
