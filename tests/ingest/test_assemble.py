@@ -15,8 +15,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from tests.support.clock import ManualClock
 from tests.support.fixture_files import make_span
-from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
+from tracescore.ingest.assembly.assembler import TraceAssembler
+from tracescore.ingest.assembly.release_order import ReleaseOrder
 from tracescore.ingest.assembly.trace_state import TracedItems
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.ledger import Undecided
@@ -418,13 +420,13 @@ async def test_a_release_looks_only_at_the_adopted_traces_due_not_at_all_of_them
     ]
     assert assembler.adopt([*waiting, *done]) == 10_003
     looked: list[str] = []
-    ready_reason = assembler._ready_reason
+    ready_reason = ReleaseOrder.ready_reason
 
-    def counting(trace: TracedItems, now: float) -> RoundReason | None:
+    def counting(order: ReleaseOrder, trace: TracedItems, now: float) -> RoundReason | None:
         looked.append(trace.trace_id)
-        return ready_reason(trace, now)
+        return ready_reason(order, trace, now)
 
-    monkeypatch.setattr(assembler, "_ready_reason", counting)
+    monkeypatch.setattr(ReleaseOrder, "ready_reason", counting)
     for _ in range(5):  # releases while they wait
         clock.advance(0.5)
         await assembler.flush_ready()

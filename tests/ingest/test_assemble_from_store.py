@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.support.clock import ManualClock
 from tests.support.fixture_files import make_span
 from tests.support.store import count_queries
-from tracescore.ingest.assembly import assembler
-from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
+from tracescore.ingest.assembly.assembler import TraceAssembler
+from tracescore.ingest.assembly.release_order import ADOPTED_PER_RELEASE
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import Ledger, PriorRounds, StoredTrace
@@ -99,7 +100,7 @@ async def rig(store: Store) -> AsyncIterator[Rig]:
 
 
 async def make_rig(
-    store: Store, adopted_per_release: int = assembler.ADOPTED_PER_RELEASE, **config: int | float
+    store: Store, adopted_per_release: int = ADOPTED_PER_RELEASE, **config: int | float
 ) -> Rig:
     metrics, clock, recorder = Metrics(), ManualClock(1000.0), Recorder()
     settings: dict[str, int | float] = {"idle_seconds": 2.0, "max_wait_seconds": 300.0, **config}

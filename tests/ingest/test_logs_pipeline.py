@@ -26,11 +26,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.support.clock import ManualClock
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import http_request
 from tests.support.serve import tracescore
 from tests.support.service import running_service, service_config
-from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
+from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.cli import build_parser
 from tracescore.ingest.cli.serve_command import service_config as cli_service_config
 from tracescore.ingest.decode import decode_logs, decode_traces

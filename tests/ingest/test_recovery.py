@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.support.clock import ManualClock
 from tests.support.fixture_files import make_span
-from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
+from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.replay.recovery import Recovery
 from tracescore.ingest.replication.membership import Membership
