@@ -1,7 +1,10 @@
 """What a scorer run leaves: its score row (validated against the scorer's scale), its decision row,
-and the judge spend it is counted with in the metrics."""
+and the judge spend it is counted with in the metrics. ``OutcomeRows`` makes the rows of one executor
+and counts each in its metrics as it is made."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tracescore.schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
 from tracescore.schemas.score import JudgeExchange
@@ -13,6 +16,32 @@ from tracescore.scoring.runtime.rule_routing import Rule
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 MAX_DETAIL_CHARS = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRows:
+    """The score and decision rows of one executor (of ``source``), each counted in ``metrics``."""
+
+    metrics: ScoringMetrics
+    source: ScoreSource
+
+    def score(self, run: AgentRun, rule: Rule, result: ScorerResult, latency_ms: float) -> ScoreRecord:
+        """The score row of a result (``score_record``), in the score histogram and pass/fail counts."""
+        record = score_record(run, rule, result, latency_ms, self.source)
+        count_score(self.metrics, rule, record)
+        return record
+
+    def decision(
+        self,
+        run: AgentRun,
+        rule: Rule,
+        kind: DecisionKind,
+        detail: str = "",
+        judge_io: tuple[JudgeExchange, ...] = (),
+    ) -> Decision:
+        """The decision row of a (unit, rule) (``decision``), counted by scorer and kind."""
+        self.metrics.decisions.labels(scorer=rule.scorer_id, decision=kind).inc()
+        return decision(run, rule, kind, detail, self.source, judge_io)
 
 
 def score_record(

@@ -45,10 +45,7 @@ class PendingRetries(Generic[J]):
     def schedule(self, job: J, attempts: int, not_before_s: float | None = None) -> float:
         """Try ``job`` again after a backoff (seconds, returned), at least ``not_before_s`` (the judge's
         Retry-After, an open circuit's cooldown) when given, up to the backoff's cap."""
-        delay = min(BACKOFF_MAX_SECONDS, BACKOFF_INITIAL_SECONDS * 2.0 ** max(0, attempts - 1))
-        delay = delay / 2 + random.uniform(0, delay / 2)
-        if not_before_s is not None:
-            delay = max(delay, min(not_before_s + random.uniform(0, 0.25), BACKOFF_MAX_SECONDS))
+        delay = retry_delay(attempts, not_before_s)
         self._keys += 1
         key = self._keys
         self._waiting[key] = asyncio.get_running_loop().call_later(delay, self._due, key, job)
@@ -69,3 +66,14 @@ class PendingRetries(Generic[J]):
         task = asyncio.create_task(self._requeue(job))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def retry_delay(attempts: int, not_before_s: float | None = None) -> float:
+    """Seconds before the ``attempts``-th try of a run whose judge failed: exponential backoff from
+    ``BACKOFF_INITIAL_SECONDS`` with half of it jittered, capped at ``BACKOFF_MAX_SECONDS``; at least
+    ``not_before_s`` (plus up to 0.25 s of jitter, within the cap) when the judge said when."""
+    delay = min(BACKOFF_MAX_SECONDS, BACKOFF_INITIAL_SECONDS * 2.0 ** max(0, attempts - 1))
+    delay = delay / 2 + random.uniform(0, delay / 2)
+    if not_before_s is not None:
+        delay = max(delay, min(not_before_s + random.uniform(0, 0.25), BACKOFF_MAX_SECONDS))
+    return delay

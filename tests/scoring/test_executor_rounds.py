@@ -148,21 +148,21 @@ async def test_runs_released_at_max_wait_say_so_in_their_decisions() -> None:
 
 
 async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows() -> None:
-    from tracescore.scoring.runtime import executor as executor_module
+    from tracescore.scoring.runtime import job_queue
 
     sink = RecordingSink(fail_first=10_000)
-    bound = executor_module.MAX_BUFFERED_ROWS
-    executor_module.MAX_BUFFERED_ROWS = 4
+    bound = job_queue.MAX_BUFFERED_ROWS
+    job_queue.MAX_BUFFERED_ROWS = 4
     executor = await running(sink)
     try:
         runs = [agent_run("ab", "ba", trace_id=f"{i:032x}", span_id=f"{i:016x}") for i in range(4)]
         await executor.consume_runs(runs[:3])  # decided into the buffer: 6 rows, over the bound
-        await asyncio.wait_for(executor._queue.join(), 5)
+        await asyncio.wait_for(executor._jobs.join(), 5)
         blocked = asyncio.create_task(executor.consume_runs(runs[3:]))
         await asyncio.sleep(0.2)
         assert not blocked.done()  # new work waits for room; nothing is dropped
         sink.fail_first = 0
-        await executor._flush()
+        await executor._buffer.flush()
         await asyncio.wait_for(blocked, 5)
         await executor.drain()
         assert len(sink.decisions) == 8
@@ -173,7 +173,7 @@ async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows()
             is None
         )
     finally:
-        executor_module.MAX_BUFFERED_ROWS = bound
+        job_queue.MAX_BUFFERED_ROWS = bound
         await executor.shutdown()
 
 

@@ -1,0 +1,82 @@
+"""The scoring jobs waiting for a worker, the runs waiting for their judge, and the bounds on both.
+
+Workers take jobs from a queue of ``QUEUE_SLOTS_PER_WORKER`` slots per worker; when it is full,
+``put`` waits (backpressure up the pipeline, nothing is dropped). A job whose judge is unavailable
+waits for its backoff in ``scoring.runtime.pending_runs`` and is then put back in the queue.
+
+New work is admitted (``wait_for_room``) only while fewer than ``MAX_BUFFERED_ROWS`` score and
+decision rows wait to be written (the store is down) and fewer than ``MAX_PENDING_RETRIES`` runs
+wait for their judge (it is down): past either bound new work waits until there is room again;
+nothing is dropped. Whoever changes either count calls ``update_room``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Generic, TypeVar
+
+from tracescore.scoring.runtime.pending_runs import PendingRetries
+
+J = TypeVar("J")
+
+QUEUE_SLOTS_PER_WORKER = 4  # queued jobs per worker before ``put`` waits
+MAX_BUFFERED_ROWS = 10_000  # score and decision rows waiting to be written; new work waits beyond it
+MAX_PENDING_RETRIES = 10_000  # runs waiting for their judge; new work waits beyond it
+
+
+class JobQueue(Generic[J]):
+    def __init__(self, workers: int, retry_max_age_seconds: float) -> None:
+        self._jobs: asyncio.Queue[J] = asyncio.Queue(maxsize=workers * QUEUE_SLOTS_PER_WORKER)
+        self._retries: PendingRetries[J] = PendingRetries(self._jobs.put, retry_max_age_seconds)
+        self._room = asyncio.Event()  # set while new work may be admitted
+        self._room.set()
+
+    @property
+    def queued(self) -> int:
+        """Jobs waiting for a worker."""
+        return self._jobs.qsize()
+
+    @property
+    def waiting_for_judge(self) -> int:
+        """Jobs waiting for their backoff to end before they are queued again."""
+        return len(self._retries)
+
+    async def put(self, job: J) -> None:
+        """Queue ``job``; waits while the queue is full."""
+        await self._jobs.put(job)
+
+    async def get(self) -> J:
+        return await self._jobs.get()
+
+    def task_done(self) -> None:
+        """A job taken with ``get`` is decided, or waits for its judge again."""
+        self._jobs.task_done()
+
+    async def join(self) -> None:
+        """Wait until every queued job is taken and done (not for the jobs waiting for their judge)."""
+        await self._jobs.join()
+
+    def may_retry(self, first_failed: float) -> bool:
+        """Whether a job that first failed at ``first_failed`` (monotonic) may still be tried again."""
+        return self._retries.may_wait(first_failed)
+
+    def retry_later(self, job: J, attempts: int, not_before_s: float | None) -> None:
+        """Queue ``job`` again after its backoff (see ``pending_runs.retry_delay``)."""
+        self._retries.schedule(job, attempts, not_before_s)
+
+    def stop_retries(self) -> int:
+        """Stop waiting for the judge (those runs stay undecided in the store); returns how many were
+        waiting."""
+        return self._retries.shutdown()
+
+    async def wait_for_room(self) -> None:
+        """Wait until new work may be admitted (see the module docstring)."""
+        await self._room.wait()
+
+    def update_room(self, rows_buffered: int) -> None:
+        """Admit new work, or make it wait, by the rows now buffered and the runs waiting for their
+        judge."""
+        if rows_buffered < MAX_BUFFERED_ROWS and len(self._retries) < MAX_PENDING_RETRIES:
+            self._room.set()
+        else:
+            self._room.clear()
