@@ -25,9 +25,10 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(TEST_INSTALLED): pyproject.toml $(INSTALLED)
+# One install of tracescore with its test needs (it is also what `make run` installs).
+$(TEST_INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $@
+	touch $(INSTALLED) $@
 
 run: $(INSTALLED) ## create .venv, install tracescore and run `tracescore demo` (no API key needed)
 	$(BIN)/tracescore demo
