@@ -25,18 +25,56 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="tracescore-test-data-")
 
 
-# Modules whose shared fixture is expensive (every docs example run against a served instance; the
-# Grafana queries' store with the demo in it).
-ONE_WORKER_MODULES = frozenset({"test_examples.py", "test_grafana_queries.py"})
+# Modules with a module-scoped fixture (a served instance, a store with the demo in it, a chart
+# rendered): all their tests on one worker, so the fixture is built once.
+ONE_WORKER_MODULES = frozenset(
+    {
+        "test_conventions.py",
+        "test_examples.py",
+        "test_front_door.py",
+        "test_grafana_queries.py",
+        "test_helm.py",
+        "test_packaging.py",
+        "test_python_examples.py",
+        "test_results_api.py",
+        "test_score_table.py",
+        "test_scores_command.py",
+    }
+)
+# The end-to-end modules whose bounds hold only with the machine to themselves and one other test: time
+# bounds (answers within a second under a flood), memory bounds (a serve process measured from /proc), a
+# full disk, SIGKILL mid-stream, heartbeats between replicas. They run one after another on one worker.
+SERIAL_E2E_MODULES = frozenset(
+    {
+        "test_abuse.py",
+        "test_crash_recovery.py",
+        "test_flood.py",
+        "test_full_disk.py",
+        "test_health.py",
+        "test_memory_limit.py",
+        "test_recovery_speed.py",
+        "test_replicas.py",
+        "test_slow_clients.py",
+    }
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``make test`` runs two pytest-xdist workers; the end-to-end tests (real ``tracescore serve``
-    processes under load: SIGKILL, floods, full disks, timing bounds) run one after another on one of
-    them (one ``xdist_group``), the rest of the suite beside them."""
-    for item in items:
-        if item.path.parts[-3:-1] == ("tests", "e2e"):
+    """``make test`` runs two pytest-xdist workers (``--dist loadgroup``, scopes in collection order).
+    The end-to-end tests with time or memory bounds (real ``tracescore serve`` processes under load) go
+    first, one after another on one worker (one ``xdist_group``); the modules with an expensive shared
+    fixture next, each on one worker; then the other end-to-end tests and every other test, one at a time,
+    to whichever worker is free."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.path.parts[-3:-1] == ("tests", "e2e") and item.path.name in SERIAL_E2E_MODULES:
             item.add_marker(pytest.mark.xdist_group("e2e"))
-        elif item.path.name in ONE_WORKER_MODULES:
-            # Its module- or session-scoped fixture costs tens of seconds: built on one worker, once.
+            return 0
+        if item.path.name in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(item.path.name))
+            return 1
+        if item.path.parts[-3:-1] == ("tests", "e2e"):
+            return 2  # seconds each: early, so none is left for the end
+        return 3
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
