@@ -1,7 +1,8 @@
 """Runs waiting for their judge: a judge outage leaves a run pending, not failed.
 
 When a scorer fails with a retriable error (the judge answered 429/5xx or timed out after its own
-per-call retries), the job is tried again after an exponential backoff with jitter, for up to
+per-call retries), the job is tried again after an exponential backoff with jitter (the one
+``RetryPolicy``: 1 s doubling up to a minute, each wait between half and all of that), for up to
 ``max_age_seconds`` after its first failure; then it is failed with the reason. Its round stays open
 meanwhile, so a restart finds the run undecided and scores it.
 """
@@ -14,10 +15,16 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from tracescore.schemas.retry_policy import RetryPolicy
+
 J = TypeVar("J")
 
 BACKOFF_INITIAL_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 60.0
+BACKOFF_JITTER = 0.5
+# Runs that wait for the same hint (an open circuit's cooldown) are spread over this much more, so
+# they do not all reach the judge at once.
+HINT_SPREAD_SECONDS = 0.25
 
 
 class PendingRetries(Generic[J]):
@@ -29,7 +36,12 @@ class PendingRetries(Generic[J]):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._requeue = requeue
-        self._max_age = max_age_seconds
+        self._policy = RetryPolicy(
+            initial_s=BACKOFF_INITIAL_SECONDS,
+            max_s=BACKOFF_MAX_SECONDS,
+            jitter=BACKOFF_JITTER,
+            max_elapsed_s=max_age_seconds,
+        )
         self._clock = clock
         self._waiting: dict[int, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -40,15 +52,13 @@ class PendingRetries(Generic[J]):
 
     def may_wait(self, first_failed: float) -> bool:
         """Whether a job that first failed at ``first_failed`` may still be tried again."""
-        return self._clock() - first_failed < self._max_age
+        return self._policy.within_limit(self._clock() - first_failed)
 
     def schedule(self, job: J, attempts: int, not_before_s: float | None = None) -> float:
         """Try ``job`` again after a backoff (seconds, returned), at least ``not_before_s`` (the judge's
         Retry-After, an open circuit's cooldown) when given, up to the backoff's cap."""
-        delay = min(BACKOFF_MAX_SECONDS, BACKOFF_INITIAL_SECONDS * 2.0 ** max(0, attempts - 1))
-        delay = delay / 2 + random.uniform(0, delay / 2)
-        if not_before_s is not None:
-            delay = max(delay, min(not_before_s + random.uniform(0, 0.25), BACKOFF_MAX_SECONDS))
+        hint = None if not_before_s is None else not_before_s + random.uniform(0, HINT_SPREAD_SECONDS)
+        delay = self._policy.delay(max(0, attempts - 1), at_least=hint)
         self._keys += 1
         key = self._keys
         self._waiting[key] = asyncio.get_running_loop().call_later(delay, self._due, key, job)
