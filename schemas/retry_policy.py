@@ -3,10 +3,11 @@ try at all.
 
 Modelled on the OpenTelemetry Collector's one backoff config (``configretry.BackOffConfig``, read by
 every exporter's retry sender): a first wait multiplied after each failure up to a cap, partly drawn
-at random, within an optional time limit. Two differences, both so that ``max_s`` is a bound a log
-line can promise: jitter only shortens a wait (the collector's ``randomization_factor`` spreads it
-both ways, past ``max_interval``), and a server's hint (Retry-After, a circuit's cooldown) is waited
-at least, but not beyond the cap.
+at random. Two differences, both so that ``max_s`` is a bound a log line can promise: jitter only
+shortens a wait (the collector's ``randomization_factor`` spreads it both ways, past
+``max_interval``), and a server's hint (Retry-After, a circuit's cooldown) is waited at least, but
+not beyond the cap. When to give up stays with each site, as it differs: a count of tries (the
+judge, webhooks), an age (runs pending for their judge), never (the Kafka consumer, score writes).
 
 Whether an error is worth another try is not decided here: the error says so itself
 (``schemas.errors.is_retriable``).
@@ -35,8 +36,7 @@ class RetryPolicy(BaseModel):
 
     ``initial_s`` after the first failure, times ``multiplier`` after each further one, never more
     than ``max_s``. ``jitter`` is the fraction of each wait drawn at random: 0 waits exactly, 0.5
-    between half and all of it, 1 anywhere up to it ("full jitter"). ``max_elapsed_s``: how long
-    after the first failure tries may go on (None: for as long as the caller runs; 0: no retry).
+    between half and all of it, 1 anywhere up to it ("full jitter").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,7 +45,6 @@ class RetryPolicy(BaseModel):
     max_s: float = Field(ge=0, allow_inf_nan=False)
     multiplier: float = Field(default=DEFAULT_MULTIPLIER, ge=1, allow_inf_nan=False)
     jitter: float = Field(default=0.0, ge=0, le=1)
-    max_elapsed_s: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _initial_within_the_cap(self) -> RetryPolicy:
@@ -75,11 +74,8 @@ class RetryPolicy(BaseModel):
             wait = max(wait, min(at_least, self.max_s))
         return wait
 
-    def within_limit(self, elapsed_s: float) -> bool:
-        """Whether tries may go on ``elapsed_s`` seconds after the first failure."""
-        return self.max_elapsed_s is None or elapsed_s < self.max_elapsed_s
-
-    def retries(self, error: BaseException, elapsed_s: float = 0.0) -> bool:
-        """Whether to try again after ``error``, ``elapsed_s`` seconds after the first failure: only
-        when the error says it is retriable (``schemas.errors.is_retriable``), within the limit."""
-        return is_retriable(error) and self.within_limit(elapsed_s)
+    @staticmethod
+    def retries(error: BaseException) -> bool:
+        """Whether ``error`` is worth another try: the error's own answer (``schemas.errors.is_retriable``),
+        never decided again here."""
+        return is_retriable(error)

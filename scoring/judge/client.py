@@ -321,10 +321,11 @@ class Judge:
                         response = await request()
                 except Exception as exc:
                     error = classify(exc)
-                    call.failed(error.retriable)
-                    if not self.retry_policy.retries(error) or retry == self.max_retries:
+                    retriable = self.retry_policy.retries(error)
+                    call.failed(retriable)
+                    if not retriable or retry == self.max_retries:
                         span.set_attribute("error.type", type(exc).__name__)
-                        if error.retriable:
+                        if retriable:
                             why = f"timed out after {self.timeout_s:g} s" if is_timeout(exc) else error
                             message = f"failed (retriable) after {tally.attempts} attempt(s): {why}"
                         else:
@@ -332,7 +333,7 @@ class Judge:
                             message = f"failed: {summary} ({error})" if summary else f"failed: {error}"
                         raise JudgeError(
                             f"judge {model!r} {message}",
-                            retriable=error.retriable,
+                            retriable=retriable,
                             attempts=tally.attempts,
                             retry_after_s=error.retry_after_s,
                             kind=error.kind,

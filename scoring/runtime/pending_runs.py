@@ -22,6 +22,9 @@ J = TypeVar("J")
 BACKOFF_INITIAL_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 60.0
 BACKOFF_JITTER = 0.5
+PENDING_RETRY = RetryPolicy(
+    initial_s=BACKOFF_INITIAL_SECONDS, max_s=BACKOFF_MAX_SECONDS, jitter=BACKOFF_JITTER
+)
 # Runs that wait for the same hint (an open circuit's cooldown) are spread over this much more, so
 # they do not all reach the judge at once.
 HINT_SPREAD_SECONDS = 0.25
@@ -36,12 +39,7 @@ class PendingRetries(Generic[J]):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._requeue = requeue
-        self._policy = RetryPolicy(
-            initial_s=BACKOFF_INITIAL_SECONDS,
-            max_s=BACKOFF_MAX_SECONDS,
-            jitter=BACKOFF_JITTER,
-            max_elapsed_s=max_age_seconds,
-        )
+        self._max_age = max_age_seconds
         self._clock = clock
         self._waiting: dict[int, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -52,13 +50,12 @@ class PendingRetries(Generic[J]):
 
     def may_wait(self, first_failed: float) -> bool:
         """Whether a job that first failed at ``first_failed`` may still be tried again."""
-        return self._policy.within_limit(self._clock() - first_failed)
+        return self._clock() - first_failed < self._max_age
 
     def schedule(self, job: J, attempts: int, not_before_s: float | None = None) -> float:
         """Try ``job`` again after a backoff (seconds, returned), at least ``not_before_s`` (the judge's
         Retry-After, an open circuit's cooldown) when given, up to the backoff's cap."""
-        hint = None if not_before_s is None else not_before_s + random.uniform(0, HINT_SPREAD_SECONDS)
-        delay = self._policy.delay(max(0, attempts - 1), at_least=hint)
+        delay = retry_delay(attempts, not_before_s)
         self._keys += 1
         key = self._keys
         self._waiting[key] = asyncio.get_running_loop().call_later(delay, self._due, key, job)
@@ -79,3 +76,11 @@ class PendingRetries(Generic[J]):
         task = asyncio.create_task(self._requeue(job))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def retry_delay(attempts: int, not_before_s: float | None = None) -> float:
+    """Seconds before the ``attempts``-th try of a run whose judge failed: ``PENDING_RETRY``'s wait;
+    at least ``not_before_s`` (plus up to ``HINT_SPREAD_SECONDS``, within the cap) when the judge
+    said when."""
+    hint = None if not_before_s is None else not_before_s + random.uniform(0, HINT_SPREAD_SECONDS)
+    return PENDING_RETRY.delay(max(0, attempts - 1), at_least=hint)
