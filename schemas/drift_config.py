@@ -79,5 +79,5 @@ class DriftConfig(_Config):
     webhooks: list[WebhookConfig] = Field(default_factory=list)
     cooldown: Duration = 3_600.0  # at most one alert per series in this time
     retries: int = Field(default=3, ge=0, le=10)  # another try after a failed post, this many times
-    retry_backoff: Duration = 1.0  # doubled after each failed try
+    retry_backoff: Duration = 1.0  # doubled after each failed try, up to a minute
     timeout: Duration = 10.0  # per post

@@ -4,7 +4,8 @@ Every boundary that must choose between waiting and moving on reads ``is_retriab
 (503 and retry later, or a permanent error), the Kafka receiver (rewind and retry, or dead-letter and
 commit), the score writer (keep the rows and retry, or drop them with a count) and the judge (back
 off and retry, or fail the scorer at once). The store, the judge, decoding and scorers raise
-subclasses of ``TracescoreError`` that carry the decision.
+subclasses of ``TracescoreError`` that carry the decision; an HTTP answer is decided by its status
+(``is_retriable_status``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ def is_retriable(exc: BaseException) -> bool:
     if isinstance(exc, TracescoreError):
         return exc.retriable
     return isinstance(exc, ConnectionError | TimeoutError)
+
+
+# HTTP answers worth another try: request timeout, conflict, rate limit, and server-side trouble.
+RETRIABLE_HTTP_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def is_retriable_status(status: int) -> bool:
+    """The same decision for an HTTP answer (a judge provider's, a webhook's): the server may take the
+    same request later; any other refusal (400, 401, 404, 501, ...) is final."""
+    return status in RETRIABLE_HTTP_STATUSES
 
 
 class Overloaded(TracescoreError):

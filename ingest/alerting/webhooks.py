@@ -5,7 +5,9 @@ that webhook within the cooldown: once when it drifts, again each cooldown while
 and at the next pass if the webhook did not take the alert. It recovers when it is back to ok after
 an alert. All series of one kind from one pass go in one message per webhook (grouping).
 
-A post that fails (connection error, timeout, 429 or 5xx) is tried again with a doubling backoff;
+A post that fails and may succeed later (a connection error, a timeout, or an answer
+``schemas.errors.is_retriable_status`` says is worth another try: 408, 409, 429, 500, 502-504) is tried
+again after a wait doubling from ``drift.retry_backoff`` up to a minute (the one ``RetryPolicy``);
 every post is recorded, delivered or not.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -23,12 +25,18 @@ import aiohttp
 
 from tracescore.ingest.alerting.score_series import Notification
 from tracescore.schemas.drift_config import DriftConfig, WebhookConfig
+from tracescore.schemas.errors import is_retriable_status
+from tracescore.schemas.retry_policy import RetryPolicy
 from tracescore.schemas.version import __version__
 from tracescore.scoring.drift.detect import Finding, SeriesKey, State
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["alert", "recovery"]
+
+# The longest wait between two tries of a post (unless drift.retry_backoff, the first, is longer):
+# a webhook down for the whole pass should not hold the pass for many minutes.
+BACKOFF_CAP_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -109,9 +117,14 @@ class Notifier:
     """Posts a message to one webhook, trying again after a transient failure; returns what it did,
     for the record."""
 
-    def __init__(self, config: DriftConfig, sleep: Any = asyncio.sleep) -> None:
+    def __init__(
+        self, config: DriftConfig, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ) -> None:
         self._config = config
         self._sleep = sleep
+        self._retry = RetryPolicy(
+            initial_s=config.retry_backoff, max_s=max(config.retry_backoff, BACKOFF_CAP_SECONDS)
+        )
 
     async def post(self, hook: WebhookConfig, message: DriftNotice, checked_at: datetime) -> Notification:
         timeout = aiohttp.ClientTimeout(total=self._config.timeout)
@@ -124,7 +137,7 @@ class Notifier:
         payload = json.dumps(body(message, hook, checked_at), ensure_ascii=False)
         headers = {"Content-Type": "application/json", "User-Agent": f"tracescore/{__version__}"}
         headers |= hook.headers
-        attempts, error, delay = 0, "", self._config.retry_backoff
+        attempts, error = 0, ""
         while True:
             attempts += 1
             retriable = True
@@ -134,14 +147,13 @@ class Notifier:
                         error = ""
                         break
                     error = f"HTTP {response.status}: {(await response.text())[:200]}"
-                    retriable = response.status == 429 or response.status >= 500
-            except (aiohttp.ClientError, TimeoutError) as exc:
+                    retriable = is_retriable_status(response.status)
+            except (aiohttp.ClientError, TimeoutError) as exc:  # no answer: the next try may get one
                 error = f"{type(exc).__name__}: {exc}"[:300]
             if not retriable or attempts > self._config.retries:
                 log.warning("drift %s to webhook %s not delivered: %s", message.kind, hook.label, error)
                 break
-            await self._sleep(delay)
-            delay *= 2
+            await self._sleep(self._retry.delay(attempts - 1))
         return Notification(
             sent_at=checked_at,
             webhook=hook.label,

@@ -9,19 +9,21 @@ loses; replays are safe because score ids are deterministic.
 
 A record that cannot be decoded, that is over the receivers' limits (``receiver.max_request_bytes``,
 ``max_request_items``), or whose items were partly rejected, is parked in a dead-letter topic with the
-reason in its headers, and the stream goes on. When storing a batch fails, the error
-type decides (``schemas.errors.is_retriable``): a retriable failure rewinds the batch and retries it
-with backoff; a permanent one parks the batch's records in the dead-letter topic and commits.
+reason in its headers, and the stream goes on. When storing a batch fails, the error type decides
+(``schemas.errors.is_retriable``): a retriable failure rewinds the batch and retries it with backoff;
+a permanent one parks the batch's records in the dead-letter topic and commits. How the consumer
+waits (backoff, paused partitions) is ``ingest.receivers.kafka_backoff``'s, how it parks a record
+``ingest.receivers.kafka_dead_letters``'s.
 
 kafka-python is a blocking client, so the consumer loop runs on its own thread and hands each polled
 batch to the event loop, waiting until ``next.consume_spans`` has returned before it commits.
 
 Memory: a poll's records are in memory once fetched, so fetches are sized to what ``memory_limit``
 leaves (``fit_fetches``); before any record of a poll is decoded, what decoding and storing them will
-cost is reserved (``ingest.receivers.memory_admission``), and when it does not fit the batch is rewound and
-the consumer
-pauses. Records are decoded slice by slice, small ones merged into one slice, each slice stored before
-the next is built; a record that could never fit under the limit is parked in the dead-letter topic.
+cost is reserved (``ingest.receivers.memory_admission``), and when it does not fit the batch is
+rewound and the consumer pauses. Records are decoded slice by slice, small ones merged into one
+slice, each slice stored before the next is built; a record that could never fit under the limit is
+parked in the dead-letter topic.
 """
 
 from __future__ import annotations
@@ -29,12 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import threading
-import time
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.producer.future import FutureRecordMetadata
 
@@ -49,11 +49,13 @@ from tracescore.ingest.receivers.intake import (
     count_decoded,
     count_received,
 )
+from tracescore.ingest.receivers.kafka_backoff import KAFKA_RETRY, BatchHolds
+from tracescore.ingest.receivers.kafka_dead_letters import DEAD_LETTER_OVERHEAD_BYTES, DeadLetters
 from tracescore.ingest.receivers.kafka_security import kafka_client_options
 from tracescore.ingest.receivers.memory_admission import MemoryGuard, RequestTooLarge, Reservation
 from tracescore.schemas.config import KafkaConfig, ReceiverConfig
 from tracescore.schemas.consumers import SpanConsumer
-from tracescore.schemas.errors import Overloaded, is_retriable
+from tracescore.schemas.errors import Overloaded
 from tracescore.schemas.secrets import scrub
 from tracescore.schemas.spans import SpanBatch
 from tracescore.scoring.runtime.failure_log import FailureLog
@@ -62,8 +64,6 @@ log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_MS = 500
 MAX_POLL_RECORDS = 500
-RETRY_BACKOFF_INITIAL_S = 0.5
-RETRY_BACKOFF_MAX_S = 30.0
 # How long one connection attempt waits for the first broker before it counts as failed (the
 # client's own default, 30 s, would keep /readyz at "connecting" long after the broker is known gone).
 BOOTSTRAP_TIMEOUT_MS = 5_000
@@ -75,7 +75,6 @@ PARTITION_FETCH_BYTES = 1024 * 1024
 MIN_FETCH_BYTES = 1024 * 1024
 # Fetched records are held twice at worst: the batch being handled and the next one fetched meanwhile.
 FETCHES_HELD = 2
-DEAD_LETTER_OVERHEAD_BYTES = 64 * 1024  # a parked record's headers and framing
 
 
 class KafkaReceiver:
@@ -152,21 +151,19 @@ class KafkaReceiver:
 
     def _run(self) -> None:
         """Connect, consume; on any failure reconnect after a backoff, for as long as the service runs."""
-        backoff = RETRY_BACKOFF_INITIAL_S
+        failures = 0  # connection attempts in a row that failed
         while not self._stop.is_set():
             try:
                 consumer, producer = self._connect()
             except Exception as exc:  # an unreachable broker is retried, never given up on
-                self._failing(exc, backoff)
-                self._stop.wait(backoff * random.uniform(0.5, 1.5))
-                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                self._failing(exc, KAFKA_RETRY.delay(failures))
+                failures += 1
                 continue
-            backoff = RETRY_BACKOFF_INITIAL_S
+            failures = 0
             try:
                 self._consume(consumer, producer)
             except Exception as exc:
-                self._failing(exc, backoff)
-                self._stop.wait(backoff)
+                self._failing(exc, KAFKA_RETRY.delay(0))
             finally:
                 self._ready.clear()
                 with contextlib.suppress(Exception):
@@ -210,6 +207,7 @@ class KafkaReceiver:
         return consumer, producer
 
     def _failing(self, exc: BaseException, retry_in: float) -> None:
+        """Say the broker is failing (``/readyz``, the failure log), then wait ``retry_in`` seconds."""
         said = str(exc)  # kafka-python's errors name their class themselves
         self.state, self.last_error = (
             "failing",
@@ -221,12 +219,14 @@ class KafkaReceiver:
             "kafka receiver",
             "unavailable",
             self._config.bootstrap or "",
-            f"{self.last_error}; trying again with backoff (now {retry_in:g} s, at most "
-            f"{RETRY_BACKOFF_MAX_S:.0f} s) for as long as the service runs",
+            f"{self.last_error}; trying again with backoff (now {retry_in:.1f} s, at most "
+            f"{KAFKA_RETRY.max_s:.0f} s) for as long as the service runs",
         )
+        self._stop.wait(retry_in)
 
     def _consume(self, consumer: KafkaConsumer, producer: KafkaProducer) -> None:
-        backoff = RETRY_BACKOFF_INITIAL_S
+        holds = BatchHolds(consumer, self._stop, self._metrics)
+        dead_letters = DeadLetters(producer, self._config.dlq_topic, self._signals, self._metrics)
         while not self._stop.is_set():
             polled = consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
             if consumer.assignment():
@@ -238,24 +238,17 @@ class KafkaReceiver:
                 continue
             records = [record for part in polled.values() for record in part]
             try:
-                self._handle(records, producer)
+                self._handle(records, dead_letters)
             except Overloaded as exc:
-                # The pipeline asks to slow down: take the batch again later, and meanwhile keep
-                # polling with every partition paused so the group keeps this member.
-                self._rewind(consumer, polled)
-                self._pause(consumer, exc.retry_after_s, str(exc))
+                holds.slow_down(polled, exc.retry_after_s, str(exc))
                 continue
             except Exception as exc:
-                # Not stored: rewind to the first record of the batch so nothing is lost, then retry.
-                log.warning("kafka batch not stored (%s); retrying in %.1fs", exc, backoff)
-                self._rewind(consumer, polled)
-                self._stop.wait(backoff * random.uniform(0.5, 1.5))
-                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                holds.not_stored(polled, exc)
                 continue
-            backoff = RETRY_BACKOFF_INITIAL_S
+            holds.stored()
             consumer.commit()
 
-    def _handle(self, records: list[ConsumerRecord], producer: KafkaProducer) -> None:
+    def _handle(self, records: list[ConsumerRecord], dead_letters: DeadLetters) -> None:
         kept: list[ConsumerRecord] = []
         refused: list[tuple[ConsumerRecord, str]] = []
         for record in records:
@@ -272,16 +265,16 @@ class KafkaReceiver:
         except RequestTooLarge:
             # Each record fits on its own, together they do not: take them in halves.
             half = len(records) // 2
-            self._handle(records[:half], producer)
-            self._handle(records[half:], producer)
+            self._handle(records[:half], dead_letters)
+            self._handle(records[half:], dead_letters)
             return
         with reservation:
             parked: list[FutureRecordMetadata] = []
             for record, why in refused:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
-                parked.append(self._park(producer, record, why, rejected=None))
-            self._store_records(kept, producer, parked, reservation, total)
-            self._flush_parked(producer, parked)
+                parked.append(dead_letters.park(record, why))
+            self._store_records(kept, dead_letters, parked, reservation, total)
+            dead_letters.flush(parked)
 
     def _refusal(self, size: int) -> str | None:
         """Why a record of ``size`` bytes is parked unread, or None."""
@@ -306,7 +299,7 @@ class KafkaReceiver:
     def _store_records(
         self,
         records: list[ConsumerRecord],
-        producer: KafkaProducer,
+        dead_letters: DeadLetters,
         parked: list[FutureRecordMetadata],
         reservation: Reservation,
         total: int,
@@ -328,14 +321,14 @@ class KafkaReceiver:
                 )
             except DecodeError as exc:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_INVALID).inc()
-                parked.append(self._park(producer, record, str(exc), rejected=None))
+                parked.append(dead_letters.park(record, str(exc)))
                 continue
             if decoded.largest_item > SLICE_BOUNDS.wire_bytes:
                 try:
                     reservation.resize(max(reservation.size, self._cost(total, decoded.largest_item)))
                 except RequestTooLarge as exc:
                     self._metrics.requests.labels(TRANSPORT, OUTCOME_TOO_LARGE).inc()
-                    parked.append(self._park(producer, record, str(exc), rejected=None))
+                    parked.append(dead_letters.park(record, str(exc)))
                     continue
             rejected = 0
             errors: list[str] = []
@@ -350,16 +343,16 @@ class KafkaReceiver:
                 merged.logs.extend(batch.logs)
                 items = len(merged.spans) + len(merged.logs)
                 if items >= SLICE_BOUNDS.items or merged_bytes >= SLICE_BOUNDS.wire_bytes:
-                    self._store(merged, [records[i] for i in sorted(carried)], producer)
+                    self._store(merged, [records[i] for i in sorted(carried)], dead_letters)
                     merged, carried, merged_bytes = SpanBatch(), set(), 0
             if rejected:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_PARTIAL).inc()
-                parked.append(self._park(producer, record, "; ".join(errors), rejected=rejected))
+                parked.append(dead_letters.park(record, "; ".join(errors), rejected))
             else:
                 self._metrics.requests.labels(TRANSPORT, OUTCOME_OK).inc()
-        self._store(merged, [records[i] for i in sorted(carried)], producer)
+        self._store(merged, [records[i] for i in sorted(carried)], dead_letters)
 
-    def _store(self, merged: SpanBatch, carried: list[ConsumerRecord], producer: KafkaProducer) -> None:
+    def _store(self, merged: SpanBatch, carried: list[ConsumerRecord], dead_letters: DeadLetters) -> None:
         """Hand a merged slice to the pipeline and wait until it is stored. A retriable failure is
         raised (the batch is rewound and retried); a permanent one parks the records it carried."""
         if not (merged.spans or merged.logs):
@@ -368,58 +361,10 @@ class KafkaReceiver:
         try:
             asyncio.run_coroutine_threadsafe(self._next.consume_spans(merged), self._loop).result()
         except Exception as exc:
-            if is_retriable(exc):
+            if KAFKA_RETRY.retries(exc):
                 raise  # rewound and retried: the store may take them later
             # The store refuses them for good: park the records so the stream moves on.
             reason = scrub(f"not stored: {exc}")
-            self._flush_parked(producer, [self._park(producer, r, reason, rejected=None) for r in carried])
+            dead_letters.flush([dead_letters.park(record, reason) for record in carried])
             return
         count_received(merged, self._metrics, TRANSPORT)
-
-    @staticmethod
-    def _flush_parked(producer: KafkaProducer, parked: list[FutureRecordMetadata]) -> None:
-        """Dead letters must be durable before their offsets are committed."""
-        producer.flush()
-        for future in parked:
-            future.get(timeout=30)
-
-    def _park(
-        self, producer: KafkaProducer, record: ConsumerRecord, reason: str, rejected: int | None
-    ) -> FutureRecordMetadata:
-        log.warning(
-            "kafka record %s[%d]@%d parked in %s: %s",
-            record.topic,
-            record.partition,
-            record.offset,
-            self._config.dlq_topic,
-            reason,
-        )
-        self._metrics.dead_letters.inc()
-        headers = [
-            ("tracescore.error", reason.encode()),
-            ("tracescore.source.topic", record.topic.encode()),
-            ("tracescore.source.partition", str(record.partition).encode()),
-            ("tracescore.source.offset", str(record.offset).encode()),
-        ]
-        if rejected is not None:
-            noun = "log_records" if self._signals.get(record.topic) == SIGNAL_LOGS else "spans"
-            headers.append((f"tracescore.rejected_{noun}", str(rejected).encode()))
-        return producer.send(self._config.dlq_topic, value=record.value, key=record.key, headers=headers)
-
-    def _pause(self, consumer: KafkaConsumer, seconds: float, why: str) -> None:
-        partitions = list(consumer.assignment())
-        log.info("kafka intake paused for %.1f s: %s", seconds, why)
-        self._metrics.kafka_pauses.inc()
-        consumer.pause(*partitions)
-        deadline = time.monotonic() + seconds
-        try:
-            while not self._stop.is_set() and time.monotonic() < deadline:
-                consumer.poll(timeout_ms=POLL_TIMEOUT_MS)  # heartbeats and rebalances, no records
-        finally:
-            consumer.resume(*[p for p in partitions if p in consumer.assignment()])
-
-    @staticmethod
-    def _rewind(consumer: KafkaConsumer, polled: dict[TopicPartition, list[ConsumerRecord]]) -> None:
-        for partition, part_records in polled.items():
-            if part_records:
-                consumer.seek(partition, part_records[0].offset)

@@ -9,21 +9,19 @@
 Every call goes through ``litellm.acompletion``. Structured output uses a JSON schema
 ``response_format`` when litellm says the model supports one, else JSON mode; an answer that does
 not validate gets one repair round (the error is sent back), then fails with ``JudgeError``.
-Rate limits, 5xx and timeouts are retried with exponential backoff and jitter (honouring
-Retry-After); permanent errors (401/403, unknown model, bad request, no key) fail at once with a
-message saying what to set (``scoring.judge.failures`` classifies them). The key each call carries is
-``scoring.judge.api_keys``'s: the judge's own, the provider's variable, or for an ``api_base``
-without either a placeholder (local OpenAI-compatible servers want none).
-Embeddings (``embed``) and moderation (``moderate``) go through the same retry policy.
+Rate limits, 5xx and timeouts are retried with exponential backoff and jitter (the one
+``RetryPolicy``, honouring Retry-After); permanent errors (401/403, unknown model, bad request, no
+key) fail at once with a message saying what to set (``scoring.judge.failures`` classifies them).
+The key each call carries is ``scoring.judge.api_keys``'s: the judge's own, the provider's variable,
+or for an ``api_base`` without either a placeholder (local OpenAI-compatible servers want none).
+Embeddings (``embed``) and moderation (``moderate``) go through the same retry policy. What a
+structured request asks for and how its answer is read is ``scoring.judge.structured_output``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import random
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
@@ -31,6 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from tracescore.schemas.retry_policy import RetryPolicy
 from tracescore.schemas.secrets import register_secret
 from tracescore.scoring.judge.api_keys import NO_KEY, api_key_for
 from tracescore.scoring.judge.call_guard import (
@@ -44,14 +43,20 @@ from tracescore.scoring.judge.data_fences import DATA_PREAMBLE
 from tracescore.scoring.judge.dry import dry_call, minimal_instance
 from tracescore.scoring.judge.failures import JudgeError, classify, explain, is_timeout
 from tracescore.scoring.judge.litellm_setup import litellm_module
+from tracescore.scoring.judge.structured_output import (
+    parse_answer,
+    repair_messages,
+    response_format,
+    shortened,
+    supports_json_schema,
+)
 from tracescore.scoring.judge.transcript import record_exchange
 from tracescore.scoring.judge.usage import Tally
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
-# Models in JSON mode sometimes still wrap the object in a Markdown code fence.
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
+BACKOFF_JITTER = 0.5  # each wait between half and all of the backoff
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ class Judge:
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 8.0
     temperature: float = 0.0
+    retry_policy: RetryPolicy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)  # scrubbed from every error text and log line from now on
@@ -90,6 +96,10 @@ class Judge:
             raise ValueError("a judge needs a model")
         if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_initial_s < 0:
             raise ValueError("timeout_s must be > 0, max_retries and backoff_initial_s >= 0")
+        policy = RetryPolicy(
+            initial_s=self.backoff_initial_s, max_s=self.backoff_max_s, jitter=BACKOFF_JITTER
+        )
+        object.__setattr__(self, "retry_policy", policy)  # derived from the fields, once
 
     async def embed(self, texts: list[str], model: str) -> list[list[float]]:
         """Embedding vectors of ``texts`` through ``litellm.aembedding``, on this judge's endpoint."""
@@ -155,28 +165,14 @@ class Judge:
 
     def uses_json_schema(self) -> bool:
         """True when litellm knows the model accepts a JSON schema ``response_format``."""
-        return _supports_json_schema(self.model)
+        return supports_json_schema(self.model)
 
     async def structured(
         self, prompt: str, output_schema: type[M], *, system: str | None = None
     ) -> JudgeResult[M]:
         """The judge's answer to ``prompt`` as a validated ``output_schema`` instance."""
         prompt = redact_text(prompt)
-        schema = _schema_text(output_schema)
-        if self.uses_json_schema():
-            response_format: dict[str, Any] = {
-                "type": "json_schema",
-                # A dict of its own for every request: litellm may adapt it to the provider in place.
-                "json_schema": {
-                    "name": _schema_name(output_schema),
-                    "schema": json.loads(schema),
-                    "strict": False,
-                },
-            }
-            json_hint = "Reply with a JSON object."
-        else:
-            response_format = {"type": "json_object"}
-            json_hint = f"Reply with only a JSON object matching this JSON schema:\n{schema}"
+        answer_format, json_hint = response_format(output_schema, json_schema=self.uses_json_schema())
         messages = [
             {"role": "system", "content": self._system(system, json_hint)},
             {"role": "user", "content": prompt},
@@ -186,26 +182,18 @@ class Judge:
         if (guard := current_guard()) is not None and guard.dry_run:
             dry_call(guard, self.model, messages=messages)
             return self._result(minimal_instance(output_schema), prompt, "", tally, started)
-        raw = await self._complete(messages, tally, response_format)
+        raw = await self._complete(messages, tally, answer_format)
         try:
-            value = _validate(output_schema, raw)
+            value = parse_answer(output_schema, raw)
         except ValidationError as first:
             # One repair round: show the model its answer and what was wrong with it.
-            messages += [
-                {"role": "assistant", "content": raw},
-                {
-                    "role": "user",
-                    "content": "Your answer was not valid JSON for the required schema:\n"
-                    f"{_short(str(first))}\nReply again with only a JSON object matching this "
-                    f"JSON schema:\n{schema}",
-                },
-            ]
-            raw = await self._complete(messages, tally, response_format)
+            messages += repair_messages(raw, str(first), output_schema)
+            raw = await self._complete(messages, tally, answer_format)
             try:
-                value = _validate(output_schema, raw)
+                value = parse_answer(output_schema, raw)
             except ValidationError as second:
                 raise JudgeError(
-                    f"judge {self.model!r} answered invalid JSON twice: {_short(str(second))}",
+                    f"judge {self.model!r} answered invalid JSON twice: {shortened(str(second))}",
                     retriable=False,
                     attempts=tally.attempts,
                     kind="invalid_answer",
@@ -333,10 +321,11 @@ class Judge:
                         response = await request()
                 except Exception as exc:
                     error = classify(exc)
-                    call.failed(error.retriable)
-                    if not error.retriable or retry == self.max_retries:
+                    retriable = self.retry_policy.retries(error)
+                    call.failed(retriable)
+                    if not retriable or retry == self.max_retries:
                         span.set_attribute("error.type", type(exc).__name__)
-                        if error.retriable:
+                        if retriable:
                             why = f"timed out after {self.timeout_s:g} s" if is_timeout(exc) else error
                             message = f"failed (retriable) after {tally.attempts} attempt(s): {why}"
                         else:
@@ -344,13 +333,13 @@ class Judge:
                             message = f"failed: {summary} ({error})" if summary else f"failed: {error}"
                         raise JudgeError(
                             f"judge {model!r} {message}",
-                            retriable=error.retriable,
+                            retriable=retriable,
                             attempts=tally.attempts,
                             retry_after_s=error.retry_after_s,
                             kind=error.kind,
                             status=error.status,
                         ) from exc
-                    await asyncio.sleep(self._backoff(retry, error.retry_after_s))
+                    await asyncio.sleep(self.retry_policy.delay(retry, at_least=error.retry_after_s))
                     continue
                 before = (tally.input_tokens, tally.output_tokens)
                 cost = tally.add(model, response, litellm_module())
@@ -359,14 +348,6 @@ class Judge:
                 span.set_attribute("gen_ai.usage.output_tokens", tally.output_tokens)
                 return response
         raise AssertionError("unreachable: the loop returns or raises")
-
-    def _backoff(self, retry: int, retry_after_s: float | None) -> float:
-        """Exponential backoff with jitter (half fixed, half random), at least the server's Retry-After."""
-        delay = min(self.backoff_max_s, self.backoff_initial_s * 2.0**retry)
-        delay = delay / 2 + random.uniform(0, delay / 2)
-        if retry_after_s is not None:
-            delay = max(delay, min(retry_after_s, self.backoff_max_s))
-        return delay
 
 
 def _content(response: Any) -> str:
@@ -378,40 +359,3 @@ def _category_scores(response: Any) -> dict[str, float]:
     raw = response.results[0].category_scores
     scores = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
     return {name: float(value) for name, value in scores.items() if value is not None}
-
-
-def _validate(schema: type[M], raw: str) -> M:
-    """``raw`` validated as ``schema``, also when it comes wrapped in a Markdown code fence."""
-    try:
-        return schema.model_validate_json(raw)
-    except ValidationError:
-        fenced = _FENCE.match(raw)
-        if fenced is None:
-            raise
-        return schema.model_validate_json(fenced.group(1))
-
-
-@functools.lru_cache(maxsize=1024)
-def _schema_text(output_schema: type[BaseModel]) -> str:
-    """The JSON schema of an output model, as JSON text. Built once per model: pydantic builds it
-    anew on every ``model_json_schema()`` call (0.2 ms for toxicity's verdicts, 10% of a scorer
-    run's CPU time under ``bench/judge.py``), and the models of a scorer never change."""
-    return json.dumps(output_schema.model_json_schema())
-
-
-@functools.lru_cache(maxsize=1024)
-def _supports_json_schema(model: str) -> bool:
-    """Whether litellm's model map says ``model`` takes a JSON schema ``response_format``; asked
-    once per model (a model registered with litellm later keeps the first answer)."""
-    try:
-        return bool(litellm_module().supports_response_schema(model=model))
-    except Exception:  # an unknown model or provider: fall back to JSON mode
-        return False
-
-
-def _schema_name(schema: type[BaseModel]) -> str:
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", schema.__name__)[:64] or "output"
-
-
-def _short(text: str, limit: int = 1_000) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

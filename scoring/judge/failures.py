@@ -12,11 +12,9 @@ import asyncio
 import re
 from typing import Literal
 
-from tracescore.schemas.errors import TracescoreError
+from tracescore.schemas.errors import TracescoreError, is_retriable_status
 from tracescore.schemas.secrets import scrub
 
-# HTTP statuses worth another try: request timeout, rate limit, and server-side trouble.
-RETRIABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_TEXT_CHARS = 500  # of the provider's message kept in the error
 
 Kind = Literal[
@@ -116,7 +114,7 @@ def classify(exc: BaseException) -> JudgeError:
     elif isinstance(exc, retriable_types):
         retriable = True
     else:
-        retriable = status in RETRIABLE_STATUSES
+        retriable = status is not None and is_retriable_status(status)
     return JudgeError(
         message,
         retriable=retriable,

@@ -1,7 +1,8 @@
 """Runs waiting for their judge: a judge outage leaves a run pending, not failed.
 
 When a scorer fails with a retriable error (the judge answered 429/5xx or timed out after its own
-per-call retries), the job is tried again after an exponential backoff with jitter, for up to
+per-call retries), the job is tried again after an exponential backoff with jitter (the one
+``RetryPolicy``: 1 s doubling up to a minute, each wait between half and all of that), for up to
 ``max_age_seconds`` after its first failure; then it is failed with the reason. Its round stays open
 meanwhile, so a restart finds the run undecided and scores it.
 """
@@ -14,10 +15,19 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from tracescore.schemas.retry_policy import RetryPolicy
+
 J = TypeVar("J")
 
 BACKOFF_INITIAL_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 60.0
+BACKOFF_JITTER = 0.5
+PENDING_RETRY = RetryPolicy(
+    initial_s=BACKOFF_INITIAL_SECONDS, max_s=BACKOFF_MAX_SECONDS, jitter=BACKOFF_JITTER
+)
+# Runs that wait for the same hint (an open circuit's cooldown) are spread over this much more, so
+# they do not all reach the judge at once.
+HINT_SPREAD_SECONDS = 0.25
 
 
 class PendingRetries(Generic[J]):
@@ -69,11 +79,8 @@ class PendingRetries(Generic[J]):
 
 
 def retry_delay(attempts: int, not_before_s: float | None = None) -> float:
-    """Seconds before the ``attempts``-th try of a run whose judge failed: exponential backoff from
-    ``BACKOFF_INITIAL_SECONDS`` with half of it jittered, capped at ``BACKOFF_MAX_SECONDS``; at least
-    ``not_before_s`` (plus up to 0.25 s of jitter, within the cap) when the judge said when."""
-    delay = min(BACKOFF_MAX_SECONDS, BACKOFF_INITIAL_SECONDS * 2.0 ** max(0, attempts - 1))
-    delay = delay / 2 + random.uniform(0, delay / 2)
-    if not_before_s is not None:
-        delay = max(delay, min(not_before_s + random.uniform(0, 0.25), BACKOFF_MAX_SECONDS))
-    return delay
+    """Seconds before the ``attempts``-th try of a run whose judge failed: ``PENDING_RETRY``'s wait;
+    at least ``not_before_s`` (plus up to ``HINT_SPREAD_SECONDS``, within the cap) when the judge
+    said when."""
+    hint = None if not_before_s is None else not_before_s + random.uniform(0, HINT_SPREAD_SECONDS)
+    return PENDING_RETRY.delay(max(0, attempts - 1), at_least=hint)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from tracescore.schemas import Decision, ScoreRecord
 from tracescore.schemas.consumers import ScoreSink
 from tracescore.schemas.errors import Overloaded, is_retriable
+from tracescore.schemas.retry_policy import RetryPolicy
 from tracescore.scoring.runtime.round_tracker import RoundState, RoundTracker
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
@@ -142,9 +143,10 @@ class ScoreBuffer:
     async def flush_periodically(self, interval: float, housekeeping: Callable[[], Awaitable[None]]) -> None:
         """Write rows as soon as there are some, a write starting at least ``delay`` after the last one
         started (one that took longer is followed at once, with what gathered meanwhile); every
-        ``delay`` anyway, after ``housekeeping``. ``delay`` is ``interval``, or after a failed write
-        ``flush_retry_delay``."""
-        delay = interval
+        ``delay`` anyway, after ``housekeeping``. ``delay`` is ``interval``, or after failed writes the
+        shared retry policy's wait: doubling from twice ``interval`` up to ``MAX_RETRY_DELAY_SECONDS``."""
+        write_retry = write_retry_policy(interval)
+        delay, failed_writes = interval, 0
         loop = asyncio.get_running_loop()
         started = loop.time()
         while True:
@@ -158,13 +160,14 @@ class ScoreBuffer:
             try:
                 await self.flush()
             except Exception as exc:
-                delay = flush_retry_delay(delay, interval)
+                delay = write_retry.delay(failed_writes)
+                failed_writes += 1
                 if isinstance(exc, Overloaded):  # the store's disk is under its floor: it says why
                     self._logger.warning("writing scores waits: %s; retrying in %.1f s", exc, delay)
                 else:
                     self._logger.exception("writing scores failed; retrying in %.1f s", delay)
             else:
-                delay = interval
+                delay, failed_writes = interval, 0
 
     async def _write(self, batch: _Write) -> None:
         """Scores and decisions, then the marks of the rounds they complete (after them: a crash in
@@ -216,7 +219,8 @@ class ScoreBuffer:
         self._on_change()
 
 
-def flush_retry_delay(delay: float, interval: float) -> float:
-    """Seconds before the periodic flush tries again after a failed write that waited ``delay``:
-    doubled, at least ``interval``, at most ``MAX_RETRY_DELAY_SECONDS``."""
-    return min(max(delay * 2, interval), MAX_RETRY_DELAY_SECONDS)
+def write_retry_policy(interval: float) -> RetryPolicy:
+    """How the periodic flush waits after failed writes: twice ``interval`` first, doubling, at most
+    ``MAX_RETRY_DELAY_SECONDS``, without jitter (one writer per process; nobody to spread from)."""
+    first = min(2 * interval, MAX_RETRY_DELAY_SECONDS)
+    return RetryPolicy(initial_s=first, max_s=MAX_RETRY_DELAY_SECONDS, multiplier=2, jitter=0)

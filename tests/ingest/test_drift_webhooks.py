@@ -12,8 +12,9 @@ import pytest
 
 from tests.support.drift import NOW, Hooks, Streams, serving_hooks
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor
+from tracescore.ingest.alerting.webhooks import DriftNotice, Notifier
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.drift_config import DriftConfig
+from tracescore.schemas.drift_config import DriftConfig, WebhookConfig
 
 
 @pytest.fixture
@@ -136,3 +137,18 @@ async def test_a_refused_post_is_not_retried_and_an_unreachable_one_is(store: St
     assert sent["ops"].error.startswith("HTTP 400")
     assert (sent["closed"].delivered, sent["closed"].attempts) == (False, 2)
     assert "ClientConnectorError" in sent["closed"].error
+
+
+async def test_waits_between_tries_double_from_retry_backoff_up_to_a_minute(hooks: Hooks) -> None:
+    waits: list[float] = []
+
+    async def recorded_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    hooks.fail["/json"] = 10
+    notifier = Notifier(config(hooks, retries=6, retry_backoff="20s"), sleep=recorded_sleep)
+    webhook = WebhookConfig.model_validate({"url": f"{hooks.url}/json", "name": "ops"})
+    sent = await notifier.post(webhook, DriftNotice("alert", []), NOW)
+
+    assert (sent.attempts, sent.delivered) == (7, False)
+    assert waits == [20.0, 40.0, 60.0, 60.0, 60.0, 60.0]

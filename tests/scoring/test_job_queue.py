@@ -10,7 +10,7 @@ import pytest
 from tracescore.scoring.runtime import job_queue
 from tracescore.scoring.runtime.job_queue import JobQueue
 from tracescore.scoring.runtime.pending_runs import retry_delay
-from tracescore.scoring.runtime.score_buffer import flush_retry_delay
+from tracescore.scoring.runtime.score_buffer import write_retry_policy
 
 
 async def test_new_work_waits_while_too_many_runs_wait_for_their_judge(
@@ -55,9 +55,7 @@ def test_the_judge_backoff_doubles_with_jitter_up_to_a_minute_and_honours_retry_
     assert retry_delay(1, not_before_s=600.0) == 60.0  # the cap holds against a long Retry-After
 
 
-def test_the_score_write_backoff_doubles_from_the_flush_interval_up_to_five_seconds() -> None:
-    assert flush_retry_delay(0.2, 0.2) == 0.4
-    assert flush_retry_delay(0.4, 0.2) == 0.8
-    assert flush_retry_delay(4.0, 0.2) == 5.0
-    assert flush_retry_delay(5.0, 0.2) == 5.0
-    assert flush_retry_delay(0.1, 3.0) == 3.0  # never shorter than the interval
+def test_the_score_write_backoff_doubles_from_twice_the_flush_interval_up_to_five_seconds() -> None:
+    policy = write_retry_policy(0.2)
+    assert [policy.delay(n) for n in range(6)] == [0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
+    assert write_retry_policy(3.0).delay(0) == 5.0  # a long interval: the cap from the first wait

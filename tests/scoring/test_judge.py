@@ -91,13 +91,13 @@ async def test_server_error_backs_off_exponentially(llm_server: LLMServer) -> No
 
 
 def test_backoff_doubles_with_jitter_up_to_its_cap_and_honours_retry_after() -> None:
-    client = Judge(PLAIN_MODEL, backoff_initial_s=0.2, backoff_max_s=1.0)
+    policy = Judge(PLAIN_MODEL, backoff_initial_s=0.2, backoff_max_s=1.0).retry_policy
     for retry, full in enumerate([0.2, 0.4, 0.8, 1.0, 1.0]):
-        delays = [client._backoff(retry, None) for _ in range(2_000)]
+        delays = [policy.delay(retry) for _ in range(2_000)]
         assert full / 2 <= min(delays) and max(delays) <= full
         assert max(delays) - min(delays) > full / 2 * 0.9  # the random half is really random
-    assert client._backoff(0, 0.7) >= 0.7  # a server's Retry-After is waited at least
-    assert client._backoff(0, 30.0) <= 1.0  # ... up to the cap
+    assert policy.delay(0, at_least=0.7) >= 0.7  # a server's Retry-After is waited at least
+    assert policy.delay(0, at_least=30.0) <= 1.0  # ... up to the cap
 
 
 async def test_persistent_server_error_fails_after_all_retries(llm_server: LLMServer) -> None:
