@@ -182,4 +182,4 @@ def test_the_top_level_names_are_the_scoring_api_loaded_on_first_use() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False", "importing the data types loaded the scoring stack"
     with pytest.raises(AttributeError, match="has no attribute 'create_scorers'"):
-        _ = tracescore.create_scorers  # type: ignore[attr-defined]
+        _ = tracescore.create_scorers

@@ -119,7 +119,7 @@ def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> N
         )
         with urllib.request.urlopen(request, timeout=10) as resp:
             assert resp.status == 200
-        rows: list[dict[str, object]] = []
+        rows: list[dict[str, Any]] = []
         while len(rows) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
             rows = api_rows(f"{base}/api/scores?trace_id=5dbdf98695bd5785f3d3e61006ad2dba")

@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,7 +54,7 @@ class Outputs:
     backfill_lines: list[dict[str, object]]
 
 
-def _config(path: Path, rules: list[dict[str, object]]) -> Path:
+def _config(path: Path, rules: Sequence[Mapping[str, object]]) -> Path:
     path.write_text(yaml.safe_dump({"scoring": {"rules": rules}}))
     return path
 

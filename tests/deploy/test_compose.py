@@ -378,8 +378,8 @@ def test_agents_and_people_reach_the_published_ports() -> None:
 def test_every_mounted_file_exists_and_every_named_volume_is_declared() -> None:
     declared = set(compose().get("volumes") or {})
     for name, service in services().items():
-        for source, _ in bind_mounts(service):
-            assert source.exists(), f"{name} mounts {source}, which is not in the repository"
+        for host_path, _ in bind_mounts(service):
+            assert host_path.exists(), f"{name} mounts {host_path}, which is not in the repository"
         for volume in service.get("volumes") or []:
             source = volume.get("source") if isinstance(volume, dict) else volume.split(":")[0]
             if source and not source.startswith((".", "/", "~")):

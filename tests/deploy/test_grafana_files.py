@@ -220,7 +220,9 @@ def test_scorers_where_lower_is_better_are_known_and_the_same_for_dashboard_and_
     on_dashboard = set(re.findall(r"'([^']+)'", variables["inverted_scorers"]["query"]))
     (rule,) = [r for r in alert_rules() if r["uid"] == "tracescore-pass-rate-drop"]
     sql = rule["data"][0]["model"]["rawSql"]
-    in_rule = set(re.findall(r"'([^']+)'", re.search(r"ScorerId IN \(([^)]*)\)", sql).group(1)))  # type: ignore[union-attr]
+    scorer_ids = re.search(r"ScorerId IN \(([^)]*)\)", sql)
+    assert scorer_ids is not None
+    in_rule = set(re.findall(r"'([^']+)'", scorer_ids.group(1)))
     lower_is_better = {"bias", "hallucination", "toxicity"}
     # By name, and by the id earlier releases stored them under (their rows are still read).
     assert on_dashboard == in_rule == lower_is_better | {f"{name}-scorer" for name in lower_is_better}

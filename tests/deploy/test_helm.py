@@ -43,7 +43,7 @@ CUSTOM_RULES = [
 ]
 
 # Replicas 3, own rules and judge, an existing Secret, the ServiceMonitor on, Kafka with SASL.
-CUSTOM = {
+CUSTOM: dict[str, Any] = {
     "replicaCount": 3,
     "image": {"repository": "registry.example/tracescore", "tag": "1.2.3"},
     "resources": {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "4Gi"}},

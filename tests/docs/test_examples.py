@@ -18,7 +18,7 @@ import pytest
 from tests.docs.judge_server import judge_server_thread
 from tests.docs.markdown import RUN_LANGUAGES, SHOWN_LANGUAGES, documents, examples, name
 from tests.docs.runner import DocumentRun, sandbox
-from tests.support.serve import ENV, start_serve, stop, wait_healthy, wait_ready
+from tests.support.serve import ENV, free_port, start_serve, stop, wait_healthy, wait_ready
 
 pytestmark = pytest.mark.xdist_group("docs")  # one served instance for every document
 
@@ -52,11 +52,11 @@ def reader_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     with judge_server_thread() as judge:
         judge_env = {**ENV, "OPENAI_BASE_URL": judge.api_base, "OPENAI_API_KEY": "sk-docs-test"}
         store = tmp_path_factory.mktemp("served") / "tracescore-data"
-        proc, http_port = start_serve(store, "--idle", "0.5", env=judge_env)
+        grpc_port = free_port()
+        proc, http_port = start_serve(store, "--idle", "0.5", grpc_port=grpc_port, env=judge_env)
         try:
             base = wait_healthy(proc, http_port)
             wait_ready(base)
-            grpc_port = proc.args[proc.args.index("--grpc-port") + 1]
             yield {
                 **judge_env,
                 "TRACESCORE_URL": base,

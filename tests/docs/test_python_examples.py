@@ -63,7 +63,7 @@ def test_the_first_program_scores_a_run(tmp_path: Path, judge_server: LLMServer)
 def test_the_judge_program_runs_with_a_local_judge(tmp_path: Path, judge_server: LLMServer) -> None:
     # The first answer is polite.run(run)'s; in run_evals the two scorers run concurrently on the
     # item, so the judge answers by the schema asked for (the reason step asks for text).
-    answers = {
+    answers: dict[str, list[dict[str, object]]] = {
         "Politeness": [{"polite": True}, {"polite": False}],
         "Statements": [{"statements": ["Paris."]}],
         "RelevancyResults": [{"results": [{"result": "yes", "reason": "answers it"}]}],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -66,7 +67,7 @@ def health_latency(base: str) -> Iterator[list[float]]:
         yield latencies
 
 
-def serve(tmp_path: Path, **config: object) -> tuple[object, str]:
+def serve(tmp_path: Path, **config: object) -> tuple[subprocess.Popen[str], str]:
     path = tmp_path / "tracescore.yaml"
     path.write_text(yaml.safe_dump(config))
     proc, http_port = start_serve(tmp_path / "store", "--config", str(path), "--idle", "0.5")
@@ -87,7 +88,7 @@ def test_huge_requests_are_answered_in_seconds_while_health_answers_within_a_sec
         assert refused_in < 5 and accepted_in < 20
         assert latencies and max(latencies) < 1.0, max(latencies)
     finally:
-        assert stop(proc) == 0  # type: ignore[arg-type]
+        assert stop(proc) == 0
 
 
 def text_trace(index: int, text: str) -> tuple[str, bytes]:
@@ -132,7 +133,7 @@ def test_megabytes_of_text_do_not_stall_intake_and_are_not_scored(tmp_path: Path
         assert "over scoring.max_run_chars" in str(decisions[0]["detail"])
         assert latencies and max(latencies) < 1.0, max(latencies)
     finally:
-        assert stop(proc) == 0  # type: ignore[arg-type]
+        assert stop(proc) == 0
 
 
 def _stalled_upload(port: int) -> socket.socket:
@@ -169,7 +170,7 @@ def test_stalled_uploads_are_timed_out_and_the_service_keeps_answering(tmp_path:
     finally:
         for sock in sockets:
             sock.close()
-        assert stop(proc) == 0  # type: ignore[arg-type]
+        assert stop(proc) == 0
 
 
 def test_connections_beyond_the_cap_are_closed_on_arrival(tmp_path: Path) -> None:
@@ -195,4 +196,4 @@ def test_connections_beyond_the_cap_are_closed_on_arrival(tmp_path: Path) -> Non
         # Uploads being handled are never closed to make room: the newcomer was refused.
         assert "tracescore_http_connections_refused_total 1.0" in metrics
     finally:
-        assert stop(proc) == 0  # type: ignore[arg-type]
+        assert stop(proc) == 0

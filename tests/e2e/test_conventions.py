@@ -23,8 +23,10 @@ from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.cli import main
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.http import HttpReceiver
-from tracescore.ingest.service import RunBuilder, SpanSink
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.score_reads import ScoreResults
+from tracescore.ingest.store.span_sink import SpanSink
+from tracescore.ingest.transform.run_builder import RunBuilder
 from tracescore.schemas import AgentRun, TraceRound
 from tracescore.schemas.config import AssemblyConfig, ReceiverConfig
 from tracescore.schemas.trace_view import TraceView
@@ -114,7 +116,7 @@ class Pipeline:
             ReceiverConfig(http_port=0),
             SpanSink(store, self.assembler, self.metrics),
             self.metrics,
-            scores=store,
+            scores=ScoreResults(store),
         )
 
 

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -54,9 +55,9 @@ def _kill(proc: subprocess.Popen[str]) -> None:
         proc.stdout.close()
 
 
-def _wait_until(condition: object, limit_s: float, what: str) -> None:
+def _wait_until(condition: Callable[[], bool], limit_s: float, what: str) -> None:
     deadline = time.monotonic() + limit_s
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
 

@@ -16,6 +16,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.load import Load
@@ -39,10 +40,10 @@ def readyz(base: str) -> tuple[int, dict[str, object]]:
             return exc.code, json.loads(exc.read())
 
 
-async def until(condition: object, limit_s: float, what: str) -> float:
+async def until(condition: Callable[[], bool], limit_s: float, what: str) -> float:
     """Seconds until ``condition()`` holds (polled); fails after ``limit_s``."""
     started = time.monotonic()
-    while not await asyncio.to_thread(condition):  # type: ignore[arg-type]
+    while not await asyncio.to_thread(condition):
         assert time.monotonic() - started < limit_s, f"timed out waiting for {what}"
         await asyncio.sleep(0.2)
     return time.monotonic() - started

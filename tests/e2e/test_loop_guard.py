@@ -104,13 +104,13 @@ async def test_judge_spans_sent_back_to_tracescore_are_never_scored(
     }
 
 
-def _span(span_id: str, parent: str = "", **attributes: object) -> Span:
+def _span(span_id: str, parent: str = "", /, **attributes: object) -> Span:
     return Span(trace_id="e" * 32, span_id=span_id, parent_span_id=parent, name="chat", attributes=attributes)
 
 
 async def test_calls_under_a_judge_span_or_with_the_judge_preamble_are_never_scored() -> None:
     judge_span = _span("1" * 16, **{JUDGE_SPAN_ATTRIBUTE: True})
-    instrumented = _span("2" * 16, parent=judge_span.span_id)  # an HTTP or LLM client's span under ours
+    instrumented = _span("2" * 16, judge_span.span_id)  # an HTTP or LLM client's span under ours
     user_span = _span("3" * 16)
     trace = TraceView(spans={s.span_id: s for s in (judge_span, instrumented, user_span)})
 

@@ -89,7 +89,8 @@ async def send(session: aiohttp.ClientSession, base: str, body: bytes, answers: 
 
 async def flood(base: str, bodies: list[bytes], big: bytes | None = None) -> list[int]:
     """CLIENTS clients sending ``bodies`` as fast as they are taken, and ``big`` meanwhile."""
-    todo, answers = list(bodies), []
+    todo = list(bodies)
+    answers: list[int] = []
 
     async def client(session: aiohttp.ClientSession) -> None:
         while todo:
@@ -103,9 +104,9 @@ async def flood(base: str, bodies: list[bytes], big: bytes | None = None) -> lis
     return answers
 
 
-def memory_health(base: str) -> dict[str, object]:
+def memory_health(base: str) -> dict[str, int | None]:
     with urllib.request.urlopen(f"{base}/healthz", timeout=10) as resp:
-        memory: dict[str, object] = json.loads(resp.read())["memory"]
+        memory: dict[str, int | None] = json.loads(resp.read())["memory"]
         return memory
 
 
@@ -151,7 +152,9 @@ def test_memory_stays_under_the_limit_with_the_biggest_request_a_flood_and_both(
         assert peak[0] <= 1.05 * limit, measured
         memory = memory_health(base)  # what the operator reads: the limit, the rest size, the reservations
         assert memory["limit_bytes"] == limit and memory["reserved_bytes"] == 0
-        assert 0 < int(memory["rest_bytes"]) < int(memory["resident_bytes"]) + limit  # type: ignore[call-overload]
+        rest, resident = memory["rest_bytes"], memory["resident_bytes"]
+        assert rest is not None and resident is not None
+        assert 0 < rest < resident + limit
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # acknowledged means stored: no need to wait for the scoring
         proc.wait(timeout=30)

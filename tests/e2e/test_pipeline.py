@@ -164,6 +164,7 @@ async def test_kafka_otlp_proto_records_to_score_rows(tmp_path: Path, kafka_boot
     )
     await svc.start()
     try:
+        assert svc.kafka is not None
         await svc.kafka.wait_assigned()
         for case_id, trace_id in zip(["c000", "c030"], trace_ids, strict=True):
             rows = _by_scorer(await _wait_scores(svc, trace_id, 2))

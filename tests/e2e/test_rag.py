@@ -272,12 +272,12 @@ async def test_rag_scorers_judge_the_retrieved_documents_end_to_end(
         "ragas-context-relevancy": 1,
         "ragas-answer-relevancy": 2,
     }
-    for scorer_id, calls in chat_calls.items():
+    for scorer_id, chat_count in chat_calls.items():
         row = rows[scorer_id]
         embedded = 18 if scorer_id == "ragas-answer-relevancy" else 0
-        assert row["input_tokens"] == 11 * calls + embedded, scorer_id
-        assert row["output_tokens"] == 7 * calls, scorer_id
-        cost = calls * CHAT_CALL_COST + embedded * EMBEDDING_PRICE
+        assert row["input_tokens"] == 11 * chat_count + embedded, scorer_id
+        assert row["output_tokens"] == 7 * chat_count, scorer_id
+        cost = chat_count * CHAT_CALL_COST + embedded * EMBEDDING_PRICE
         assert row["cost_usd"] == pytest.approx(cost), scorer_id
         expected_model = f"{JUDGE_MODEL},{EMBEDDING_MODEL}" if embedded else JUDGE_MODEL
         assert row["judge_model"] == expected_model, scorer_id

@@ -5,26 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from tests.support.drift import NOW, Streams
 from tests.support.service import running_service, service_config
-from tracescore.ingest.alerting.drift_monitor import DriftMonitor
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor, DriftReport
 from tracescore.ingest.cli import main
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.drift_config import DriftConfig
+from tracescore.schemas.drift_config import CusumConfig, DriftConfig, ReferencePeriod
 
 WINDOW_START = NOW - timedelta(hours=1)
 BASELINE_START = WINDOW_START - timedelta(days=7)
 
 
-async def drift_pass(store: Store, config: DriftConfig | None = None, **kwargs: Any) -> Any:
-    return await DriftMonitor(store, config or DriftConfig(), **kwargs).run_pass(NOW)
+async def drift_pass(
+    store: Store, config: DriftConfig | None = None, thresholds: Mapping[str, tuple[float, str]] | None = None
+) -> DriftReport:
+    return await DriftMonitor(store, config or DriftConfig(), thresholds).run_pass(NOW)
 
 
 async def test_a_mean_shift_of_one_and_a_half_sd_is_flagged_within_one_window(store: Store) -> None:
@@ -88,7 +90,7 @@ async def test_a_slow_drift_is_caught_by_the_streaming_detector(store: Store) ->
     assert finding.mann_whitney_p_value > 0.01
 
     # Without the streaming detector the same data is not flagged.
-    quiet = DriftConfig(cusum={"enabled": False})
+    quiet = DriftConfig(cusum=CusumConfig(enabled=False))
     (unflagged,) = (await DriftMonitor(store, quiet).run_pass(NOW, record=False)).findings
     assert not unflagged.drifted
 
@@ -146,7 +148,7 @@ async def test_a_fixed_reference_period_is_the_baseline(store: Store) -> None:
 
     (preceding,) = (await drift_pass(store)).findings
     assert not preceding.drifted
-    fixed = DriftConfig(reference={"start": reference_start, "end": BASELINE_START})
+    fixed = DriftConfig(reference=ReferencePeriod(start=reference_start, end=BASELINE_START))
     (against_reference,) = (await drift_pass(store, fixed)).findings
     assert against_reference.drifted and against_reference.baseline_n == 1_000
     assert against_reference.windows.baseline_start == reference_start

@@ -8,13 +8,14 @@ import asyncio
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import aiohttp
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import format_span_id, format_trace_id, get_current_span
 from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
 
 from tests.support.otlp import agent_trace_requests
 from tests.support.otlp_logs import closed_endpoint, grpc_logs_receiver, logs_receiver
@@ -30,11 +31,26 @@ from tracescore.ingest.service import Service
 from tracescore.schemas import ScoreRecord
 from tracescore.schemas.export_config import OtlpExportConfig
 
-PROTOCOLS = ["grpc", "http/protobuf"]
+ExportProtocol = Literal["grpc", "http/protobuf"]
+PROTOCOLS: list[ExportProtocol] = ["grpc", "http/protobuf"]
 TRACE = "5dbdf98695bd5785f3d3e61006ad2dba"
 SPAN = "594f8d102c7c4a19"
 CREATED = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
-FAST = {"schedule_delay_seconds": 0.05, "timeout_seconds": 5.0, "shutdown_timeout_seconds": 5.0}
+
+
+class ExportTimings(TypedDict):
+    """OtlpExportConfig's timings, short enough for a test."""
+
+    schedule_delay_seconds: float
+    timeout_seconds: float
+    shutdown_timeout_seconds: float
+
+
+FAST: ExportTimings = {
+    "schedule_delay_seconds": 0.05,
+    "timeout_seconds": 5.0,
+    "shutdown_timeout_seconds": 5.0,
+}
 
 
 def _record(scorer: str = "answer-relevancy", **fields: Any) -> ScoreRecord:
@@ -102,10 +118,10 @@ def test_ids_that_are_not_ids_give_an_unparented_event(trace_id: str, span_id: s
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_events_arrive_parented_to_the_scored_span(protocol: str) -> None:
+async def test_events_arrive_parented_to_the_scored_span(protocol: ExportProtocol) -> None:
     with logs_receiver(protocol) as receiver:
         config = OtlpExportConfig(
-            endpoint=receiver.endpoint, protocol=protocol, headers={"X-Tenant": "team-a"}, **FAST
+            endpoint=receiver.endpoint, protocol=protocol, headers={"X-Tenant": SecretStr("team-a")}, **FAST
         )
         exporter = EvaluationEventExporter(config, CollectorRegistry(), instance="tracescore-0")
         records = [_record(), _record("toxicity", score=0.0, label="", reason="", sample_rate=1.0)]
@@ -126,7 +142,7 @@ async def test_events_arrive_parented_to_the_scored_span(protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_a_busy_receiver_gets_the_events_on_retry(protocol: str) -> None:
+async def test_a_busy_receiver_gets_the_events_on_retry(protocol: ExportProtocol) -> None:
     with logs_receiver(protocol, refuse_first=1) as receiver:
         exporter = EvaluationEventExporter(
             OtlpExportConfig(endpoint=receiver.endpoint, protocol=protocol, **FAST), CollectorRegistry()
@@ -142,7 +158,7 @@ async def test_a_busy_receiver_gets_the_events_on_retry(protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_a_receiver_that_is_down_costs_scoring_nothing(protocol: str) -> None:
+async def test_a_receiver_that_is_down_costs_scoring_nothing(protocol: ExportProtocol) -> None:
     config = OtlpExportConfig(
         endpoint=closed_endpoint(), protocol=protocol, schedule_delay_seconds=0.05, timeout_seconds=0.5
     )

@@ -167,7 +167,7 @@ def test_the_kernel_reports_this_process_and_the_limit_counts_what_it_allocated(
 
 
 def test_held_items_take_their_bound_from_the_memory_limit_unless_set() -> None:
-    derived = ServiceConfig(memory_limit="1GiB")  # type: ignore[arg-type]
+    derived = ServiceConfig.model_validate({"memory_limit": "1GiB"})
     assert derived.assembly.max_held_bytes == 2**30 // 8  # the most; the service lowers it at start
     assert "max_held_bytes" not in derived.assembly.model_fields_set
     explicit = ServiceConfig.model_validate({"memory_limit": "1GiB", "assembly": {"max_held_bytes": 5000}})

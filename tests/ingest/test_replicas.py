@@ -85,6 +85,7 @@ async def test_replicas_join_leave_and_die_as_their_heartbeats_say(store: Store)
     await b.refresh()
     await c.refresh()
     await a.refresh()
+    a = a  # mypy keeps a.live as narrowed by the assert above, across calls, unless a is assigned
     assert a.live == ("a", "b", "c") and seen_by_a[-1].joined == ("b", "c")
     await b.refresh()  # b beat before c did
     assert b.live == a.live == c.live
@@ -97,12 +98,14 @@ async def test_replicas_join_leave_and_die_as_their_heartbeats_say(store: Store)
     clock.advance(1)
     await a.refresh()
     await c.refresh()
+    a = a  # as above
     change = seen_by_a[-1]
     assert a.live == ("a", "c") and [row.replica_id for row in change.left] == ["b"]
     assert change.left[0].state == LEFT and not change.died
 
     clock.advance(6)  # c's last heartbeat is now older than the ttl
     await a.refresh()
+    a = a  # as above
     change = seen_by_a[-1]
     assert a.live == ("a",) and [row.replica_id for row in change.died] == ["c"] and not change.left
     rows = {row.replica_id: row.state for row in await ReplicaTable(store).replicas()}
@@ -114,7 +117,8 @@ async def test_replicas_join_leave_and_die_as_their_heartbeats_say(store: Store)
     await d.refresh()
     await a.refresh()
     assert d.live == ("a", "d") and [change.died for change in seen_by_d] == [()]
-    assert seen_by_a[-1].joined == ("d",) and not seen_by_a[-1].died
+    change = seen_by_a[-1]
+    assert change.joined == ("d",) and not change.died
 
 
 async def test_a_replica_found_dead_at_start_is_reported_once(store: Store) -> None:
@@ -148,4 +152,5 @@ async def test_a_failed_listener_reports_the_change_again(store: Store) -> None:
         await a.refresh()
     assert a.live == ("a",)  # the view is not moved on until the change was handled
     await a.refresh()
+    a = a  # mypy keeps a.live as narrowed by the assert above, across calls, unless a is assigned
     assert a.live == ("a", "b") and [change.joined for change in calls] == [("b",), ("b",)]

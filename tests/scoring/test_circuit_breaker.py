@@ -51,10 +51,12 @@ def test_open_half_open_closed() -> None:
     assert refused.value.retriable and refused.value.retry_after_s == pytest.approx(10)
     clock.now += 10
     breaker.before_call()  # the probe
+    breaker = breaker  # mypy keeps breaker.state as narrowed by the assert above unless breaker is assigned
     assert breaker.state == "half_open"
     with pytest.raises(JudgeError):  # one probe at a time
         breaker.before_call()
     breaker.failed(retriable=True)  # the probe failed: open for another cooldown
+    breaker = breaker  # as above
     assert breaker.state == "open"
     clock.now += 5
     with pytest.raises(JudgeError):
@@ -62,6 +64,7 @@ def test_open_half_open_closed() -> None:
     clock.now += 5
     breaker.before_call()
     breaker.succeeded()
+    breaker = breaker  # as above
     assert breaker.state == "closed"
     breaker.before_call()
     assert changes == ["open", "half_open", "open", "half_open", "closed"]

@@ -16,7 +16,7 @@ import pytest
 from tests.scoring.test_workers import alive, spinning_scorer
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
-from tracescore.schemas import AgentRun, Message, RunInput
+from tracescore.schemas import AgentRun, Message, RunInput, ToolInvocation
 from tracescore.schemas.config import RunFilter, ScorerRule, ScoringConfig
 from tracescore.schemas.errors import StoreError
 from tracescore.schemas.version import __version__
@@ -40,8 +40,15 @@ def make_run(
     answer: str = "ba",
 ) -> AgentRun:
     """Run number ``i`` ("ab" -> "ba" scores 0.5 on textual difference)."""
-    ids = {"trace_id": f"{i:032x}", "span_id": f"{i:016x}"}
-    return agent_run(user, answer, agent_name=agent, service_name=service, status=status, **ids)
+    return agent_run(
+        user,
+        answer,
+        agent_name=agent,
+        service_name=service,
+        status=status,
+        trace_id=f"{i:032x}",
+        span_id=f"{i:016x}",
+    )
 
 
 def config(*rules: ScorerRule, concurrency: int = 4, timeout: float = 5.0) -> ScoringConfig:
@@ -127,7 +134,9 @@ async def test_rules_sharing_a_scorer_id_split_runs_by_their_disjoint_filters() 
     runs = [
         make_run(i, agent=agent).model_copy(
             update={
-                "output": [Message(role="assistant", content="x", tool_invocations=[{"tool_name": tool}])]
+                "output": [
+                    Message(role="assistant", content="x", tool_invocations=[ToolInvocation(tool_name=tool)])
+                ]
             }
         )
         for i, (agent, tool) in enumerate(calls.items())
@@ -576,7 +585,11 @@ def test_a_bad_rule_fails_at_construction() -> None:
 async def test_registry_accepts_names_ids_and_both_option_spellings() -> None:
     run = make_run(1)
     run = run.model_copy(
-        update={"output": [Message(role="assistant", content="x", tool_invocations=[{"tool_name": "b"}])]}
+        update={
+            "output": [
+                Message(role="assistant", content="x", tool_invocations=[ToolInvocation(tool_name="b")])
+            ]
+        }
     )
     camel = build_scorer("tool-call-accuracy-code", {"expectedTool": "b", "strictMode": True})
     snake = build_scorer("tool-call-accuracy-code", {"expected_tool": "b", "strict_mode": True})

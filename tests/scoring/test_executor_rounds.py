@@ -6,16 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
 from tracescore.schemas import Decision, ScoreRecord, TraceRound
+from tracescore.schemas.assembly_rounds import RoundReason
 from tracescore.schemas.config import ScorerRule, ScoringConfig
 from tracescore.schemas.consumers import PriorOutcomes
-from tracescore.scoring import create_scorer
+from tracescore.scoring import Scorer, create_scorer
+from tracescore.scoring.prebuilt.registry import ScorerFactory
 from tracescore.scoring.runtime.executor import ScoringExecutor
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
@@ -24,14 +26,23 @@ RUN = agent_run("ab", "ba", trace_id=TRACE, span_id="b" * 16)
 RULES = [ScorerRule(scorer="textual-difference"), ScorerRule(scorer="content-similarity")]
 
 
-def round_of(reason: str = "idle", **flags: bool) -> TraceRound:
-    return TraceRound(trace_id=TRACE, since_unix_nano=100, through_unix_nano=200, reason=reason, **flags)  # type: ignore[arg-type]
+def round_of(reason: RoundReason = "idle", *, resumed: bool = False, unchanged: bool = False) -> TraceRound:
+    return TraceRound(
+        trace_id=TRACE,
+        since_unix_nano=100,
+        through_unix_nano=200,
+        reason=reason,
+        resumed=resumed,
+        unchanged=unchanged,
+    )
 
 
-async def running(sink: RecordingSink, **kwargs: object) -> ScoringExecutor:
+async def running(
+    sink: RecordingSink, registry: Mapping[str, ScorerFactory] | None = None
+) -> ScoringExecutor:
     executor = ScoringExecutor(
-        ScoringConfig(rules=RULES), sink, ScoringMetrics(), flush_interval=3600, **kwargs
-    )  # type: ignore[arg-type]
+        ScoringConfig(rules=RULES), sink, ScoringMetrics(), flush_interval=3600, registry=registry
+    )
     await executor.start()
     return executor
 
@@ -94,8 +105,8 @@ async def test_a_resumed_round_reuses_what_was_written_before_a_crash() -> None:
     )
     judged: list[str] = []
 
-    def counting(scorer_id: str) -> object:
-        def factory() -> object:
+    def counting(scorer_id: str) -> ScorerFactory:
+        def factory() -> Scorer:
             def score(ctx: object) -> float:
                 judged.append(scorer_id)
                 return 0.5

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, error_reply, json_reply, text_reply
 from tests.support.runs import agent_run
@@ -117,7 +117,7 @@ async def test_a_refused_key_fails_the_run_at_once_with_one_warning_and_no_score
     llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     llm_server.responder = lambda body: error_reply(401)
-    judge = JudgeConfig(model=JUDGE_MODEL, api_base=llm_server.api_base, api_key="sk-wrong-000")
+    judge = JudgeConfig(model=JUDGE_MODEL, api_base=llm_server.api_base, api_key=SecretStr("sk-wrong-000"))
     # An hour of waiting for the judge is allowed (the default): a 401 must not use any of it.
     config = ScoringConfig(rules=[ScorerRule(scorer="toxicity", name="polite")], judge=judge)
     sink = RecordingSink()
@@ -148,7 +148,10 @@ async def test_a_refused_key_fails_the_run_at_once_with_one_warning_and_no_score
 async def test_the_configured_key_reaches_rules_naming_their_own_judge(llm_server: LLMServer) -> None:
     def respond(body: dict[str, Any]) -> Reply:
         schema = json.dumps(body.get("response_format", {}))
-        answers = {"Opinions": {"opinions": []}, "BiasResults": {"results": []}}
+        answers: dict[str, dict[str, list[object]]] = {
+            "Opinions": {"opinions": []},
+            "BiasResults": {"results": []},
+        }
         for name, answer in answers.items():
             if name in schema:
                 return json_reply(answer)
@@ -158,7 +161,9 @@ async def test_the_configured_key_reaches_rules_naming_their_own_judge(llm_serve
     own = {"model": "openai/gpt-4o", "api_base": llm_server.api_base}
     config = ScoringConfig(
         rules=[ScorerRule(scorer="toxicity"), ScorerRule(scorer="bias", options={"judge": own})],
-        judge=JudgeConfig(model=JUDGE_MODEL, api_base=llm_server.api_base, api_key="sk-configured-1"),
+        judge=JudgeConfig(
+            model=JUDGE_MODEL, api_base=llm_server.api_base, api_key=SecretStr("sk-configured-1")
+        ),
     )
     sink = RecordingSink()
     executor = ScoringExecutor(config, sink, ScoringMetrics())
@@ -174,10 +179,10 @@ async def test_the_configured_key_reaches_rules_naming_their_own_judge(llm_serve
 
 
 def test_which_own_judges_take_the_configured_key() -> None:
-    default = JudgeConfig(model="openai/gpt-4o-mini", api_key="sk-openai-1").judge_settings()
+    default = JudgeConfig(model="openai/gpt-4o-mini", api_key=SecretStr("sk-openai-1")).judge_settings()
 
-    def key_of(judge: object, default: object = default) -> str | None:
-        scorer = build_scorer("toxicity", {"judge": judge}, default_judge=default)  # type: ignore[arg-type]
+    def key_of(judge: str | dict[str, str], default: dict[str, Any] = default) -> str | None:
+        scorer = build_scorer("toxicity", {"judge": judge}, default_judge=default)
         assert scorer.judge is not None
         return scorer.judge.api_key
 
@@ -187,7 +192,7 @@ def test_which_own_judges_take_the_configured_key() -> None:
     assert key_of({"model": "openai/gpt-4o", "api_key": "sk-own-2"}) == "sk-own-2"  # its own key
     assert key_of({"model": "openai/llama", "api_base": "http://127.0.0.1:1/v1"}) is None  # another endpoint
     # A key without a model (TRACESCORE_JUDGE_API_KEY alone) goes to every own judge without one...
-    only_key = JudgeConfig(api_key="sk-only-3").judge_settings()
+    only_key = JudgeConfig(api_key=SecretStr("sk-only-3")).judge_settings()
     assert key_of("anthropic/claude-3-5-haiku-latest", only_key) == "sk-only-3"
     # ... and judges nothing itself: a scorer that needs a judge still has to be given one.
     with pytest.raises(ValueError, match="asks an LLM judge"):

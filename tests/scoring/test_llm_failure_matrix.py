@@ -66,7 +66,7 @@ LLM_SCORERS = {
 }
 
 
-def by_id(cases: Sequence[Case]) -> Any:
+def by_id(cases: Sequence[Case]) -> pytest.MarkDecorator:
     return pytest.mark.parametrize("case", cases, ids=[case.label for case in cases])
 
 

@@ -7,7 +7,7 @@ import json
 from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, judge_at, text_reply
 from tests.support.runs import agent_run
@@ -59,7 +59,7 @@ async def analyze_prompt(ctx: StepContext) -> str:  # async create_prompt is all
 
 
 def fraction_supported(ctx: StepContext) -> float:
-    verdicts = ctx.results["analyze_step_result"].verdicts
+    verdicts: list[Verdict] = ctx.results["analyze_step_result"].verdicts
     return sum(v.verdict == "yes" for v in verdicts) / len(verdicts)
 
 
@@ -99,6 +99,7 @@ async def test_prompt_steps_end_to_end(llm_server: LLMServer) -> None:
     assert stored["verdicts"][1] == {"claim": claims[1], "verdict": "no"}
     # Each prompt the scorer built is recorded, and is exactly what the judge received.
     first, second, third = llm_server.chat_requests
+    assert result.preprocess_prompt is not None and result.analyze_prompt is not None
     assert result.preprocess_prompt == first.messages[1]["content"]
     assert result.preprocess_prompt.startswith("List the claims.\n<data-")
     assert "Paris is in France. It has 3 million people." in result.preprocess_prompt
@@ -158,7 +159,7 @@ async def test_generate_score_prompt_with_a_schema_and_calculate_score(llm_serve
     )
 
     def calculate(ctx: StepContext) -> float:
-        verdicts = ctx.results["generate_score_step_result"].verdicts
+        verdicts: list[Verdict] = ctx.results["generate_score_step_result"].verdicts
         return sum(v.verdict == "yes" for v in verdicts) / len(verdicts)
 
     scorer = create_scorer(id="faith", description="d", judge=judge_for(llm_server)).generate_score(
@@ -377,7 +378,9 @@ async def test_the_configured_judge_serves_rules_that_name_none(llm_server: LLMS
     own_judge = {"model": "openai/gpt-4o", "api_base": llm_server.api_base, "api_key": "test-key"}
     config = ScoringConfig(
         rules=[ScorerRule(scorer="toxicity"), ScorerRule(scorer="bias", options={"judge": own_judge})],
-        judge=JudgeConfig(model=MODEL, api_base=llm_server.api_base, api_key="test-key", max_retries=0),
+        judge=JudgeConfig(
+            model=MODEL, api_base=llm_server.api_base, api_key=SecretStr("test-key"), max_retries=0
+        ),
     )
     sink = RecordingSink()
     executor = ScoringExecutor(config, sink, ScoringMetrics())

@@ -69,4 +69,5 @@ async def test_score_and_decision_rows_carry_the_runs_start_and_names() -> None:
     (decision,) = sink.decisions
     assert record.span_start == decision.span_start == datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     assert (decision.agent_name, decision.service_name) == ("travel", "svc-b")
+    assert record.span_start is not None
     assert record.created_at > record.span_start

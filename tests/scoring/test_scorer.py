@@ -35,7 +35,8 @@ async def test_sync_and_async_steps_pass_results_along() -> None:
 
     def generate_score(ctx: StepContext) -> float:
         seen["generate_score"] = dict(ctx.results)
-        return ctx.results["analyze_step_result"]["doubled"] / 10
+        doubled: int = ctx.results["analyze_step_result"]["doubled"]
+        return doubled / 10
 
     async def generate_reason(ctx: StepContext) -> str:
         seen["generate_reason"] = dict(ctx.results)

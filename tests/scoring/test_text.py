@@ -40,13 +40,18 @@ def test_output_text_skips_text_less_messages_only() -> None:
 
 def test_message_text_falls_back_to_the_last_text_part() -> None:
     parts = [
-        Part(type="text", text="early"),
-        Part(type="reasoning", text="hmm"),
-        Part(type="text", text="late"),
+        Part.model_validate({"type": "text", "text": "early"}),
+        Part.model_validate({"type": "reasoning", "text": "hmm"}),
+        Part.model_validate({"type": "text", "text": "late"}),
     ]
     assert message_text(Message(role="assistant", parts=parts)) == "late"
     assert message_text(Message(role="assistant", content="content wins", parts=parts)) == "content wins"
-    assert message_text(Message(role="assistant", parts=[Part(type="reasoning", text="hmm")])) == ""
+    assert (
+        message_text(
+            Message(role="assistant", parts=[Part.model_validate({"type": "reasoning", "text": "hmm"})])
+        )
+        == ""
+    )
 
 
 def test_extract_tool_calls_like_mastra() -> None:

@@ -112,7 +112,8 @@ def mount_secrets(rendered: Rendered, root: Path, secret_data: dict[str, str] | 
         secret = rendered.one("Secret")
         assert secret["metadata"]["name"] == volume["secret"]["secretName"]
         secret_data = {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
-    directory = root / mount["mountPath"].strip("/")
+    mount_path: str = mount["mountPath"]
+    directory = root / mount_path.strip("/")
     directory.mkdir(parents=True)
     for item in volume["secret"]["items"]:
         (directory / item["path"]).write_text(secret_data[item["key"]])

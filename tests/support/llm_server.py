@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from aiohttp import web
@@ -233,7 +233,14 @@ def _vector(text: str, dims: int = 8) -> list[float]:
     return [byte / 255.0 for byte in digest[:dims]]
 
 
-def provider_usage(body: dict[str, Any], content: str) -> dict[str, int]:
+class TokenUsage(TypedDict):
+    """The token counts of one answer, as ``Reply`` takes them."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def provider_usage(body: dict[str, Any], content: str) -> TokenUsage:
     """The token counts a provider would report for this request and answer (litellm's tokenizer
     of the model), so costs in tests come out as a real provider's would."""
     import litellm

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from tracescore.schemas import AgentRun, Message, RunInput, ToolInvocation
+from tracescore.schemas.agent_run import Role
 
 
 def texts(items: list[Message]) -> list[tuple[str, str]]:
@@ -31,7 +32,7 @@ def agent_run(
     context: list[str] | None = None,
     ground_truth: Any = None,
     system: str | None = None,
-    history: list[tuple[str, str]] | None = None,
+    history: list[tuple[Role, str]] | None = None,
     tools: list[ToolInvocation] | None = None,
     agent_name: str | None = None,
     service_name: str | None = None,
@@ -50,7 +51,7 @@ def agent_run(
         status=status,
         input=RunInput(
             input_messages=[Message(role="user", content=question)] if question is not None else [],
-            remembered_messages=[Message(role=role, content=text) for role, text in history or []],  # type: ignore[arg-type]
+            remembered_messages=[Message(role=role, content=text) for role, text in history or []],
             system_messages=[Message(role="system", content=system)] if system is not None else [],
         ),
         output=[Message(role="assistant", content=answer, tool_invocations=tools or [])]

@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, AnyStr
 
 from tests.support.background import every
 from tracescore.ingest.store.clickhouse import Store
@@ -85,7 +85,7 @@ def start_serve(
     return proc, http_port
 
 
-def stop(proc: subprocess.Popen[str]) -> int:
+def stop(proc: subprocess.Popen[AnyStr]) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     try:
@@ -95,7 +95,7 @@ def stop(proc: subprocess.Popen[str]) -> int:
             proc.stdout.close()
 
 
-def wait_healthy(proc: subprocess.Popen[str], http_port: int, limit_s: float = 60.0) -> str:
+def wait_healthy(proc: subprocess.Popen[AnyStr], http_port: int, limit_s: float = 60.0) -> str:
     """Wait until ``/healthz`` answers (the service is up); returns the base URL. Fails if the process
     exits first."""
     base = f"http://127.0.0.1:{http_port}"

@@ -149,7 +149,7 @@ RUBRIC = ScorerSpec(
 def create_rubric_scorer(
     judge: Judge,
     *,
-    criteria: str | list[RubricCriterion] | None = None,
+    criteria: str | Sequence[RubricCriterion | Mapping[str, Any]] | None = None,
     scale: float = 1.0,
 ) -> Scorer:
     """Mastra's rubric scorer (id ``rubric-scorer``): ``scale`` if every required criterion is met, else 0."""

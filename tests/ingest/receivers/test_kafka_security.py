@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from tests.support.kafka import free_port, start_broker, stop_broker
 from tests.support.otlp import Recorder
@@ -158,7 +158,7 @@ async def test_against_a_broker_requiring_authentication_the_receiver_speaks_sas
             security_protocol="SASL_PLAINTEXT",
             sasl_mechanism="SCRAM-SHA-256",
             sasl_username="tracescore",
-            sasl_password=PASSWORD,
+            sasl_password=SecretStr(PASSWORD),
         )
         caplog.clear()
         receiver = KafkaReceiver(sasl, next=Recorder(), metrics=Metrics())

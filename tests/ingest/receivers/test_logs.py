@@ -24,6 +24,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.util.types import AnyValue
 
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import (
@@ -53,7 +54,11 @@ LEGACY_LOGS = (
     OTLP_DIR / "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords.logs.json"
 )
 USER_TEXT = "What's the weather in Paris?"
-ANSWER = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Rainy, 57°F."}}
+ANSWER: dict[str, AnyValue] = {
+    "index": 0,
+    "finish_reason": "stop",
+    "message": {"role": "assistant", "content": "Rainy, 57°F."},
+}
 
 
 @dataclass(frozen=True)

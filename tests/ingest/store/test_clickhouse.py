@@ -13,10 +13,11 @@ import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
 from tests.ingest.store.samples import ROOT_SPAN, TRACE, agent_span, relevancy, tool_span
-from tracescore.ingest.store.clickhouse import Store, StoreError
+from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.retriable import store_error
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import insert_spans
+from tracescore.schemas.errors import StoreError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

@@ -6,6 +6,7 @@ fills a real one)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from pathlib import Path
 
@@ -114,7 +115,7 @@ async def test_merges_stop_under_the_floor_and_start_again_above_it(store: Store
     client = store._require_client()
     for name in "abcdef":  # parts that would be merged at once (written past the guard, on purpose)
         await store._on_worker(
-            lambda n=name: client.command(f"INSERT INTO trace_done VALUES ('{n}', 1, 2, 'x')")
+            functools.partial(client.command, f"INSERT INTO trace_done VALUES ('{name}', 1, 2, 'x')")
         )
     await asyncio.sleep(1.5)
     [stopped] = await store.query(

@@ -16,6 +16,7 @@ from tests.support.runs import only_run, texts
 from tracescore.ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
 from tracescore.ingest.transform.runs import build_runs, split_turn
 from tracescore.schemas import Message
+from tracescore.schemas.agent_run import Role
 
 CHAT = "c000000000000001"
 ROOT = "a000000000000001"
@@ -24,8 +25,8 @@ PREFILL = "["
 COMPLETION = "2, 3, 5]"
 
 
-def message(role: str, content: str) -> Message:
-    return Message(role=role, content=content)  # type: ignore[arg-type]
+def message(role: Role, content: str) -> Message:
+    return Message(role=role, content=content)
 
 
 def test_split_turn_keeps_the_last_user_block_as_the_turn_and_the_trailing_text_apart() -> None:

@@ -37,7 +37,7 @@ def messages(*items: dict[str, Any]) -> str:
     return json.dumps(list(items))
 
 
-def agent(name: str = "helper", **attrs: Any) -> dict[str, Any]:
+def agent(name: str = "helper", /, **attrs: Any) -> dict[str, Any]:
     return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **attrs}
 
 

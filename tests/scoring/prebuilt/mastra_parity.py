@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.fixture_files import PARITY_DIR
 from tracescore.schemas import AgentRun, Message, RunInput, ToolInvocation
+from tracescore.schemas.agent_run import ToolState
 
 CASES: list[dict[str, Any]] = json.loads((PARITY_DIR / "cases.json").read_text(encoding="utf-8"))
 REFERENCE: dict[str, dict[str, Any]] = {
@@ -29,7 +30,7 @@ def cases_with(scorer_name: str) -> list[Any]:
 
 
 def run_like_reference(
-    user: str, answer: str, tools: list[str] | None = None, states: list[str] | None = None
+    user: str, answer: str, tools: list[str] | None = None, states: list[ToolState] | None = None
 ) -> AgentRun:
     """The run mastra_reference.mjs builds for a case."""
     return AgentRun(

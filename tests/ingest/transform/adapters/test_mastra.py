@@ -14,13 +14,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.conventions import adapter_name
 from tests.support.fixture_files import all_otlp_fixture_names, load_otlp_spans, make_span
 from tests.support.runs import invocations, only_run, parts, texts
-from tracescore.ingest.transform.adapters import ADAPTERS, SpanRole, adapter_for
+from tracescore.ingest.transform.adapters import ADAPTERS, SpanRole
 from tracescore.ingest.transform.adapters.mastra_messages import convert_messages, split_new_turn
 from tracescore.ingest.transform.adapters.mastra_tracing import MastraAdapter
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Span
+from tracescore.schemas.agent_run import Role
 from tracescore.schemas.spans import STATUS_ERROR
 
 ADAPTER = MastraAdapter()
@@ -115,7 +117,7 @@ def test_model_chunk_spans_are_noise() -> None:
 def test_otel_exporter_0x_fixture() -> None:
     spans = load_otlp_spans(EXPORTER_0X)
     # No mastra.span.type on these spans: agent.id, the bare gen_ai.prompt and gen_ai.tool.* tell them.
-    assert [adapter_for(s) is not None and adapter_for(s).name for s in spans] == ["mastra"] * 3
+    assert [adapter_name(s) for s in spans] == ["mastra"] * 3
     assert [ADAPTER.classify(s) for s in spans] == [SpanRole.AGENT, SpanRole.LLM, SpanRole.TOOL]
 
     run = only_run(build_runs(spans))
@@ -958,6 +960,6 @@ json_values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(json_values | json_values.map(json.dumps), st.sampled_from(["user", "assistant"]))
-def test_message_conversion_never_raises_and_serialises(value: object, role: str) -> None:
-    for message in convert_messages(value, "s", "in", role):  # type: ignore[arg-type]
+def test_message_conversion_never_raises_and_serialises(value: object, role: Role) -> None:
+    for message in convert_messages(value, "s", "in", role):
         json.dumps(message.model_dump(mode="json"))

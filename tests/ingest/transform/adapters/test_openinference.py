@@ -15,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.conventions import adapter_name
 from tests.support.fixture_files import load_otlp_spans, make_span
 from tests.support.runs import only_run, parts, texts
-from tracescore.ingest.transform.adapters import OpenInferenceAdapter, SpanRole, adapter_for
+from tracescore.ingest.transform.adapters import OpenInferenceAdapter, SpanRole
 from tracescore.ingest.transform.adapters.openinference_values import request_messages, response_message
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Message, SpanEvent
@@ -55,6 +56,12 @@ def llm(inputs: list[Any], outputs: list[Any], **attrs: Any) -> dict[str, Any]:
     }
 
 
+def found(message: Message | None) -> Message:
+    """The message the test knows is there."""
+    assert message is not None
+    return message
+
+
 def calls(message: Message) -> list[tuple[str, str, Any, Any, str]]:
     return [(t.tool_name, t.tool_call_id, t.args, t.result, t.state) for t in message.tool_invocations]
 
@@ -74,9 +81,7 @@ def test_main_fixture_spans_are_claimed_and_classified() -> None:
         "get_weatherd0": SpanRole.TOOL,
         "ChatCompletiondf": SpanRole.LLM,
     }
-    assert all(
-        adapter_for(s) is not None and adapter_for(s).name == "openinference" for s in load_otlp_spans(MAIN)
-    )
+    assert all(adapter_name(s) == "openinference" for s in load_otlp_spans(MAIN))
 
 
 def test_main_fixture_model_call_reads_messages_request_model_and_token_counts() -> None:
@@ -596,7 +601,7 @@ def test_raw_provider_payloads_when_no_flattened_messages() -> None:
             }
         ]
     }
-    assert parts(response_message(json.dumps(gemini), "m")) == [
+    assert parts(found(response_message(json.dumps(gemini), "m"))) == [
         {"type": "reasoning", "text": "hm"},
         {"type": "text", "text": "Hi"},
         {"type": "tool_call", "tool_call_id": "", "tool_name": "f", "args": {"a": 1}},
@@ -612,12 +617,12 @@ def test_raw_provider_payloads_when_no_flattened_messages() -> None:
             }
         }
     }
-    assert parts(response_message(bedrock, "m")) == [
+    assert parts(found(response_message(bedrock, "m"))) == [
         {"type": "reasoning", "text": "r"},
         {"type": "tool_call", "tool_call_id": "tu1", "tool_name": "g", "args": {"b": 2}},
     ]
     assert (
-        response_message('{"generations": [[{"text": "plain completion"}]]}', "m").content
+        found(response_message('{"generations": [[{"text": "plain completion"}]]}', "m")).content
         == "plain completion"
     )
 
@@ -1145,7 +1150,9 @@ _keys = st.sampled_from(
     st.booleans(),
     st.dictionaries(_keys, _values | _json_values, max_size=8),
 )
-def test_adapter_never_raises_nor_changes_the_span_on_odd_values(kind: str, top: bool, attrs: dict) -> None:
+def test_adapter_never_raises_nor_changes_the_span_on_odd_values(
+    kind: str, top: bool, attrs: dict[str, Any]
+) -> None:
     span = make_span(
         "a000000000000001", "" if top else "b000000000000001", oi(kind, **attrs), name="agent.stream"
     )
@@ -1172,9 +1179,9 @@ def test_agent_output_shapes_and_structured_output_as_the_fallback_answer() -> N
     llama = {
         "response": {"role": "assistant", "blocks": [{"block_type": "text", "text": "From LlamaIndex."}]}
     }
-    assert response_message(json.dumps(llama), "m").content == "From LlamaIndex."
+    assert found(response_message(json.dumps(llama), "m")).content == "From LlamaIndex."
     assert (
-        response_message(json.dumps({"raw": "From CrewAI.", "tasks_output": []}), "m").content
+        found(response_message(json.dumps({"raw": "From CrewAI.", "tasks_output": []}), "m")).content
         == "From CrewAI."
     )
     assert response_message(json.dumps({"city": "Paris", "temp_c": 14}), "m") is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.support.conventions import adapter_name
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
 from tests.support.runs import only_run, texts
 from tracescore.ingest.transform.adapters import (
@@ -188,7 +189,7 @@ def test_v055_span_with_traceloop_markers_is_ours_and_reads_the_new_message_attr
     marked = first.model_copy(
         update={"attributes": {**first.attributes, "traceloop.workflow.name": "weather_agent"}}
     )
-    assert adapter_for(marked) is not None and adapter_for(marked).name == "openllmetry_traceloop"
+    assert adapter_name(marked) == "openllmetry_traceloop"
     assert ADAPTER.classify(marked) is SpanRole.LLM
     call = ADAPTER.llm_call(marked)
     assert texts(call.input_messages) == [
@@ -208,7 +209,7 @@ def test_v055_span_with_traceloop_markers_is_ours_and_reads_the_new_message_attr
 
 
 def test_claims_only_openllmetry_spans() -> None:
-    ours = [
+    ours: list[dict[str, object]] = [
         {"traceloop.workflow.name": "w"},
         {"gen_ai.prompt.0.content": "hi"},
         {"gen_ai.completion.3.tool_calls.0.name": "f"},
@@ -216,7 +217,7 @@ def test_claims_only_openllmetry_spans() -> None:
         {"llm.usage.total_tokens": 5},
         {"llm.prompts.0.content": "hi"},  # the first OpenLLMetry releases
     ]
-    theirs = [
+    theirs: list[dict[str, object]] = [
         {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[]"},
         {"llm.input_messages.0.message.role": "user", "llm.token_count.prompt": 3},
         {"llm.prompts.0.prompt.text": "hi"},  # OpenInference's completion prompts

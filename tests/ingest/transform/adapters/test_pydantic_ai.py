@@ -13,9 +13,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.conventions import adapter_name
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
-from tests.support.runs import invocations, only_run, texts
-from tracescore.ingest.transform.adapters import SpanRole, adapter_for
+from tests.support.runs import invocations, only_run, parts, texts
+from tracescore.ingest.transform.adapters import SpanRole
 from tracescore.ingest.transform.adapters.pydantic_ai import PydanticAiAdapter
 from tracescore.ingest.transform.adapters.pydantic_ai_messages import request_groups
 from tracescore.ingest.transform.runs import build_runs
@@ -66,7 +67,7 @@ def pai(span_id: str, parent: str, name: str, start: int, attrs: dict[str, Any],
     )
 
 
-def agent_span(all_messages: list[dict[str, Any]], span_id: str = ROOT, **attrs: Any) -> Span:
+def agent_span(all_messages: list[dict[str, Any]], span_id: str = ROOT, /, **attrs: Any) -> Span:
     base = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "helper",
@@ -100,6 +101,7 @@ def tool_span(
     name: str,
     status_code: int = 0,
     status_message: str = "",
+    /,
     **attrs: Any,
 ) -> Span:
     base = {
@@ -117,7 +119,7 @@ def tool_span(
 
 def test_main_fixture_format_5_gives_one_faithful_run() -> None:
     spans = load_otlp_spans("pydantic_ai_logfire__main")
-    assert all(adapter_for(s) is not None and adapter_for(s).name == "pydantic_ai_logfire" for s in spans)
+    assert all(adapter_name(s) == "pydantic_ai_logfire" for s in spans)
     roles = {s.name: ADAPTER.classify(s) for s in spans}
     assert roles == {
         "invoke_agent weather_agent": SpanRole.AGENT,
@@ -368,9 +370,7 @@ def test_retry_prompt_and_failed_tool_span_give_state_error() -> None:
 
 
 def test_tool_span_errors_and_deferrals() -> None:
-    failed = ADAPTER.tool_execution(
-        tool_span(TOOL, 0, "c1", "boom", status_code=STATUS_ERROR, status_message="ValueError: boom")
-    )
+    failed = ADAPTER.tool_execution(tool_span(TOOL, 0, "c1", "boom", STATUS_ERROR, "ValueError: boom"))
     assert (failed.is_error, failed.result) == (True, "ValueError: boom")
     not_validated = ADAPTER.tool_execution(
         tool_span(TOOL, 0, "c1", "t", **{"pydantic_ai.tool.failure_stage": "x"})
@@ -383,7 +383,8 @@ def test_tool_span_errors_and_deferrals() -> None:
             0,
             "c1",
             "t",
-            status_code=STATUS_ERROR,
+            STATUS_ERROR,
+            "",
             **{"pydantic_ai.tool.deferral.name": "ApprovalRequired"},
         )
     )
@@ -417,7 +418,7 @@ def test_raw_string_arguments_and_builtin_tools() -> None:
             "state": "result",
         },
     ]
-    assert run.output[0].parts[1].model_extra["server"] is True
+    assert parts(run.output[0])[1]["server"] is True
 
 
 def test_structured_output_ends_with_final_result_and_steps_are_not_repeated() -> None:
@@ -638,7 +639,7 @@ def test_format_1_events_without_event_names_and_split_assistant_events() -> Non
     assistant = call_.input_messages[1]
     assert (assistant.role, assistant.content) == ("assistant", "calling")
     assert [p.type for p in assistant.parts] == ["tool_call", "text"]
-    assert assistant.parts[0].model_extra["args"] == {"x": 0}  # arguments given as a JSON string
+    assert parts(assistant)[0]["args"] == {"x": 0}  # arguments given as a JSON string
     assert texts(call_.output_messages) == [("assistant", "ok")]
     tool_message = ADAPTER.agent_info(root).output_messages
     assert tool_message == []  # no final_result, and the last answer is empty (content off)
@@ -702,7 +703,7 @@ def test_logfire_openai_span_is_read_as_a_model_call() -> None:
         },
         name="Chat Completion with {request_data[model]!r}",
     )
-    assert adapter_for(span) is not None and adapter_for(span).name == "pydantic_ai_logfire"
+    assert adapter_name(span) == "pydantic_ai_logfire"
     run = only_run(build_runs([span]))
     assert texts(run.input.system_messages) == [("system", "You are a helpful assistant.")]
     assert texts(run.input.input_messages) == [("user", "What is four plus five?")]

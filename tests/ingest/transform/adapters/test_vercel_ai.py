@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.support.conventions import adapter_name
 from tests.support.fixture_files import load_otlp_spans, make_span
 from tests.support.runs import invocations, only_run, texts
 from tracescore.ingest.transform.adapters import (
@@ -19,7 +20,6 @@ from tracescore.ingest.transform.adapters import (
     LlmCall,
     SpanRole,
     ToolExecution,
-    adapter_for,
 )
 from tracescore.ingest.transform.adapters.vercel_ai import VercelAiAdapter
 from tracescore.ingest.transform.runs import build_runs
@@ -40,7 +40,9 @@ def span(span_id: str, parent: str, operation: str, start: int, **attrs: Any) ->
     return make_span(span_id, parent, attributes, start=start, end=start + 50, name=operation)
 
 
-def otel_span(span_id: str, parent: str, name: str, start: int, scope: str = "gen_ai", **attrs: Any) -> Span:
+def otel_span(
+    span_id: str, parent: str, name: str, start: int, scope: str = "gen_ai", /, **attrs: Any
+) -> Span:
     return make_span(span_id, parent, attrs, start=start, end=start + 50, name=name).model_copy(
         update={"scope_name": scope}
     )
@@ -87,7 +89,7 @@ def test_main_fixture_span_roles() -> None:
         "ai.generateText.doGenerate": SpanRole.LLM,
         "ai.toolCall": SpanRole.TOOL,
     }
-    assert {adapter_for(s).name for s in load_otlp_spans("vercel_ai_sdk__main")} == {"vercel_ai_sdk"}
+    assert {adapter_name(s) for s in load_otlp_spans("vercel_ai_sdk__main")} == {"vercel_ai_sdk"}
 
 
 def test_v7_legacy_stream_text_fixture_keeps_reasoning_out_of_content() -> None:
@@ -127,7 +129,7 @@ def test_ai_sdk_otel_fixture_step_spans_are_other_and_root_output_is_not_repeate
         "chat gpt-4o": SpanRole.LLM,
         "execute_tool weather": SpanRole.TOOL,
     }
-    assert {adapter_for(s).name for s in spans} == {"vercel_ai_sdk"}
+    assert {adapter_name(s) for s in spans} == {"vercel_ai_sdk"}
 
     run = only_run(build_runs(spans))
     assert run.span_id == "01396495b05aade5"
@@ -163,7 +165,7 @@ def test_claims_legacy_spans_and_ai_sdk_otel_spans_only() -> None:
     # GenAI semconv spans of another instrumentation stay with the semconv adapter.
     other = make_span(ROOT, attributes={"gen_ai.operation.name": "invoke_agent"}, name="invoke_agent x")
     assert not ADAPTER.claims(other)
-    assert adapter_for(other).name == "genai_semconv"
+    assert adapter_name(other) == "genai_semconv"
     assert not ADAPTER.claims(make_span(ROOT, attributes={"ai.foo": 1}, name="agent.stream"))
     assert not ADAPTER.claims(make_span(ROOT, attributes={"http.route": "/"}, name="ai.generateText"))
 
@@ -722,7 +724,7 @@ def test_ai_spans_nested_under_a_mastra_0x_agent_stream_span_with_the_registry()
             },
         ),
     ]
-    assert [adapter_for(s).name for s in spans] == ["mastra", "vercel_ai_sdk", "vercel_ai_sdk"]
+    assert [adapter_name(s) for s in spans] == ["mastra", "vercel_ai_sdk", "vercel_ai_sdk"]
     run = only_run(build_runs(spans))
     assert (run.span_id, run.agent_name) == ("e000000000000001", "weatherAgent")
     assert texts(run.input.input_messages) == [("user", "Weather in Paris?")]

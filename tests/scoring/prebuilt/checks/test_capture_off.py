@@ -36,7 +36,8 @@ def test_output_checks_need_output_text(name: str) -> None:
 
 async def test_tool_checks_need_nothing_and_score_with_capture_off() -> None:
     run = capture_off_run()
-    expected = {  # by hand: the run called search (returned) then save (no answer: state call)
+    # By hand: the run called search (returned) then save (no answer: state call).
+    expected: dict[str, tuple[dict[str, object], int]] = {
         "check-called-tool": ({"tool_name": "save"}, 1),
         "check-did-not-call": ({"tool_name": "save"}, 0),
         "check-tool-order": ({"expected_order": ["search", "save"]}, 1),

@@ -6,12 +6,13 @@ scorer through litellm's real HTTP path; expected scores and reasons are written
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from tests.support.llm_server import JUDGE_MODEL as MODEL
-from tests.support.llm_server import LLMServer, error_reply, json_reply, judge_at
+from tests.support.llm_server import LLMServer, Reply, error_reply, json_reply, judge_at
 from tests.support.runs import agent_run
 from tracescore.schemas import AgentRun
 from tracescore.scoring import ScorerError
@@ -27,7 +28,7 @@ def make_run(question: str = "Q?", answer: str = "A.", ground_truth: Any = "Expe
 MODERATION_MODEL = "openai/omni-moderation-latest"
 
 
-def moderation_answer(scores: dict[str, float | None], flagged: bool, reason: str | None = None) -> Any:
+def moderation_answer(scores: Mapping[str, float | None], flagged: bool, reason: str | None = None) -> Reply:
     return json_reply({"flagged": flagged, "scores": scores, "reason": reason})
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from tests.support.llm_server import Reply, json_reply, text_reply
 from tests.support.runs import agent_run
 from tracescore.schemas import AgentRun, Message, RunInput
+from tracescore.schemas.agent_run import Role
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -224,17 +225,17 @@ ACME_ANSWER = "Acme, founded in Boston in 2015, later moved to Seattle."
 
 
 def conversation_run(
-    output: list[tuple[str, str]] | str = ACME_ANSWER,
+    output: list[tuple[Role, str]] | str = ACME_ANSWER,
     *,
-    inputs: list[tuple[str, str]] | str = ACME_QUESTION,
-    remembered: list[tuple[str, str]] | None = None,
+    inputs: list[tuple[Role, str]] | str = ACME_QUESTION,
+    remembered: list[tuple[Role, str]] | None = None,
 ) -> AgentRun:
     """A run whose output, input and remembered messages are (role, text) pairs; a string is one
     assistant message (output) or one user message (input)."""
 
-    def messages(value: list[tuple[str, str]] | str, role: str) -> list[Message]:
+    def messages(value: list[tuple[Role, str]] | str, role: Role) -> list[Message]:
         pairs = [(role, value)] if isinstance(value, str) else value
-        return [Message(role=r, content=text) for r, text in pairs]  # type: ignore[arg-type]
+        return [Message(role=r, content=text) for r, text in pairs]
 
     return AgentRun(
         trace_id=f"{7:032x}",

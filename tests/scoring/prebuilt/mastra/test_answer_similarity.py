@@ -8,7 +8,7 @@ litellm's real HTTP path; expected scores are computed by hand from Mastra's for
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -22,6 +22,20 @@ from tracescore.scoring.prebuilt.mastra.answer_similarity import create_answer_s
 
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. It is big. I like bread."
+
+
+class SimilarityOptions(TypedDict, total=False):
+    semantic_threshold: float
+    exact_match_bonus: float
+    contradiction_penalty: float
+    scale: float
+
+
+class JudgeFindings(TypedDict, total=False):
+    """What ``similarity_replies`` has the judge find beside the matches."""
+
+    contradictions: int
+    extras: int
 
 
 def run_with(ground_truth: Any) -> AgentRun:
@@ -49,8 +63,8 @@ async def test_answer_similarity_formula(
     llm_server: LLMServer,
     judge: Judge,
     match_types: list[str],
-    extra: dict[str, int],
-    options: dict[str, float],
+    extra: JudgeFindings,
+    options: SimilarityOptions,
     expected: float,
 ) -> None:
     llm_server.script(*similarity_replies(match_types, **extra))

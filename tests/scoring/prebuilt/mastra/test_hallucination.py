@@ -86,6 +86,9 @@ async def test_hallucination_no_claims_and_invalid_verdict(llm_server: LLMServer
 
 async def test_hallucination_get_context_must_return_strings(llm_server: LLMServer, judge: Judge) -> None:
     llm_server.script(json_reply({"claims": ["c"]}))
-    scorer = create_hallucination_scorer(judge, get_context=lambda params: "not a list")
+    scorer = create_hallucination_scorer(
+        judge,
+        get_context=lambda params: "not a list",  # type: ignore[arg-type, return-value]
+    )
     with pytest.raises(ScorerError, match="list of strings"):
         await scorer.run(agent_run(QUESTION, ANSWER))

@@ -33,7 +33,9 @@ INSTRUCTIONS = {
 }
 
 # The data markers' tag, read off a delimited probe (it is random per process).
-_TAG = re.match(r"<([^ >]+)", delimit("probe", "")).group(1)  # type: ignore[union-attr]
+_PROBE = re.match(r"<([^ >]+)", delimit("probe", ""))
+assert _PROBE is not None
+_TAG = _PROBE.group(1)
 _BLOCK = re.compile(rf'<{re.escape(_TAG)} label="[^"]*">\n(.*?)\n</{re.escape(_TAG)}>', re.DOTALL)
 
 

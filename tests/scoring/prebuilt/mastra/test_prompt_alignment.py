@@ -17,6 +17,7 @@ from tracescore.schemas import AgentRun, Message
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.mastra.prompt_alignment import create_prompt_alignment_scorer
+from tracescore.scoring.prebuilt.mastra.prompt_alignment_analysis import EvaluationMode
 from tracescore.scoring.prebuilt.registry import build_scorer
 
 # (mode, scale, dimension scores, expected) -- expected by hand from Mastra's weights:
@@ -36,13 +37,13 @@ ALIGNMENT_CASES = [
 async def test_prompt_alignment_weights(
     llm_server: LLMServer,
     judge: Judge,
-    mode: str,
+    mode: EvaluationMode,
     scale: float,
     dimensions: tuple[float, float, float, float],
     expected: float,
 ) -> None:
     llm_server.script(json_reply(alignment_analysis(*dimensions)), text_reply("The score is what it is."))
-    scorer = create_prompt_alignment_scorer(judge, scale=scale, evaluation_mode=mode)  # type: ignore[arg-type]
+    scorer = create_prompt_alignment_scorer(judge, scale=scale, evaluation_mode=mode)
     result = await scorer.run(haiku_run())
     assert result.score == pytest.approx(expected, abs=1e-9)
     assert result.reason == "The score is what it is."
@@ -74,9 +75,9 @@ async def test_prompt_alignment_trace_content_is_delimited(llm_server: LLMServer
     ],
 )
 async def test_prompt_alignment_missing_prompts_fail_without_asking_the_judge(
-    llm_server: LLMServer, judge: Judge, mode: str, run: AgentRun, message: str
+    llm_server: LLMServer, judge: Judge, mode: EvaluationMode, run: AgentRun, message: str
 ) -> None:
-    scorer = create_prompt_alignment_scorer(judge, evaluation_mode=mode)  # type: ignore[arg-type]
+    scorer = create_prompt_alignment_scorer(judge, evaluation_mode=mode)
     with pytest.raises(ScorerError, match=f"step 'analyze'.*{message}"):
         await scorer.run(run)
     assert llm_server.chat_requests == []

@@ -114,9 +114,10 @@ async def test_registry_builds_the_llm_scorers_with_a_judge_option(llm_server: L
     llm_server.script(json_reply(noise_analysis(0.9, ["none"])), text_reply("ok"))
     assert (await noise.run(noisy_run())).score == 0.9
     assert all(r.body["model"] == "gpt-4o-mini" for r in llm_server.chat_requests)
+    aligned = create_prompt_alignment_scorer(Judge(MODEL))
+    assert aligned.judge is not None
     assert build_scorer("prompt-alignment", {"judge": MODEL}).judge == Judge(
-        MODEL,
-        create_prompt_alignment_scorer(Judge(MODEL)).judge.instructions,  # type: ignore[union-attr]
+        MODEL, aligned.judge.instructions
     )
 
 

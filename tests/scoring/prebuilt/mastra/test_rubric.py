@@ -66,8 +66,11 @@ async def test_rubric_reason_lists_each_criterion_and_what_is_left(
 
 async def test_rubric_prompt_delimits_the_task_and_the_output(llm_server: LLMServer, judge: Judge) -> None:
     llm_server.script(rubric_answer(("Short", True, True)))
-    criteria = [{"description": "Short"}, {"description": "Polite", "required": False}]
-    await create_rubric_scorer(judge, criteria=criteria).run(conversation_run())  # type: ignore[arg-type]
+    criteria: list[dict[str, object]] = [
+        {"description": "Short"},
+        {"description": "Polite", "required": False},
+    ]
+    await create_rubric_scorer(judge, criteria=criteria).run(conversation_run())
     [prompt] = llm_server.user_prompts()
     assert delimit("task", ACME_QUESTION) in prompt
     assert delimit("output", ACME_ANSWER) in prompt

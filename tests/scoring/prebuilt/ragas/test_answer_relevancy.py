@@ -13,14 +13,14 @@ from autoevals.string import EmbeddingSimilarity
 
 from tests.scoring.prebuilt.ragas.rag_runs import QUESTION, rag_run
 from tests.support.llm_server import JUDGE_MODEL as MODEL
-from tests.support.llm_server import LLMServer, json_reply
+from tests.support.llm_server import LLMServer, Reply, json_reply
 from tracescore.schemas import Message, RunInput
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.ragas.answer_relevancy import create_ragas_answer_relevancy_scorer
 
 
-def question(text: str, noncommittal: int = 0) -> object:
+def question(text: str, noncommittal: int = 0) -> Reply:
     return json_reply({"question": text, "noncommittal": noncommittal})
 
 

@@ -8,6 +8,7 @@ VoltAgent's own ``answer-similarity.spec.ts`` cases apply to our runs they are r
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import pytest
 
@@ -115,6 +116,11 @@ async def test_answer_similarity_embedding_errors_fail_after_retries(llm_server:
     assert len(llm_server.requests) == 2  # the call and its one retry
 
 
+class EmbeddingOptions(TypedDict, total=False):
+    embedding_model: str
+    embedding_expected_min: float
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -123,9 +129,9 @@ async def test_answer_similarity_embedding_errors_fail_after_retries(llm_server:
         ({"embedding_model": ""}, "embedding_model"),
     ],
 )
-def test_answer_similarity_options_validated(options: dict[str, object], message: str) -> None:
+def test_answer_similarity_options_validated(options: EmbeddingOptions, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        create_ragas_answer_similarity_scorer(Judge(MODEL), **options)  # type: ignore[arg-type]
+        create_ragas_answer_similarity_scorer(Judge(MODEL), **options)
 
 
 def test_answer_similarity_registry_rejects_unknown_option() -> None:

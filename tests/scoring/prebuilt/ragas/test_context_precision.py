@@ -6,6 +6,8 @@ litellm's real HTTP path; expected scores are computed by hand.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 
 from tests.scoring.prebuilt.ragas.rag_runs import ANSWER, CONTEXT, QUESTION, rag_run
@@ -13,6 +15,11 @@ from tests.support.llm_server import LLMServer, json_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.ragas.context_precision import create_ragas_context_precision_scorer
+
+
+class PrecisionOptions(TypedDict, total=False):
+    binary_threshold: float
+    weighted: bool
 
 
 @pytest.mark.parametrize(
@@ -26,7 +33,7 @@ from tracescore.scoring.prebuilt.ragas.context_precision import create_ragas_con
     ],
 )
 async def test_context_precision_verdict(
-    llm_server: LLMServer, judge: Judge, verdict: int, options: dict[str, float], expected: float
+    llm_server: LLMServer, judge: Judge, verdict: int, options: PrecisionOptions, expected: float
 ) -> None:
     llm_server.script(json_reply({"reason": "useful context", "verdict": verdict}))
     scorer = create_ragas_context_precision_scorer(judge, **options)

@@ -6,16 +6,23 @@ litellm's real HTTP path; expected scores are computed by hand.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 
 from tests.scoring.prebuilt.ragas.rag_runs import GROUND_TRUTH, rag_run
-from tests.support.llm_server import LLMServer, json_reply
+from tests.support.llm_server import LLMServer, Reply, json_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.ragas.context_recall import create_ragas_context_recall_scorer
 
 
-def recall_replies(verdicts: list[tuple[int, str]]) -> list[object]:
+class RecallOptions(TypedDict, total=False):
+    strictness: float
+    partial_credit: bool
+
+
+def recall_replies(verdicts: list[tuple[int, str]]) -> list[Reply]:
     return [
         json_reply({"statements": [f"statement {i}" for i in range(len(verdicts))]}),
         *(json_reply({"verdict": v, "reasoning": why}) for v, why in verdicts),
@@ -37,7 +44,7 @@ async def test_context_recall_formula(
     llm_server: LLMServer,
     judge: Judge,
     verdicts: list[tuple[int, str]],
-    options: dict[str, float],
+    options: RecallOptions,
     expected: float,
 ) -> None:
     llm_server.script(*recall_replies(verdicts))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.scoring.prebuilt.ragas.rag_runs import rag_run
-from tests.support.llm_server import LLMServer, json_reply
+from tests.support.llm_server import LLMServer, Reply, json_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.ragas.context_relevancy import create_ragas_context_relevancy_scorer
@@ -18,7 +18,7 @@ from tracescore.scoring.prebuilt.ragas.context_relevancy import create_ragas_con
 CONTEXT_JSON = '["Water boils at 100 C at sea level.","Boiling points fall with altitude."]'
 
 
-def picked(*sentences: str) -> object:
+def picked(*sentences: str) -> Reply:
     return json_reply({"sentences": [{"sentence": s, "reasons": ["relevant"]} for s in sentences]})
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from tests.scoring.prebuilt.mastra_parity import REFERENCE, cases_with, run_like_reference
 from tracescore.schemas import RunInput
+from tracescore.schemas.agent_run import ToolState
 from tracescore.scoring import ScorerError
 from tracescore.scoring.prebuilt import create_tool_call_accuracy_scorer_code
 from tracescore.scoring.prebuilt.registry import build_scorer
@@ -50,7 +51,7 @@ TOOL_CASES = [
     ("tools", "states", "options", "expected"), [pytest.param(*case[1:], id=case[0]) for case in TOOL_CASES]
 )
 async def test_tool_call_edge_cases_match_mastra(
-    tools: list[str], states: list[str] | None, options: dict[str, Any], expected: int
+    tools: list[str], states: list[ToolState] | None, options: dict[str, Any], expected: int
 ) -> None:
     scorer = build_scorer("tool-call-accuracy-code", options)
     assert (await scorer.run(run_like_reference("hi", "ok", tools, states))).score == expected

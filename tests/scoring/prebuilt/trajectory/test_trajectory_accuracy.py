@@ -351,7 +351,10 @@ def test_trajectory_is_built_from_tool_invocations_in_order() -> None:
 
 
 def test_snake_case_steps_and_options_equal_camel_case() -> None:
-    actual = [{"step_type": "tool_call", "name": "w", "tool_args": {"city": "Paris"}}, {"name": "w"}]
+    actual: list[dict[str, object]] = [
+        {"step_type": "tool_call", "name": "w", "tool_args": {"city": "Paris"}},
+        {"name": "w"},
+    ]
     camel = compare_trajectories(
         actual, [{"name": "w", "stepType": "tool_call", "toolArgs": {"city": "Rome"}}], "unordered"
     )

@@ -83,7 +83,8 @@ def run_of(case: dict[str, Any], usage: Usage | None = None) -> AgentRun:
 
 
 def mastra_error(reference: dict[str, Any]) -> str:
-    return reference["error"].removeprefix("Scorer Run Failed: ")
+    error: str = reference["error"]
+    return error.removeprefix("Scorer Run Failed: ")
 
 
 def test_every_case_has_a_reference() -> None:

@@ -7,10 +7,13 @@ Expected scores are worked out by hand from VoltAgent's rules; where VoltAgent's
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 
 from tests.support.runs import agent_run
 from tracescore.schemas import AgentRun, ToolInvocation
+from tracescore.schemas.agent_run import ToolState
 from tracescore.scoring.prebuilt.registry import build_scorer
 from tracescore.scoring.prebuilt.trajectory.tool_call_accuracy import create_tool_call_accuracy_scorer_code
 from tracescore.scoring.prebuilt.trajectory.voltagent_tool_call_accuracy import (
@@ -18,10 +21,16 @@ from tracescore.scoring.prebuilt.trajectory.voltagent_tool_call_accuracy import 
 )
 
 
-def calls_run(*tools: str, state: str = "result") -> AgentRun:
+class Expectation(TypedDict, total=False):
+    """What the scorer is told to expect."""
+
+    expected_tool: str
+    expected_tool_order: list[str]
+
+
+def calls_run(*tools: str, state: ToolState = "result") -> AgentRun:
     invocations = [
-        ToolInvocation(tool_call_id=f"call-{i}", tool_name=tool, state=state)  # type: ignore[arg-type]
-        for i, tool in enumerate(tools)
+        ToolInvocation(tool_call_id=f"call-{i}", tool_name=tool, state=state) for i, tool in enumerate(tools)
     ]
     # The answer is its tool calls only: no text.
     return agent_run("Find shoes", "", tools=invocations, trace_id="c" * 32, span_id="d" * 16)
@@ -162,10 +171,10 @@ async def test_tool_accuracy_order_wins_and_empty_order_is_not_given() -> None:
         {"expected_tool": "", "expected_tool_order": [" "]},
     ],
 )
-def test_tool_accuracy_needs_an_expectation(options: dict[str, object]) -> None:
+def test_tool_accuracy_needs_an_expectation(options: Expectation) -> None:
     # tool-call-accuracy.spec.ts "throws when no expected tool configuration is provided"
     with pytest.raises(ValueError, match="requires either expectedTool or expectedToolOrder"):
-        create_voltagent_tool_call_accuracy_scorer(**options)  # type: ignore[arg-type]
+        create_voltagent_tool_call_accuracy_scorer(**options)
 
 
 async def test_tool_accuracy_from_the_registry_by_its_former_id() -> None:
