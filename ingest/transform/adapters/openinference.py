@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
@@ -68,7 +67,7 @@ from tracescore.ingest.transform.adapters.openinference_values import (
 from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
 from tracescore.schemas import Message, Part, Span, Usage
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 SPAN_KIND = "openinference.span.kind"
 
@@ -95,7 +94,7 @@ def _kind(span: Span) -> str:
     return kind.strip().upper() if isinstance(kind, str) else ""
 
 
-def _first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
+def _first_str(attributes: Mapping[str, AttributeValue], *keys: str) -> str | None:
     return next((v for k in keys if (v := as_str(attributes.get(k))) and not is_redacted(v)), None)
 
 
@@ -130,7 +129,7 @@ def _records_a_call(span: Span) -> bool:
     return bool(system or inputs) or _output_message(attrs, f"{span.span_id}-out-0") is not None
 
 
-def _io_value(attributes: Mapping[str, Any], io: str) -> Any:
+def _io_value(attributes: Mapping[str, AttributeValue], io: str) -> AttributeValue:
     """``input.value`` / ``output.value``: text when its mime type says so, else JSON read leniently."""
     value = attributes.get(f"{io}.value")
     if value is None or value == "" or is_redacted(value):
@@ -140,7 +139,7 @@ def _io_value(attributes: Mapping[str, Any], io: str) -> Any:
     return lenient(value)
 
 
-def _model(attributes: Mapping[str, Any]) -> str | None:
+def _model(attributes: Mapping[str, AttributeValue]) -> str | None:
     """Request model first (``llm.model_name`` is the response's when the provider reports one)."""
     params = lenient(attributes.get("llm.invocation_parameters"))
     params = params if isinstance(params, Mapping) else {}
@@ -159,7 +158,7 @@ def _model(attributes: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _usage(attributes: Mapping[str, Any]) -> Usage:
+def _usage(attributes: Mapping[str, AttributeValue]) -> Usage:
     prompt = as_int(attributes.get("llm.token_count.prompt"))
     completion = as_int(attributes.get("llm.token_count.completion"))
     if prompt <= 0 and completion <= 0:
@@ -167,7 +166,7 @@ def _usage(attributes: Mapping[str, Any]) -> Usage:
     return Usage(input_tokens=max(0, prompt), output_tokens=max(0, completion))
 
 
-def _documents(attributes: Mapping[str, Any]) -> list[str]:
+def _documents(attributes: Mapping[str, AttributeValue]) -> list[str]:
     """Texts of ``retrieval.documents.{i}.document.content``, else of the output's documents."""
     tree = unflatten(attributes, "retrieval.documents")
     texts = [clean_text(get(node, "document", "content")) for _, node in indexed(tree)]
@@ -187,7 +186,11 @@ def _texts_of(parts: list[Part], kind: str) -> list[str]:
 
 
 def _output_message(
-    attributes: Mapping[str, Any], msg_id: str, *, keep_unknown: bool = False, llama_index: bool = False
+    attributes: Mapping[str, AttributeValue],
+    msg_id: str,
+    *,
+    keep_unknown: bool = False,
+    llama_index: bool = False,
 ) -> Message | None:
     """``output.value`` as an answer: plain text when its mime type says so, else a payload.
 
@@ -224,13 +227,15 @@ def _complete_answer(answer: Message | None, raw: Message | None) -> Message | N
     return make_message(answer.id, "assistant", parts)
 
 
-def _sdk_call(call: Mapping[str, Any]) -> Part:
+def _sdk_call(call: Mapping[str, AttributeValue]) -> Part:
     """One AI SDK ``{toolCallId, toolName, args|input}`` tool call."""
     args = first_of(call, "input", "args")
     return call_part(first_of(call, "toolCallId", "id"), first_of(call, "toolName"), args)
 
 
-def _with_sdk_calls(answer: Message | None, attributes: Mapping[str, Any], msg_id: str) -> Message | None:
+def _with_sdk_calls(
+    answer: Message | None, attributes: Mapping[str, AttributeValue], msg_id: str
+) -> Message | None:
     """Spans converted from the AI SDK keep ``ai.response.*``: its tool calls carry the call ids and
     its reasoning the thinking that the OpenInference copies (openinference-vercel/-mastra) lose."""
     calls = [_sdk_call(c) for c in as_list(attributes.get("ai.response.toolCalls")) if isinstance(c, Mapping)]
@@ -246,7 +251,7 @@ def _with_sdk_calls(answer: Message | None, attributes: Mapping[str, Any], msg_i
 
 
 def _genai_messages(
-    attributes: Mapping[str, Any], key: str, span_id: str, tag: str, role: Role
+    attributes: Mapping[str, AttributeValue], key: str, span_id: str, tag: str, role: Role
 ) -> list[Message]:
     """``gen_ai.*.messages`` beside the OpenInference keys, when they decode (else the copies win)."""
     value = attributes.get(key)
@@ -255,7 +260,9 @@ def _genai_messages(
     return convert_messages(value, span_id, tag, role)
 
 
-def _pydantic_turn(attributes: Mapping[str, Any], span_id: str) -> tuple[list[Message], list[Message] | None]:
+def _pydantic_turn(
+    attributes: Mapping[str, AttributeValue], span_id: str
+) -> tuple[list[Message], list[Message] | None]:
     """pydantic-ai's agent span: the new turn and, via ``new_message_index``, the history."""
     messages = convert_messages(attributes.get("pydantic_ai.all_messages"), span_id, "all", "user")
     index = attributes.get("pydantic_ai.new_message_index")
