@@ -3,7 +3,8 @@
 See docs/conventions/openinference.md (attribute by attribute) and FIELD-GUIDE section 3. The
 flattened message keys are read by ``openinference_messages``; the raw ``input.value`` /
 ``output.value`` payloads, often the only record of a turn or an answer, by
-``openinference_values``.
+``openinference_payloads`` (whole payloads) and ``openinference_values`` (their messages and
+content blocks); a model call's answer is put together from all of them by ``openinference_answer``.
 
 Run roots: an AGENT span, and also the topmost CHAIN of the OpenInference spans (LangChain,
 LangGraph, LlamaIndex query engines and the AI SDK converter record the whole request as a CHAIN with
@@ -32,8 +33,6 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
-    make_message,
-    make_part,
 )
 from tracescore.ingest.transform.adapters.genai_semconv import (
     INPUT_MESSAGES,
@@ -43,6 +42,7 @@ from tracescore.ingest.transform.adapters.genai_semconv import (
     convert_system_instructions,
     usage_of,
 )
+from tracescore.ingest.transform.adapters.openinference_answer import call_answer, output_message
 from tracescore.ingest.transform.adapters.openinference_messages import (
     choice_count,
     choice_messages,
@@ -53,19 +53,15 @@ from tracescore.ingest.transform.adapters.openinference_messages import (
     prompt_messages,
     unflatten,
 )
+from tracescore.ingest.transform.adapters.openinference_payloads import request_messages, response_message
 from tracescore.ingest.transform.adapters.openinference_values import (
-    call_part,
-    chat_message,
     clean_text,
-    first_of,
     is_redacted,
     lenient,
-    request_messages,
-    response_message,
     unwrap_tool_output,
 )
-from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
-from tracescore.schemas import Message, Part, Span, Usage
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
+from tracescore.schemas import Message, Span, Usage
 from tracescore.schemas.agent_run import Role
 from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
@@ -126,7 +122,7 @@ def _records_a_call(span: Span) -> bool:
     if not any(v not in (None, "") and not is_redacted(v) for v in values):
         return True
     system, inputs = request_messages(values[0], span.span_id)
-    return bool(system or inputs) or _output_message(attrs, f"{span.span_id}-out-0") is not None
+    return bool(system or inputs) or output_message(attrs, f"{span.span_id}-out-0") is not None
 
 
 def _io_value(attributes: Mapping[str, AttributeValue], io: str) -> AttributeValue:
@@ -179,75 +175,6 @@ def _documents(attributes: Mapping[str, AttributeValue]) -> list[str]:
             if isinstance(d, Mapping)
         ]
     return [t for t in texts if t.strip()]
-
-
-def _texts_of(parts: list[Part], kind: str) -> list[str]:
-    return [str((p.model_extra or {}).get("text") or "") for p in parts if p.type == kind]
-
-
-def _output_message(
-    attributes: Mapping[str, AttributeValue],
-    msg_id: str,
-    *,
-    keep_unknown: bool = False,
-    llama_index: bool = False,
-) -> Message | None:
-    """``output.value`` as an answer: plain text when its mime type says so, else a payload.
-
-    LlamaIndex writes a model call's response as ``str(ChatResponse)``, ``"assistant: <text>"``:
-    the text is what follows the role (empty for a call that only asked for tools).
-    """
-    value = attributes.get("output.value")
-    if isinstance(value, str) and llama_index and value.startswith("assistant: "):
-        return chat_message(value.removeprefix("assistant: "), msg_id, "assistant")
-    if isinstance(value, str) and attributes.get("output.mime_type") == "text/plain":
-        return chat_message(value, msg_id, "assistant")
-    return response_message(value, msg_id, keep_unknown=keep_unknown)
-
-
-def _complete_answer(answer: Message | None, raw: Message | None) -> Message | None:
-    """Fill what the flattened answer lacks from ``output.value`` (plain text or the raw response).
-
-    Text answers sometimes exist only there (AI SDK converter), thinking dropped by an
-    instrumentation is in the raw response, and older OpenAI Responses instrumentation wrote
-    reasoning summaries as plain text items: text equal to the response's reasoning is reasoning.
-    """
-    if answer is None or raw is None:
-        return answer or raw
-    parts, kinds = list(answer.parts), {p.type for p in answer.parts}
-    if "text" not in kinds:
-        parts.extend(p for p in raw.parts if p.type == "text")
-    if "tool_call" not in kinds:
-        parts.extend(p for p in raw.parts if p.type == "tool_call")
-    reasoning = [p for p in raw.parts if p.type == "reasoning"]
-    if reasoning and "reasoning" not in kinds:
-        thought = set(_texts_of(reasoning, "reasoning"))
-        parts = [p for p in parts if not (p.type == "text" and _texts_of([p], "text")[0] in thought)]
-        parts = [*reasoning, *parts]
-    return make_message(answer.id, "assistant", parts)
-
-
-def _sdk_call(call: Mapping[str, AttributeValue]) -> Part:
-    """One AI SDK ``{toolCallId, toolName, args|input}`` tool call."""
-    args = first_of(call, "input", "args")
-    return call_part(first_of(call, "toolCallId", "id"), first_of(call, "toolName"), args)
-
-
-def _with_sdk_calls(
-    answer: Message | None, attributes: Mapping[str, AttributeValue], msg_id: str
-) -> Message | None:
-    """Spans converted from the AI SDK keep ``ai.response.*``: its tool calls carry the call ids and
-    its reasoning the thinking that the OpenInference copies (openinference-vercel/-mastra) lose."""
-    calls = [_sdk_call(c) for c in as_list(attributes.get("ai.response.toolCalls")) if isinstance(c, Mapping)]
-    reasoning = clean_text(attributes.get("ai.response.reasoning"))
-    if not calls and not reasoning:
-        return answer
-    parts = list(answer.parts) if answer else []
-    if calls:
-        parts = [p for p in parts if p.type != "tool_call"] + calls
-    if reasoning.strip() and not any(p.type == "reasoning" for p in parts):
-        parts.insert(0, make_part({"type": "reasoning", "text": reasoning}))
-    return make_message(msg_id, "assistant", parts)
 
 
 def _genai_messages(
@@ -330,10 +257,10 @@ class OpenInferenceAdapter(ConventionAdapter):
             if choice_count(attrs) == 1:  # several output messages are one answer's items
                 outputs = [m for m in [merge_answer(outputs, f"{sid}-out-0")] if m]
         if len(outputs) <= 1:
-            first = outputs[0] if outputs else None
-            raw = _output_message(attrs, f"{sid}-out-0", llama_index=span.scope_name == _LLAMA_INDEX_SCOPE)
-            answer = _complete_answer(first, raw)
-            answer = _with_sdk_calls(answer, attrs, f"{sid}-out-0")
+            llama_index = span.scope_name == _LLAMA_INDEX_SCOPE
+            answer = call_answer(
+                outputs[0] if outputs else None, attrs, f"{sid}-out-0", llama_index=llama_index
+            )
             outputs = [answer] if answer else []
         return LlmCall(
             input_messages=inputs,
@@ -384,7 +311,7 @@ class OpenInferenceAdapter(ConventionAdapter):
         if re.fullmatch(r"agent\.\w+", span.name) and not inputs:  # Mastra 0.x: agent.stream(messages)
             system, inputs = request_messages(attrs.get(f"{span.name}.argument.0"), sid)
         answer = (
-            _output_message(attrs, f"{sid}-out-0", keep_unknown=kind != "RETRIEVER")
+            output_message(attrs, f"{sid}-out-0", keep_unknown=kind != "RETRIEVER")
             or response_message(attrs.get("final_result"), f"{sid}-out-0", keep_unknown=True)
             or response_message(attrs.get(f"{span.name}.result"), f"{sid}-out-0")
         )

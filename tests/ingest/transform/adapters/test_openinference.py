@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tests.support.fixture_files import load_otlp_spans, make_span
 from tests.support.runs import only_run, parts, texts
 from tracescore.ingest.transform.adapters import OpenInferenceAdapter, SpanRole, adapter_for
-from tracescore.ingest.transform.adapters.openinference_values import request_messages, response_message
+from tracescore.ingest.transform.adapters.openinference_payloads import request_messages, response_message
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Message, SpanEvent
 from tracescore.schemas.spans import STATUS_ERROR
