@@ -622,6 +622,26 @@ def test_raw_provider_payloads_when_no_flattened_messages() -> None:
     )
 
 
+def test_a_responses_message_item_whose_content_is_no_list_of_blocks_gives_no_parts() -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    for content in ("Hi", 5, {"text": "Hi"}):
+        response = {"output": [{"type": "message", "content": content}, call]}
+        assert parts(response_message(json.dumps(response), "m")) == [
+            {"type": "tool_call", "tool_call_id": "c1", "tool_name": "f", "args": {}}
+        ]
+
+
+def test_an_anthropic_base64_image_is_a_data_url_only_when_its_data_is_text() -> None:
+    def image(data: object) -> dict[str, Any]:
+        source = {"type": "base64", "media_type": "image/png", "data": data}
+        return {"role": "assistant", "content": [{"type": "image", "source": source}]}
+
+    assert parts(response_message(json.dumps(image("iVBORw0")), "m")) == [
+        {"type": "uri", "modality": "image", "uri": "data:image/png;base64,iVBORw0"}
+    ]
+    assert parts(response_message(json.dumps(image(["iVBORw0"])), "m")) == []
+
+
 def test_redacted_content_is_missing_content() -> None:
     spans = [
         make_span("a000000000000001", attributes=oi("AGENT", **{"input.value": "__REDACTED__"}), end=2_000),
