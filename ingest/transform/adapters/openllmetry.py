@@ -33,6 +33,12 @@ from tracescore.ingest.transform.adapters.genai_semconv import (
     convert_messages,
     convert_system_instructions,
 )
+from tracescore.ingest.transform.adapters.openllmetry_langchain import (
+    lc_fields,
+    lc_message,
+    lc_messages,
+    lc_model,
+)
 from tracescore.ingest.transform.adapters.openllmetry_messages import (
     COMPLETION_PREFIXES,
     PROMPT_PREFIXES,
@@ -40,10 +46,6 @@ from tracescore.ingest.transform.adapters.openllmetry_messages import (
     event_messages,
     has_indexed_messages,
     indexed_messages,
-    lc_fields,
-    lc_message,
-    lc_messages,
-    lc_model,
 )
 from tracescore.ingest.transform.jsonvalue import as_int, as_str, as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage

@@ -1,4 +1,4 @@
-"""OpenLLMetry message shapes -> our Messages: indexed keys, content blocks, LangChain objects, events.
+"""OpenLLMetry message shapes -> our Messages: indexed keys, content blocks, events.
 
 OpenLLMetry (<= 0.54, and still for several instrumentations) flattens each message into indexed
 attributes, ``gen_ai.prompt.{i}.{role,content,tool_call_id}`` and
@@ -7,9 +7,9 @@ attributes, ``gen_ai.prompt.{i}.{role,content,tool_call_id}`` and
 ``llm.completions``). List content is ``json.dumps``ed into ``content``, so a content string may hold
 provider blocks (OpenAI ``text``/``image_url``, Anthropic ``text``/``thinking``/``tool_use``/
 ``tool_result``, Responses ``input_text``/``function_call_output``). Anthropic thinking is a
-completion of its own with ``role="thinking"``. LangChain callbacks serialise messages as
-``{"lc": 1, "id": [..., "HumanMessage"], "kwargs": {...}}`` in ``traceloop.entity.*``. With legacy
-attributes off, content goes to log records (``gen_ai.{role}.message``, ``gen_ai.choice``).
+completion of its own with ``role="thinking"``. With legacy attributes off, content goes to log
+records (``gen_ai.{role}.message``, ``gen_ai.choice``). The LangChain messages of
+``traceloop.entity.*`` are read by ``openllmetry_langchain``.
 """
 
 from __future__ import annotations
@@ -40,24 +40,6 @@ _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _REASONING_BLOCKS = frozenset({"thinking", "reasoning"})
 # OpenAI Responses tools the provider runs itself (the legacy attributes name them like this).
 _SERVER_TOOL_NAMES = frozenset({"web_search_call", "file_search_call", "code_interpreter_call"})
-_LC_ROLES: dict[str, Role] = {
-    "HumanMessage": "user",
-    "HumanMessageChunk": "user",
-    "AIMessage": "assistant",
-    "AIMessageChunk": "assistant",
-    "SystemMessage": "system",
-    "SystemMessageChunk": "system",
-    "ToolMessage": "tool",
-    "ToolMessageChunk": "tool",
-    "FunctionMessage": "tool",
-}
-_LC_TYPES: dict[str, Role] = {
-    "human": "user",
-    "ai": "assistant",
-    "system": "system",
-    "tool": "tool",
-    "function": "tool",
-}
 
 
 def has_indexed_messages(attributes: Mapping[str, AttributeValue]) -> bool:
@@ -186,7 +168,7 @@ def _is_block(raw: AttributeValue) -> bool:
     return isinstance(raw, Mapping) and isinstance(raw.get("type"), str)
 
 
-def _with_tool_calls(parts: list[Part], calls: Iterable[Part]) -> list[Part]:
+def with_tool_calls(parts: list[Part], calls: Iterable[Part]) -> list[Part]:
     """Add tool_call parts not already present (Anthropic writes tool_use both ways)."""
     seen = {(p.model_extra or {}).get("tool_call_id") for p in parts if p.type == "tool_call"}
     seen.discard("")
@@ -269,7 +251,7 @@ def _indexed_message(
         parts.append(part)
     if refusal := as_text(fields.get("refusal")):
         parts.append(_text(refusal))
-    parts = _with_tool_calls(parts, _calls_of(fields))
+    parts = with_tool_calls(parts, _calls_of(fields))
     return finish(msg_id, "assistant" if thinking else role, parts, fields.get("tool_call_id")), thinking
 
 
@@ -299,85 +281,6 @@ def indexed_messages(
         else:
             messages.append(make_message(f"{span_id}-{tag}-thinking", "assistant", pending))
     return messages
-
-
-# --- LangChain serialised messages ---------------------------------------------------------------
-
-
-def lc_fields(raw: AttributeValue) -> tuple[Role, Mapping[str, AttributeValue]] | None:
-    """(role, fields) of a serialised LangChain message, an OpenAI-style dict or a (role, text) pair."""
-    if isinstance(raw, Mapping):
-        ident, kwargs = raw.get("id"), raw.get("kwargs")
-        if raw.get("lc") is not None and isinstance(ident, list) and ident and isinstance(kwargs, Mapping):
-            if ident[-1] in ("ChatMessage", "ChatMessageChunk"):
-                return normalize_role(kwargs.get("role")), kwargs
-            role = _LC_ROLES.get(str(ident[-1])) or _LC_TYPES.get(str(kwargs.get("type")))
-            return (role, kwargs) if role else None
-        kind, data = raw.get("type"), raw.get("data")
-        if isinstance(kind, str) and kind in _LC_TYPES:
-            if "content" in raw:
-                return _LC_TYPES[kind], raw
-            if isinstance(data, Mapping) and "content" in data:  # langchain messages_to_dict()
-                return _LC_TYPES[kind], data
-        if isinstance(raw.get("role"), str) and ("content" in raw or "tool_calls" in raw):
-            return normalize_role(raw.get("role")), raw
-    if isinstance(raw, list) and len(raw) == 2:
-        said_by, text = raw
-        said = said_by.strip().lower() if isinstance(said_by, str) and isinstance(text, str) else ""
-        if said in ("user", "human", "assistant", "ai", "system", "tool"):
-            return normalize_role(said), {"content": text}
-    return None
-
-
-def lc_message(raw: AttributeValue, msg_id: str) -> Message | None:
-    found = lc_fields(raw)
-    if found is None:
-        return None
-    role, fields = found
-    extra = fields.get("additional_kwargs")
-    extra = extra if isinstance(extra, Mapping) else {}
-    parts: list[Part] = []
-    if reasoning := as_text(extra.get("reasoning_content")):
-        parts.append(make_part({"type": "reasoning", "text": reasoning}))
-    parts.extend(content_parts(fields.get("content")))
-    calls: list[Part] = []
-    raw_calls = fields.get("tool_calls") or extra.get("tool_calls")
-    for call in raw_calls if isinstance(raw_calls, list) else []:
-        if isinstance(call, Mapping):
-            function = nested if isinstance(nested := call.get("function"), Mapping) else {}
-            name = call.get("name", function.get("name"))
-            args = call.get("args", function.get("arguments", call.get("arguments")))
-            calls.append(tool_call_part(call.get("id"), name, args))
-    parts = _with_tool_calls(parts, calls)
-    call_id = fields.get("tool_call_id")
-    if role == "tool" and call_id and fields.get("status") == "error":
-        text = "\n".join(as_text((p.model_extra or {}).get("text")) for p in parts if p.type == "text")
-        parts = [tool_result_part(call_id, text, is_error=True)]
-    return finish(msg_id, role, parts, call_id)
-
-
-def lc_messages(items: AttributeValue, span_id: str, tag: str) -> list[Message] | None:
-    """A list whose items are all messages -> Messages; None when it is not such a list."""
-    if not isinstance(items, list) or not items:
-        return None
-    messages = [lc_message(item, f"{span_id}-{tag}-{i}") for i, item in enumerate(items)]
-    if any(m is None for m in messages):
-        return None
-    return [m for m in messages if m is not None]
-
-
-def lc_model(items: AttributeValue) -> str | None:
-    """The model name LangChain recorded on the last AI message that has one."""
-    for item in reversed(items if isinstance(items, list) else []):
-        found = lc_fields(item)
-        if found is None or found[0] != "assistant":
-            continue
-        meta = found[1].get("response_metadata")
-        if isinstance(meta, Mapping):
-            name = meta.get("model_name") or meta.get("model")
-            if isinstance(name, str) and name and name != "unknown":
-                return name
-    return None
 
 
 # --- log records / span events (use_legacy_attributes=False) ---------------------------------------
