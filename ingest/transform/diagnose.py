@@ -86,9 +86,9 @@ def _hints(nodes: list[Node], by_id: dict[str, Node]) -> list[str]:
             "may be in another export: inspect the whole trace)"
         )
     for node in nodes:
-        provider = next((k for k in PROVIDER_KEYS if isinstance(node.span.attributes.get(k), str)), None)
-        if provider is not None and node.adapter is None:
-            named = f"{provider}={node.span.attributes[provider]}"
+        attrs = node.span.attributes
+        named = next((f"{k}={v}" for k in PROVIDER_KEYS if isinstance(v := attrs.get(k), str)), None)
+        if named is not None and node.adapter is None:
             hints.append(
                 f"span {node.span.name!r} names a model provider ({named}) "
                 "but has no operation name, messages, model or usage to read it as a model call by "

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeAlias, TypeVar
+
+from tracescore.schemas.spans import AttributeValue, JsonValue
+
+_Value = TypeVar("_Value")
+
+AttributeMap: TypeAlias = dict[str, AttributeValue] | dict[str, JsonValue]
+"""A map an attribute value holds: a kvlist value, or a JSON object decoded from text."""
 
 # A JSON document that itself encodes JSON starts with one of these after the first decode.
 _JSON_STARTS = ("{", "[", '"')
@@ -20,23 +28,24 @@ _MAX_DEPTH = 200
 # strings, numbers, true/false/null, and Python's NaN/Infinity/-Infinity). The empty string is not one.
 _JSON_WHITESPACE = " \t\n\r"
 _JSON_VALUE_STARTS = frozenset('{["-0123456789tfnNI')
-# Values plain_json returns as they are (the exact types; subclasses take the checks below).
-_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+# Values plain_json returns as they are, with None (bool is an int).
+_JSON_SCALARS = (str, int, float)
 
 
-def _loads(text: str) -> tuple[bool, Any]:
+def _loads(text: str) -> tuple[bool, JsonValue]:
     # Plain text ("rainy, 57°F") is common: refuse it without building a JSONDecodeError when its
     # first character (after JSON's whitespace) can start no JSON value.
     if text.lstrip(_JSON_WHITESPACE)[:1] not in _JSON_VALUE_STARTS:
         return False, None
     try:
-        return True, json.loads(text)
+        decoded: JsonValue = json.loads(text)
     # RecursionError: pathologically nested input must not escape either.
     except (ValueError, RecursionError):
         return False, None
+    return True, decoded
 
 
-def parse_json_value(value: Any) -> Any:
+def parse_json_value(value: _Value) -> _Value | JsonValue:
     """Decode ``value`` if it is JSON text (once, or twice when double-encoded); else return it as is.
 
     >>> parse_json_value('{"location": "Paris"}')
@@ -46,13 +55,16 @@ def parse_json_value(value: Any) -> Any:
     >>> parse_json_value('"\\\\"result1\\\\""')
     'result1'
     """
-    if isinstance(value, bytes | bytearray):
-        value = bytes(value).decode("utf-8", errors="replace")
-    if not isinstance(value, str):
+    text: str
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, bytes | bytearray):
+        text = bytes(value).decode("utf-8", errors="replace")
+    else:
         return value
-    ok, decoded = _loads(value)
+    ok, decoded = _loads(text)
     if not ok:
-        return value
+        return text
     if isinstance(decoded, str) and decoded.strip().startswith(_JSON_STARTS):
         ok, twice = _loads(decoded)
         if ok:
@@ -60,12 +72,12 @@ def parse_json_value(value: Any) -> Any:
     return decoded
 
 
-def plain_json(value: Any, _depth: int = 0) -> Any:
+def plain_json(value: object, _depth: int = 0) -> JsonValue:
     """The value with only JSON types left (bytes decoded, tuples as lists, keys as strings).
 
     Attribute arrays can hold OTLP bytes values; AgentRuns must serialise as JSON whatever came in.
     """
-    if type(value) in _PLAIN_TYPES or isinstance(value, str | bool | int | float):
+    if value is None or isinstance(value, _JSON_SCALARS):
         return value
     if _depth > _MAX_DEPTH:
         return as_text(value)
@@ -78,24 +90,22 @@ def plain_json(value: Any, _depth: int = 0) -> Any:
     return str(value)
 
 
-def as_list(value: Any) -> list[Any]:
-    """The value as a list: JSON arrays decoded, a single object wrapped, anything else empty."""
+def as_list(value: AttributeValue) -> Sequence[AttributeValue]:
+    """The value's items: JSON arrays decoded, a single object wrapped, anything else empty."""
     parsed = parse_json_value(value)
     if isinstance(parsed, list):
         return parsed
-    if isinstance(parsed, tuple):
-        return list(parsed)
     if isinstance(parsed, dict):
         return [parsed]
     return []
 
 
-def as_str(value: Any) -> str | None:
+def as_str(value: object) -> str | None:
     """Non-empty strings pass; anything else is None (ids, names, models are strings or absent)."""
     return value if isinstance(value, str) and value else None
 
 
-def as_int(value: Any) -> int:
+def as_int(value: object) -> int:
     """Token counts and the like: ints, integral floats and digit strings; anything else is 0."""
     if isinstance(value, bool):
         return 0
@@ -111,7 +121,7 @@ def as_int(value: Any) -> int:
     return 0
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """A human-readable string for any value: strings as is, everything else as compact JSON."""
     if value is None:
         return ""

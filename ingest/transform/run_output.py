@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from tracescore.ingest.transform.adapters import AgentInfo, LlmCall, ToolExecution
 from tracescore.ingest.transform.trace_index import (
@@ -113,7 +113,7 @@ def _complete(output: list[Message], at: tuple[int, int], tool: ToolExecution) -
     message = output[at[0]]
     invocation = message.tool_invocations[at[1]]
     if tool.is_error:
-        update: dict[str, Any] = {
+        update: dict[str, object] = {
             "state": "error",
             "result": tool.result if tool.result is not None else invocation.result,
         }
@@ -130,7 +130,7 @@ def _with_tool_invocations(message: Message, index: TraceIndex) -> Message:
     invocations = [
         _join_tool_call(part.model_extra or {}, index) for part in message.parts if part.type == "tool_call"
     ]
-    update: dict[str, Any] = {"role": "assistant", "tool_invocations": invocations}
+    update: dict[str, object] = {"role": "assistant", "tool_invocations": invocations}
     if not message.reasoning:
         # Some SDKs record a step's reasoning only in the next prompt, which replays the step.
         replayed = next(
@@ -148,7 +148,7 @@ def _with_tool_invocations(message: Message, index: TraceIndex) -> Message:
     return message.model_copy(update=update)
 
 
-def _join_tool_call(call: dict[str, Any], index: TraceIndex) -> ToolInvocation:
+def _join_tool_call(call: Mapping[str, object], index: TraceIndex) -> ToolInvocation:
     """A tool_call part joined by call id with its tool span, else with a later tool message."""
     call_id = str(call.get("tool_call_id") or "")
     tool = index.tools.get(call_id) if call_id else None

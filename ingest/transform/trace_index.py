@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from tracescore.ingest.transform.adapters import (
     AgentInfo,
@@ -37,7 +37,7 @@ class TraceIndex:
     calls: dict[str, LlmCall] = field(default_factory=dict)
     tools: dict[str, ToolExecution] = field(default_factory=dict)
     # Tool results seen as tool_result parts in some model call's input, by tool call id.
-    replies: dict[str, Any] = field(default_factory=dict)
+    replies: dict[str, object] = field(default_factory=dict)
     # Reasoning of an earlier step, as a later prompt replays it (the step's own span may lack it),
     # by the ids of the tool calls that step made.
     replayed_reasoning: dict[str, list[Part]] = field(default_factory=dict)

@@ -17,11 +17,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from tracescore.ingest.transform.jsonvalue import as_text, plain_json
 from tracescore.schemas import Message, Part, Span, Usage
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue
 
 
 class SpanRole(enum.Enum):
@@ -53,8 +54,8 @@ class ToolExecution:
 
     call_id: str | None
     name: str | None
-    args: Any = None
-    result: Any = None
+    args: AttributeValue = None
+    result: AttributeValue = None
     is_error: bool = False
 
 
@@ -132,13 +133,13 @@ _ROLE_ALIASES: dict[str, Role] = {
 }
 
 
-def normalize_role(role: Any, default: Role = "user") -> Role:
+def normalize_role(role: object, default: Role = "user") -> Role:
     if isinstance(role, str):
         return _ROLE_ALIASES.get(role.strip().lower(), default)
     return default
 
 
-def make_part(data: Mapping[str, Any]) -> Part:
+def make_part(data: Mapping[str, object]) -> Part:
     """A Part from already-normalized keys; keys pydantic cannot take are kept under ``data``."""
     part_type = data.get("type")
     type_name = part_type if isinstance(part_type, str) and part_type else "unknown"

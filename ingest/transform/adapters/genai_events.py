@@ -22,7 +22,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from tracescore.ingest.transform.adapters.genai_semconv_messages import (
     clean_text,
@@ -35,6 +34,7 @@ from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE
 from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, SpanEvent
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
 CHOICE = "gen_ai.choice"
@@ -82,7 +82,7 @@ def has_content_events(span: Span) -> bool:
     return any(is_content_event(event.name) for event in span.events)
 
 
-def event_body(event: SpanEvent) -> dict[str, Any]:
+def event_body(event: SpanEvent) -> dict[str, AttributeValue]:
     """The event's body as a dict, wherever the instrumentation put it; text becomes ``content``."""
     attributes = event.attributes
     if LOG_BODY_ATTRIBUTE in attributes:
@@ -105,7 +105,7 @@ def _quote_bare_names(text: str) -> str:
     return _BARE_NAME.sub(lambda match: f', "name": {json.dumps(match.group(1))}}}', text)
 
 
-def _details_attributes(event: SpanEvent) -> dict[str, Any]:
+def _details_attributes(event: SpanEvent) -> dict[str, AttributeValue]:
     # The semconv puts the content in the event's attributes; accept a map body too.
     body = parse_json_value(event.attributes.get(LOG_BODY_ATTRIBUTE))
     return {**(dict(body) if isinstance(body, Mapping) else {}), **event.attributes}
@@ -119,16 +119,16 @@ class EventContent:
     output_messages: list[Message] = field(default_factory=list)
     system_messages: list[Message] = field(default_factory=list)
     # Model and usage of the v1.37 event, for spans that carry them only there.
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, AttributeValue] = field(default_factory=dict)
 
 
 def read_events(span: Span) -> EventContent:
     """Every generation's content events of one span, the newest generation winning when several exist."""
-    details: dict[str, Any] = {}
-    message_events: list[tuple[Role | str, dict[str, Any]]] = []
-    choices: list[dict[str, Any]] = []
-    prompt: Any = None
-    completion: Any = None
+    details: dict[str, AttributeValue] = {}
+    message_events: list[tuple[str, dict[str, AttributeValue]]] = []
+    choices: list[dict[str, AttributeValue]] = []
+    prompt: AttributeValue = None
+    completion: AttributeValue = None
     for event in span.events:
         if event.name == OPERATION_DETAILS:
             for key, value in _details_attributes(event).items():
@@ -160,7 +160,9 @@ def read_events(span: Span) -> EventContent:
     return EventContent(inputs, outputs, system, details)
 
 
-def _with_call_ids(message_events: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+def _with_call_ids(
+    message_events: list[tuple[str, dict[str, AttributeValue]]],
+) -> list[tuple[str, dict[str, AttributeValue]]]:
     """Message event bodies, each tool message that names no call given the id of the call it answers.
 
     Semantic Kernel .NET (up to 1.66) writes a tool message as ``{role, name, content, tool_calls}``
@@ -168,7 +170,7 @@ def _with_call_ids(message_events: list[tuple[str, dict[str, Any]]]) -> list[tup
     the calls' order, so the n-th such message answers the n-th call.
     """
     pending: list[str] = []
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, dict[str, AttributeValue]]] = []
     for role, body in message_events:
         if role == "assistant":
             calls = parse_json_value(body.get("tool_calls"))
@@ -183,9 +185,10 @@ def _with_call_ids(message_events: list[tuple[str, dict[str, Any]]]) -> list[tup
     return out
 
 
-def choice_message(body: Mapping[str, Any], msg_id: str) -> Message:
+def choice_message(body: Mapping[str, AttributeValue], msg_id: str) -> Message:
     """A ``gen_ai.choice`` body: ``{index, finish_reason, message}``, the message a map, blocks or text."""
     message = parse_json_value(body.get("message"))
+    raw: dict[str, AttributeValue]
     if isinstance(message, Mapping):
         raw = dict(message)
         # Semantic Kernel .NET repeats the calls beside the message; take them once.
@@ -218,43 +221,51 @@ def _role_blocks(text: str) -> list[tuple[str, str]]:
     return blocks
 
 
-def prompt_messages(value: Any, span_id: str) -> list[Message]:
+def prompt_messages(value: AttributeValue, span_id: str) -> list[Message]:
     """``gen_ai.prompt`` (v1.26-v1.27): a JSON list of messages, role-prefixed lines, or free text."""
     parsed = parse_json_value(value)
     if isinstance(parsed, Mapping):
-        parsed = parsed.get("messages", [parsed])
+        if "messages" not in parsed:
+            return [convert_message(parsed, f"{span_id}-in-0", "user")]
+        parsed = parsed["messages"]
     if isinstance(parsed, list):
         return [convert_message(raw, f"{span_id}-in-{i}", "user") for i, raw in enumerate(parsed)]
     text = clean_text(parsed)
     if not text.strip():
         return []
-    blocks = _role_blocks(text) or [("user", text)]
-    return [
-        convert_message({"role": role, "content": content}, f"{span_id}-in-{i}", "user")
-        for i, (role, content) in enumerate(blocks)
-    ]
+    return _block_messages(_role_blocks(text) or [("user", text)], span_id, "in", "user")
 
 
-def completion_messages(value: Any, span_id: str) -> list[Message]:
+def completion_messages(value: AttributeValue, span_id: str) -> list[Message]:
     """``gen_ai.completion`` (v1.26-v1.27): a JSON list of messages or choices, or the answer's text."""
     parsed = parse_json_value(value)
     if isinstance(parsed, Mapping):
-        parsed = [parsed]
+        return [_completion_message(parsed, f"{span_id}-out-0")]
     if isinstance(parsed, list):
-        return [
-            choice_message(raw, f"{span_id}-out-{i}")
-            if isinstance(raw, Mapping) and "message" in raw
-            else convert_message(raw, f"{span_id}-out-{i}", "assistant")
-            for i, raw in enumerate(parsed)
-        ]
+        return [_completion_message(raw, f"{span_id}-out-{i}") for i, raw in enumerate(parsed)]
     text = clean_text(parsed)
     if not text.strip():
         return []
     blocks = _role_blocks(text) if text.startswith('[{"role:" ') else []
-    return [
-        convert_message({"role": role, "content": content}, f"{span_id}-out-{i}", "assistant")
-        for i, (role, content) in enumerate(blocks or [("assistant", text)])
-    ]
+    return _block_messages(blocks or [("assistant", text)], span_id, "out", "assistant")
+
+
+def _block_messages(
+    blocks: list[tuple[str, str]], span_id: str, tag: str, default_role: Role
+) -> list[Message]:
+    """Messages of ``(role, text)`` blocks, with ids ``{span_id}-{tag}-{i}``."""
+    messages = []
+    for i, (role, text) in enumerate(blocks):
+        raw: dict[str, AttributeValue] = {"role": role, "content": text}
+        messages.append(convert_message(raw, f"{span_id}-{tag}-{i}", default_role))
+    return messages
+
+
+def _completion_message(raw: AttributeValue, msg_id: str) -> Message:
+    """One item of ``gen_ai.completion``: a choice (``{message, ...}``) or a message."""
+    if isinstance(raw, Mapping) and "message" in raw:
+        return choice_message(raw, msg_id)
+    return convert_message(raw, msg_id, "assistant")
 
 
 @dataclass(frozen=True)
@@ -263,8 +274,8 @@ class ToolEvents:
 
     call_id: str | None = None
     name: str | None = None
-    args: Any = None
-    result: Any = None
+    args: AttributeValue = None
+    result: AttributeValue = None
 
 
 def tool_from_events(span: Span) -> ToolEvents:
@@ -273,8 +284,8 @@ def tool_from_events(span: Span) -> ToolEvents:
     tool_call_response parts (v1.37 style)."""
     call_id: str | None = None
     name: str | None = None
-    args: Any = None
-    result: Any = None
+    args: AttributeValue = None
+    result: AttributeValue = None
     for event in span.events:
         if event.name == TOOL_MESSAGE:
             body = event_body(event)

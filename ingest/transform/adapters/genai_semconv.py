@@ -15,7 +15,6 @@ The message helpers are re-exported here: other conventions that adopted these a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
@@ -46,7 +45,7 @@ from tracescore.ingest.transform.adapters.genai_semconv_messages import (
 )
 from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 OPERATION = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"
@@ -111,30 +110,30 @@ __all__ = [
 ]
 
 
-def _first_int(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+def _first_int(attributes: Mapping[str, AttributeValue], keys: tuple[str, ...]) -> int:
     for key in keys:
         if key in attributes:
             return max(0, as_int(attributes[key]))  # Semantic Kernel writes -1 for "unknown"
     return 0
 
 
-def usage_of(attributes: Mapping[str, Any]) -> Usage:
+def usage_of(attributes: Mapping[str, AttributeValue]) -> Usage:
     return Usage(
         input_tokens=_first_int(attributes, _INPUT_TOKEN_KEYS),
         output_tokens=_first_int(attributes, _OUTPUT_TOKEN_KEYS),
     )
 
 
-def _has_usage(attributes: Mapping[str, Any]) -> bool:
+def _has_usage(attributes: Mapping[str, AttributeValue]) -> bool:
     return any(key in attributes for key in (*_INPUT_TOKEN_KEYS, *_OUTPUT_TOKEN_KEYS))
 
 
-def _model(value: Any) -> str | None:
+def _model(value: AttributeValue) -> str | None:
     model = as_str(value)
     return model if model and model.strip().lower() not in _JUNK_MODELS else None
 
 
-def model_of(attributes: Mapping[str, Any]) -> str | None:
+def model_of(attributes: Mapping[str, AttributeValue]) -> str | None:
     return _model(attributes.get("gen_ai.request.model")) or _model(attributes.get("gen_ai.response.model"))
 
 
@@ -154,7 +153,7 @@ def _operation(span: Span) -> str | None:
     return first_word if first_word in _ROLE_BY_OPERATION else None
 
 
-def _has_message_attributes(attributes: Mapping[str, Any]) -> bool:
+def _has_message_attributes(attributes: Mapping[str, AttributeValue]) -> bool:
     return INPUT_MESSAGES in attributes or OUTPUT_MESSAGES in attributes
 
 
@@ -234,6 +233,8 @@ class GenAiSemconvAdapter(ConventionAdapter):
         attributes = span.attributes
         from_events = tool_from_events(span) if span.events else None
         is_error = span.status_code == STATUS_ERROR or as_str(attributes.get("gen_ai.tool.status")) == "error"
+        args: AttributeValue
+        result: AttributeValue
         if "gen_ai.tool.call.arguments" in attributes:
             args = plain_json(parse_json_value(attributes["gen_ai.tool.call.arguments"]))
         else:

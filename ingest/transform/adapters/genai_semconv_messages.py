@@ -16,13 +16,13 @@ public helpers are reused by other conventions that adopted these attributes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
-from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import AttributeMap, as_list, as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue, JsonValue
 
 # Placeholders instrumentations write instead of redacted content: read as "no content".
 REDACTED = frozenset({"__REDACTED__", "[REDACTED]", "<REDACTED>", "[redacted]", "<redacted>"})
@@ -35,13 +35,13 @@ _ITEM_KEYS = frozenset(
 )
 
 
-def clean_text(value: Any) -> str:
+def clean_text(value: object) -> str:
     """Text of a content value; a redaction placeholder is empty text, so the run reads as content-less."""
     text = as_text(value)
     return "" if text.strip() in REDACTED else text
 
 
-def plain_result(value: Any) -> Any:
+def plain_result(value: AttributeValue) -> JsonValue:
     """A tool result as the model saw it: JSON text decoded, text-only content blocks joined.
 
     Bedrock/Strands (``[{"text"}]``) and MCP (``[{"type": "text", "text"}]``) wrap plain results in
@@ -50,31 +50,39 @@ def plain_result(value: Any) -> Any:
     parsed = parse_json_value(value)
     if isinstance(parsed, str) and parsed.strip() in REDACTED:
         return None
-    if isinstance(parsed, list) and parsed and all(_is_text_block(b) for b in parsed):
-        return "\n".join(b["text"] for b in parsed)
+    if isinstance(parsed, list) and parsed and (text := _text_of_blocks(parsed)) is not None:
+        return text
     return plain_json(parsed)
 
 
-def _is_text_block(block: Any) -> bool:
-    if not isinstance(block, Mapping) or not isinstance(block.get("text"), str):
-        return False
-    return set(block) == {"text"} or (set(block) == {"type", "text"} and block.get("type") == "text")
+def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
+    """The blocks' texts joined, when every block is a text-only content block; else None."""
+    texts = []
+    for block in blocks:
+        if not isinstance(block, Mapping) or not isinstance(text := block.get("text"), str):
+            return None
+        if not (set(block) == {"text"} or (set(block) == {"type", "text"} and block.get("type") == "text")):
+            return None
+        texts.append(text)
+    return "\n".join(texts)
 
 
-def _args(value: Any) -> Any:
+def _args(value: AttributeValue) -> JsonValue:
     args = plain_json(parse_json_value(value))
     return {} if args is None or (isinstance(args, str) and args.strip() in REDACTED) else args
 
 
-def _text_part(value: Any) -> Part:
+def _text_part(value: object) -> Part:
     return make_part({"type": "text", "text": clean_text(value)})
 
 
-def _reasoning_part(value: Any) -> Part:
+def _reasoning_part(value: object) -> Part:
     return make_part({"type": "reasoning", "text": clean_text(value)})
 
 
-def _tool_call_part(call_id: Any, name: Any, args: Any, server: bool = False) -> Part:
+def _tool_call_part(
+    call_id: AttributeValue, name: AttributeValue, args: AttributeValue, server: bool = False
+) -> Part:
     return make_part(
         {
             "type": "tool_call",
@@ -86,7 +94,7 @@ def _tool_call_part(call_id: Any, name: Any, args: Any, server: bool = False) ->
     )
 
 
-def _tool_result_part(call_id: Any, result: Any, server: bool = False) -> Part:
+def _tool_result_part(call_id: AttributeValue, result: AttributeValue, server: bool = False) -> Part:
     return make_part(
         {
             "type": "tool_result",
@@ -97,12 +105,12 @@ def _tool_result_part(call_id: Any, result: Any, server: bool = False) -> Part:
     )
 
 
-def _details(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _details(raw: Mapping[str, AttributeValue], key: str) -> Mapping[str, AttributeValue]:
     details = parse_json_value(raw.get(key))
     return details if isinstance(details, Mapping) else {}
 
 
-def _server_args(raw: Mapping[str, Any]) -> Any:
+def _server_args(raw: Mapping[str, AttributeValue]) -> AttributeValue:
     # v1.40: the provider's call details sit under "server_tool_call" ({type, ...provider keys}).
     if "arguments" in raw:
         return raw["arguments"]
@@ -113,7 +121,7 @@ def _server_args(raw: Mapping[str, Any]) -> Any:
     return {k: v for k, v in details.items() if k != "type"}
 
 
-def _server_result(raw: Mapping[str, Any]) -> Any:
+def _server_result(raw: Mapping[str, AttributeValue]) -> AttributeValue:
     for key in ("response", "result"):
         if key in raw:
             return raw[key]
@@ -125,7 +133,7 @@ def _server_result(raw: Mapping[str, Any]) -> Any:
     return rest or None
 
 
-def convert_part(raw: Any) -> Part:
+def convert_part(raw: AttributeValue) -> Part:
     """One semconv part -> our part representation; unknown part types are kept as they came."""
     if not isinstance(raw, Mapping):
         return _text_part(raw)
@@ -150,7 +158,7 @@ def convert_part(raw: Any) -> Part:
     return make_part(dict(raw))
 
 
-def _bedrock_reasoning(value: Any) -> Part:
+def _bedrock_reasoning(value: AttributeValue) -> Part:
     block = parse_json_value(value)
     if isinstance(block, Mapping):
         inner = block.get("reasoningText")
@@ -161,7 +169,7 @@ def _bedrock_reasoning(value: Any) -> Part:
     return _reasoning_part(block)
 
 
-def _uri_part(url: Any, modality: str) -> Part:
+def _uri_part(url: object, modality: str) -> Part:
     uri = as_text(url)
     if uri.startswith("data:") and ";base64," in uri:
         # An inline data URL is a blob, not a reference.
@@ -170,7 +178,7 @@ def _uri_part(url: Any, modality: str) -> Part:
     return make_part({"type": "uri", "modality": modality, "uri": uri})
 
 
-def _typed_item(item: Mapping[str, Any], item_type: str) -> list[Part]:
+def _typed_item(item: AttributeMap, item_type: str) -> list[Part]:
     if item_type in _TEXT_TYPES:
         return [_text_part(item.get("text", item.get("content")))]
     if item_type in _REASONING_TYPES:
@@ -196,7 +204,7 @@ def _typed_item(item: Mapping[str, Any], item_type: str) -> list[Part]:
     return [convert_part(item)]
 
 
-def _content_item(item: Any) -> list[Part]:
+def _content_item(item: AttributeValue) -> list[Part]:
     """One content item of an OpenAI-shaped message (any provider's), as parts."""
     if not isinstance(item, Mapping):
         return [_text_part(item)]
@@ -221,43 +229,35 @@ def _content_item(item: Any) -> list[Part]:
     return [make_part(dict(item))]
 
 
-def _is_item(value: Any) -> bool:
+def _is_item(value: AttributeValue) -> bool:
     return isinstance(value, Mapping) and any(key in value for key in _ITEM_KEYS)
 
 
-def _looks_like_items(value: Any) -> bool:
+def _looks_like_items(value: AttributeValue) -> bool:
     return isinstance(value, list) and bool(value) and all(_is_item(i) for i in value)
 
 
-def content_parts(content: Any) -> list[Part]:
+def content_parts(content: AttributeValue) -> list[Part]:
     """The ``content`` of an OpenAI-shaped message as parts (text, a list of items, or their JSON)."""
     if content is None:
         return []
     if isinstance(content, str):
         # Strands and others serialise the item list into the string; plain text stays text.
         parsed = parse_json_value(content) if content.lstrip().startswith(("[", "{")) else content
-        if _looks_like_items(parsed):
-            content = parsed
-        elif _is_item(parsed):
-            content = [parsed]
-        else:
+        if not (_looks_like_items(parsed) or _is_item(parsed)):
             return [_text_part(content)]
+        content = parsed
     if isinstance(content, Mapping):
-        content = [content]
-    if isinstance(content, list | tuple):
+        return _content_item(content)
+    if isinstance(content, list):
         return [part for item in content for part in _content_item(item)]
     return [_text_part(content)]
 
 
-def tool_call_parts(value: Any) -> list[Part]:
+def tool_call_parts(value: AttributeValue) -> list[Part]:
     """OpenAI ``tool_calls`` (``[{id, type, function: {name, arguments}}]``, or flat) as tool_call parts."""
-    calls = parse_json_value(value)
-    if isinstance(calls, Mapping):
-        calls = [calls]
-    if not isinstance(calls, list):
-        return []
     parts = []
-    for call in calls:
+    for call in as_list(value):
         if not isinstance(call, Mapping):
             continue
         function = call.get("function")
@@ -268,7 +268,7 @@ def tool_call_parts(value: Any) -> list[Part]:
     return parts
 
 
-def _chat_shape_parts(raw: Mapping[str, Any], role: Role) -> list[Part]:
+def _chat_shape_parts(raw: Mapping[str, AttributeValue], role: Role) -> list[Part]:
     call_id = raw.get("tool_call_id", raw.get("id"))
     if role == "tool" and isinstance(call_id, str | int) and not isinstance(call_id, bool):
         parts = [_tool_result_part(call_id, raw.get("content"))]
@@ -281,7 +281,7 @@ def _chat_shape_parts(raw: Mapping[str, Any], role: Role) -> list[Part]:
     return parts
 
 
-def convert_message(raw: Any, msg_id: str, default_role: Role) -> Message:
+def convert_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Message:
     """One message of either shape; a bare string (invalid or truncated JSON) is kept as text."""
     if not isinstance(raw, Mapping):
         return make_message(msg_id, default_role, [_text_part(raw)])
@@ -294,20 +294,20 @@ def convert_message(raw: Any, msg_id: str, default_role: Role) -> Message:
     return make_message(msg_id, role, parts)
 
 
-def convert_messages(value: Any, span_id: str, tag: str, default_role: Role) -> list[Message]:
+def convert_messages(value: AttributeValue, span_id: str, tag: str, default_role: Role) -> list[Message]:
     """A messages attribute -> Messages with ids ``{span_id}-{tag}-{i}``; never raises."""
     if value is None:
         return []
     parsed = parse_json_value(value)
     if isinstance(parsed, Mapping):
-        parsed = [parsed]
-    if not isinstance(parsed, list | tuple):
+        return [convert_message(parsed, f"{span_id}-{tag}-0", default_role)]
+    if not isinstance(parsed, list):
         text = clean_text(parsed)
         return [make_message(f"{span_id}-{tag}-0", default_role, [_text_part(text)])] if text else []
     return [convert_message(raw, f"{span_id}-{tag}-{i}", default_role) for i, raw in enumerate(parsed)]
 
 
-def convert_system_instructions(value: Any, span_id: str) -> list[Message]:
+def convert_system_instructions(value: AttributeValue, span_id: str) -> list[Message]:
     """``gen_ai.system_instructions`` (a list of parts, or plain text) -> one system Message."""
     if value is None:
         return []

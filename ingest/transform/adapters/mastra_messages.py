@@ -19,13 +19,13 @@ Every helper accepts any value and never raises.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
 from tracescore.ingest.transform.adapters.genai_semconv import convert_part as convert_semconv_part
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue, JsonValue
 
 # What Mastra's SensitiveDataFilter and other redactors leave in place of content.
 _REDACTED = frozenset({"[REDACTED]", "__REDACTED__", "<redacted>", "<REDACTED>"})
@@ -39,17 +39,17 @@ _NOISE_TYPES = frozenset({"step-start", "step-finish", "source", "source-url", "
 _RESULT_KEYS = ("text", "reasoningText", "reasoning", "toolCalls", "toolResults", "files", "object")
 
 
-def clean_text(value: Any) -> str:
+def clean_text(value: object) -> str:
     """Text of a content value; a redaction placeholder is no content."""
     text = as_text(value)
     return "" if text.strip() in _REDACTED else text
 
 
-def _text_part(value: Any) -> Part:
+def _text_part(value: object) -> Part:
     return make_part({"type": "text", "text": clean_text(value)})
 
 
-def _tool_call(call_id: Any, name: Any, args: Any, **extra: Any) -> Part:
+def _tool_call(call_id: AttributeValue, name: AttributeValue, args: AttributeValue, **extra: bool) -> Part:
     parsed = parse_json_value(args)
     return make_part(
         {
@@ -62,7 +62,7 @@ def _tool_call(call_id: Any, name: Any, args: Any, **extra: Any) -> Part:
     )
 
 
-def _tool_output(raw: Mapping[str, Any]) -> Any:
+def _tool_output(raw: Mapping[str, AttributeValue]) -> JsonValue:
     """A tool result: AI SDK v5 wraps it as ``output: {type: "json" | "text" | ..., value}``."""
     output = raw["output"] if "output" in raw else raw.get("result")
     output = parse_json_value(output)
@@ -71,11 +71,11 @@ def _tool_output(raw: Mapping[str, Any]) -> Any:
     return plain_json(output)
 
 
-def _tool_result(call_id: Any, result: Any, **extra: Any) -> Part:
+def _tool_result(call_id: AttributeValue, result: AttributeValue, **extra: bool) -> Part:
     return make_part({"type": "tool_result", "tool_call_id": as_text(call_id), "result": result, **extra})
 
 
-def convert_part(raw: Any) -> list[Part]:
+def convert_part(raw: AttributeValue) -> list[Part]:
     """One Mastra / AI SDK / GenAI part -> our parts (a UI tool part gives its call and its result)."""
     if not isinstance(raw, Mapping):
         return [_text_part(raw)] if raw is not None else []
@@ -108,7 +108,7 @@ def convert_part(raw: Any) -> list[Part]:
     return [make_part(dict(raw))]
 
 
-def _ui_tool(raw: Mapping[str, Any], name: Any, extra: dict[str, Any]) -> list[Part]:
+def _ui_tool(raw: Mapping[str, AttributeValue], name: AttributeValue, extra: dict[str, bool]) -> list[Part]:
     """A UI tool part holds the call and, once run, its result (``result`` v4, ``output`` v5)."""
     call_id = raw.get("toolCallId")
     args = raw["input"] if "input" in raw else raw.get("args")
@@ -120,7 +120,7 @@ def _ui_tool(raw: Mapping[str, Any], name: Any, extra: dict[str, Any]) -> list[P
     return parts
 
 
-def _content_parts(content: Any) -> list[Part]:
+def _content_parts(content: AttributeValue) -> list[Part]:
     content = parse_json_value(content)
     if isinstance(content, list):
         return [p for raw in content for p in convert_part(raw)]
@@ -136,7 +136,7 @@ def _content_parts(content: Any) -> list[Part]:
     return [_text_part(content)]
 
 
-def convert_message(raw: Any, msg_id: str, default_role: Role) -> Message:
+def convert_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Message:
     if not isinstance(raw, Mapping):
         return make_message(msg_id, default_role, [_text_part(raw)])
     role = normalize_role(raw.get("role"), default_role)
@@ -151,8 +151,8 @@ def convert_message(raw: Any, msg_id: str, default_role: Role) -> Message:
     return make_message(msg_id, role, parts)
 
 
-def convert_messages(value: Any, span_id: str, tag: str, default_role: Role) -> list[Message]:
-    """Any message-holding value -> Messages with ids ``{span_id}-{tag}-{i}``.
+def convert_messages(value: AttributeValue, span_id: str, tag: str, default_role: Role) -> list[Message]:
+    """A message-holding value of any shape -> Messages with ids ``{span_id}-{tag}-{i}``.
 
     Accepts a list of messages (of any shape above, or plain strings), ``{messages: [...]}``, one
     message, a generation result, or plain text.
@@ -165,14 +165,14 @@ def convert_messages(value: Any, span_id: str, tag: str, default_role: Role) -> 
             parts = result_parts(parsed)
             return [make_message(f"{span_id}-{tag}-0", "assistant", parts)] if parts else []
         else:
-            parsed = [parsed]
+            return [convert_message(parsed, f"{span_id}-{tag}-0", default_role)]
     if isinstance(parsed, list):
         return [convert_message(raw, f"{span_id}-{tag}-{i}", default_role) for i, raw in enumerate(parsed)]
     text = clean_text(parsed)
     return [make_message(f"{span_id}-{tag}-0", default_role, [_text_part(text)])] if text else []
 
 
-def _reasoning_text(result: Mapping[str, Any]) -> str:
+def _reasoning_text(result: Mapping[str, AttributeValue]) -> str:
     text = result.get("reasoningText")
     if isinstance(text, str) and text:
         return clean_text(text)
@@ -190,14 +190,14 @@ def _reasoning_text(result: Mapping[str, Any]) -> str:
     return "".join(pieces)
 
 
-def _call_body(item: Any) -> Mapping[str, Any]:
+def _call_body(item: AttributeValue) -> Mapping[str, AttributeValue]:
     """Tool calls/results come bare or as stream chunks ``{type, payload: {...}}``."""
     if isinstance(item, Mapping) and isinstance(payload := item.get("payload"), Mapping):
         return payload
     return item if isinstance(item, Mapping) else {}
 
 
-def result_parts(result: Mapping[str, Any]) -> list[Part]:
+def result_parts(result: Mapping[str, AttributeValue]) -> list[Part]:
     """A generation result -> reasoning, text, tool calls, their results (when run), files."""
     parts: list[Part] = []
     if reasoning := _reasoning_text(result):
@@ -250,7 +250,7 @@ def _has_tool_call(message: Message) -> bool:
     return any(p.type == "tool_call" for p in message.parts)
 
 
-def system_messages(value: Any, span_id: str) -> list[Message]:
+def system_messages(value: AttributeValue, span_id: str) -> list[Message]:
     """Agent instructions: a plain string (1.x), a list of strings, or system messages."""
     parsed = parse_json_value(value)
     items = parsed if isinstance(parsed, list) else [parsed]

@@ -19,7 +19,6 @@ See docs/conventions/mastra.md and FIELD-GUIDE section 4. Three generations of s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
@@ -38,7 +37,7 @@ from tracescore.ingest.transform.adapters.mastra_messages import (
 )
 from tracescore.ingest.transform.jsonvalue import as_str, parse_json_value, plain_json
 from tracescore.schemas import Message, Span
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue, JsonValue
 
 SPAN_TYPE = "mastra.span.type"
 OPERATION = "gen_ai.operation.name"
@@ -63,16 +62,16 @@ _OTEL_EXPORTER_0X_TOOL_KEYS = ("gen_ai.tool.input", "gen_ai.tool.output", "gen_a
 _JUNK_NAMES = frozenset({"unknown", "undefined", "null"})
 
 
-def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
+def _first(attrs: Mapping[str, AttributeValue], *keys: str) -> AttributeValue:
     return next((attrs[k] for k in keys if attrs.get(k) is not None), None)
 
 
-def _name(value: Any) -> str | None:
+def _name(value: object) -> str | None:
     text = as_str(value)
     return text if text and text.strip().lower() not in _JUNK_NAMES else None
 
 
-def _operation(attrs: Mapping[str, Any]) -> str | None:
+def _operation(attrs: Mapping[str, AttributeValue]) -> str | None:
     value = attrs.get(OPERATION)
     return value if isinstance(value, str) else None
 
@@ -90,14 +89,14 @@ def _telemetry_method(span: Span) -> bool:
     return "componentName" in attrs or f"{name}.result" in attrs or f"{name}.argument.0" in attrs
 
 
-def _exporter_0x_agent(attrs: Mapping[str, Any]) -> bool:
+def _exporter_0x_agent(attrs: Mapping[str, AttributeValue]) -> bool:
     return _operation(attrs) == "agent.run" or (
         isinstance(attrs.get("agent.id"), str)
         and any(k in attrs for k in ("agent.max_steps", "agent.available_tools", "gen_ai.agent.id"))
     )
 
 
-def _value(raw: Any) -> Any:
+def _value(raw: AttributeValue) -> JsonValue:
     """A JSON attribute value; a redaction placeholder is no value."""
     parsed = plain_json(parse_json_value(raw))
     if isinstance(parsed, str) and parsed and not clean_text(parsed):
@@ -115,7 +114,7 @@ def _without_empty_text(messages: list[Message]) -> list[Message]:
     return kept
 
 
-def _model(attrs: Mapping[str, Any]) -> str | None:
+def _model(attrs: Mapping[str, AttributeValue]) -> str | None:
     model = _name(attrs.get("gen_ai.request.model")) or _name(attrs.get("gen_ai.response.model"))
     if model is None:
         metadata = parse_json_value(attrs.get("mastra.metadata.modelMetadata"))
@@ -210,7 +209,7 @@ class MastraAdapter(ConventionAdapter):
 
     def agent_info(self, span: Span) -> AgentInfo:
         attrs, sid = span.attributes, span.span_id
-        instructions: Any = attrs.get("gen_ai.system_instructions")
+        instructions: AttributeValue = attrs.get("gen_ai.system_instructions")
         if _telemetry_method(span):
             inputs = attrs.get(f"{span.name}.argument.0")
             options = parse_json_value(attrs.get(f"{span.name}.argument.1"))
@@ -242,7 +241,7 @@ class MastraAdapter(ConventionAdapter):
         return []
 
 
-def _holds_answer(result: Any) -> bool:
+def _holds_answer(result: AttributeValue) -> bool:
     return isinstance(result, Mapping) and any(
         k in result for k in ("text", "toolCalls", "object", "reasoningText", "messages", "role")
     )

@@ -3,7 +3,8 @@
 See docs/conventions/openinference.md (attribute by attribute) and FIELD-GUIDE section 3. The
 flattened message keys are read by ``openinference_messages``; the raw ``input.value`` /
 ``output.value`` payloads, often the only record of a turn or an answer, by
-``openinference_values``.
+``openinference_payloads`` (whole payloads) and ``openinference_values`` (their messages and
+content blocks); a model call's answer is put together from all of them by ``openinference_answer``.
 
 Run roots: an AGENT span, and also the topmost CHAIN of the OpenInference spans (LangChain,
 LangGraph, LlamaIndex query engines and the AI SDK converter record the whole request as a CHAIN with
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
@@ -33,8 +33,6 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
-    make_message,
-    make_part,
 )
 from tracescore.ingest.transform.adapters.genai_semconv import (
     INPUT_MESSAGES,
@@ -44,6 +42,7 @@ from tracescore.ingest.transform.adapters.genai_semconv import (
     convert_system_instructions,
     usage_of,
 )
+from tracescore.ingest.transform.adapters.openinference_answer import call_answer, output_message
 from tracescore.ingest.transform.adapters.openinference_messages import (
     choice_count,
     choice_messages,
@@ -54,21 +53,17 @@ from tracescore.ingest.transform.adapters.openinference_messages import (
     prompt_messages,
     unflatten,
 )
+from tracescore.ingest.transform.adapters.openinference_payloads import request_messages, response_message
 from tracescore.ingest.transform.adapters.openinference_values import (
-    call_part,
-    chat_message,
     clean_text,
-    first_of,
     is_redacted,
     lenient,
-    request_messages,
-    response_message,
     unwrap_tool_output,
 )
-from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
-from tracescore.schemas import Message, Part, Span, Usage
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
+from tracescore.schemas import Message, Span, Usage
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 SPAN_KIND = "openinference.span.kind"
 
@@ -95,7 +90,7 @@ def _kind(span: Span) -> str:
     return kind.strip().upper() if isinstance(kind, str) else ""
 
 
-def _first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
+def _first_str(attributes: Mapping[str, AttributeValue], *keys: str) -> str | None:
     return next((v for k in keys if (v := as_str(attributes.get(k))) and not is_redacted(v)), None)
 
 
@@ -127,10 +122,10 @@ def _records_a_call(span: Span) -> bool:
     if not any(v not in (None, "") and not is_redacted(v) for v in values):
         return True
     system, inputs = request_messages(values[0], span.span_id)
-    return bool(system or inputs) or _output_message(attrs, f"{span.span_id}-out-0") is not None
+    return bool(system or inputs) or output_message(attrs, f"{span.span_id}-out-0") is not None
 
 
-def _io_value(attributes: Mapping[str, Any], io: str) -> Any:
+def _io_value(attributes: Mapping[str, AttributeValue], io: str) -> AttributeValue:
     """``input.value`` / ``output.value``: text when its mime type says so, else JSON read leniently."""
     value = attributes.get(f"{io}.value")
     if value is None or value == "" or is_redacted(value):
@@ -140,7 +135,7 @@ def _io_value(attributes: Mapping[str, Any], io: str) -> Any:
     return lenient(value)
 
 
-def _model(attributes: Mapping[str, Any]) -> str | None:
+def _model(attributes: Mapping[str, AttributeValue]) -> str | None:
     """Request model first (``llm.model_name`` is the response's when the provider reports one)."""
     params = lenient(attributes.get("llm.invocation_parameters"))
     params = params if isinstance(params, Mapping) else {}
@@ -159,7 +154,7 @@ def _model(attributes: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _usage(attributes: Mapping[str, Any]) -> Usage:
+def _usage(attributes: Mapping[str, AttributeValue]) -> Usage:
     prompt = as_int(attributes.get("llm.token_count.prompt"))
     completion = as_int(attributes.get("llm.token_count.completion"))
     if prompt <= 0 and completion <= 0:
@@ -167,7 +162,7 @@ def _usage(attributes: Mapping[str, Any]) -> Usage:
     return Usage(input_tokens=max(0, prompt), output_tokens=max(0, completion))
 
 
-def _documents(attributes: Mapping[str, Any]) -> list[str]:
+def _documents(attributes: Mapping[str, AttributeValue]) -> list[str]:
     """Texts of ``retrieval.documents.{i}.document.content``, else of the output's documents."""
     tree = unflatten(attributes, "retrieval.documents")
     texts = [clean_text(get(node, "document", "content")) for _, node in indexed(tree)]
@@ -182,71 +177,8 @@ def _documents(attributes: Mapping[str, Any]) -> list[str]:
     return [t for t in texts if t.strip()]
 
 
-def _texts_of(parts: list[Part], kind: str) -> list[str]:
-    return [str((p.model_extra or {}).get("text") or "") for p in parts if p.type == kind]
-
-
-def _output_message(
-    attributes: Mapping[str, Any], msg_id: str, *, keep_unknown: bool = False, llama_index: bool = False
-) -> Message | None:
-    """``output.value`` as an answer: plain text when its mime type says so, else a payload.
-
-    LlamaIndex writes a model call's response as ``str(ChatResponse)``, ``"assistant: <text>"``:
-    the text is what follows the role (empty for a call that only asked for tools).
-    """
-    value = attributes.get("output.value")
-    if isinstance(value, str) and llama_index and value.startswith("assistant: "):
-        return chat_message(value.removeprefix("assistant: "), msg_id, "assistant")
-    if isinstance(value, str) and attributes.get("output.mime_type") == "text/plain":
-        return chat_message(value, msg_id, "assistant")
-    return response_message(value, msg_id, keep_unknown=keep_unknown)
-
-
-def _complete_answer(answer: Message | None, raw: Message | None) -> Message | None:
-    """Fill what the flattened answer lacks from ``output.value`` (plain text or the raw response).
-
-    Text answers sometimes exist only there (AI SDK converter), thinking dropped by an
-    instrumentation is in the raw response, and older OpenAI Responses instrumentation wrote
-    reasoning summaries as plain text items: text equal to the response's reasoning is reasoning.
-    """
-    if answer is None or raw is None:
-        return answer or raw
-    parts, kinds = list(answer.parts), {p.type for p in answer.parts}
-    if "text" not in kinds:
-        parts.extend(p for p in raw.parts if p.type == "text")
-    if "tool_call" not in kinds:
-        parts.extend(p for p in raw.parts if p.type == "tool_call")
-    reasoning = [p for p in raw.parts if p.type == "reasoning"]
-    if reasoning and "reasoning" not in kinds:
-        thought = set(_texts_of(reasoning, "reasoning"))
-        parts = [p for p in parts if not (p.type == "text" and _texts_of([p], "text")[0] in thought)]
-        parts = [*reasoning, *parts]
-    return make_message(answer.id, "assistant", parts)
-
-
-def _sdk_call(call: Mapping[str, Any]) -> Part:
-    """One AI SDK ``{toolCallId, toolName, args|input}`` tool call."""
-    args = first_of(call, "input", "args")
-    return call_part(first_of(call, "toolCallId", "id"), first_of(call, "toolName"), args)
-
-
-def _with_sdk_calls(answer: Message | None, attributes: Mapping[str, Any], msg_id: str) -> Message | None:
-    """Spans converted from the AI SDK keep ``ai.response.*``: its tool calls carry the call ids and
-    its reasoning the thinking that the OpenInference copies (openinference-vercel/-mastra) lose."""
-    calls = [_sdk_call(c) for c in as_list(attributes.get("ai.response.toolCalls")) if isinstance(c, Mapping)]
-    reasoning = clean_text(attributes.get("ai.response.reasoning"))
-    if not calls and not reasoning:
-        return answer
-    parts = list(answer.parts) if answer else []
-    if calls:
-        parts = [p for p in parts if p.type != "tool_call"] + calls
-    if reasoning.strip() and not any(p.type == "reasoning" for p in parts):
-        parts.insert(0, make_part({"type": "reasoning", "text": reasoning}))
-    return make_message(msg_id, "assistant", parts)
-
-
 def _genai_messages(
-    attributes: Mapping[str, Any], key: str, span_id: str, tag: str, role: Role
+    attributes: Mapping[str, AttributeValue], key: str, span_id: str, tag: str, role: Role
 ) -> list[Message]:
     """``gen_ai.*.messages`` beside the OpenInference keys, when they decode (else the copies win)."""
     value = attributes.get(key)
@@ -255,7 +187,9 @@ def _genai_messages(
     return convert_messages(value, span_id, tag, role)
 
 
-def _pydantic_turn(attributes: Mapping[str, Any], span_id: str) -> tuple[list[Message], list[Message] | None]:
+def _pydantic_turn(
+    attributes: Mapping[str, AttributeValue], span_id: str
+) -> tuple[list[Message], list[Message] | None]:
     """pydantic-ai's agent span: the new turn and, via ``new_message_index``, the history."""
     messages = convert_messages(attributes.get("pydantic_ai.all_messages"), span_id, "all", "user")
     index = attributes.get("pydantic_ai.new_message_index")
@@ -323,10 +257,10 @@ class OpenInferenceAdapter(ConventionAdapter):
             if choice_count(attrs) == 1:  # several output messages are one answer's items
                 outputs = [m for m in [merge_answer(outputs, f"{sid}-out-0")] if m]
         if len(outputs) <= 1:
-            first = outputs[0] if outputs else None
-            raw = _output_message(attrs, f"{sid}-out-0", llama_index=span.scope_name == _LLAMA_INDEX_SCOPE)
-            answer = _complete_answer(first, raw)
-            answer = _with_sdk_calls(answer, attrs, f"{sid}-out-0")
+            llama_index = span.scope_name == _LLAMA_INDEX_SCOPE
+            answer = call_answer(
+                outputs[0] if outputs else None, attrs, f"{sid}-out-0", llama_index=llama_index
+            )
             outputs = [answer] if answer else []
         return LlmCall(
             input_messages=inputs,
@@ -377,7 +311,7 @@ class OpenInferenceAdapter(ConventionAdapter):
         if re.fullmatch(r"agent\.\w+", span.name) and not inputs:  # Mastra 0.x: agent.stream(messages)
             system, inputs = request_messages(attrs.get(f"{span.name}.argument.0"), sid)
         answer = (
-            _output_message(attrs, f"{sid}-out-0", keep_unknown=kind != "RETRIEVER")
+            output_message(attrs, f"{sid}-out-0", keep_unknown=kind != "RETRIEVER")
             or response_message(attrs.get("final_result"), f"{sid}-out-0", keep_unknown=True)
             or response_message(attrs.get(f"{span.name}.result"), f"{sid}-out-0")
         )

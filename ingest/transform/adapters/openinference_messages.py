@@ -12,8 +12,8 @@ rebuilds one nested tree from all of these; the readers below walk it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
 from tracescore.ingest.transform.adapters.openinference_values import (
@@ -28,8 +28,15 @@ from tracescore.ingest.transform.adapters.openinference_values import (
 from tracescore.ingest.transform.jsonvalue import as_int
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue
 
 _CALL_TYPES = frozenset({"tool_use", "tool-call", "tool_call", "function_call"})
+
+TreeLeaf: TypeAlias = str | int | float | bool | bytes | list[AttributeValue] | None
+"""An attribute value that is no map (``unflatten`` rebuilds maps as trees)."""
+TreeValue: TypeAlias = TreeLeaf | dict[str | int, "TreeValue"]
+"""A node of the rebuilt tree: a map keyed by path segment (indices as ints), or a leaf."""
+Tree: TypeAlias = dict[str | int, TreeValue]
 
 
 def _key(segment: str) -> str | int:
@@ -37,7 +44,7 @@ def _key(segment: str) -> str | int:
     return int(segment) if segment.isascii() and segment.isdigit() else segment
 
 
-def _insert(node: dict[Any, Any], path: list[str], value: Any) -> None:
+def _insert(node: Tree, path: list[str], value: TreeValue) -> None:
     for segment in path[:-1]:
         child = node.get(_key(segment))
         if not isinstance(child, dict):
@@ -49,24 +56,26 @@ def _insert(node: dict[Any, Any], path: list[str], value: Any) -> None:
         node[last] = value
 
 
-def _expand(value: Any) -> Any:
+def _expand(value: AttributeValue) -> TreeValue:
     """Unflattened exports: lists of maps become index maps, dotted map keys become nested maps.
 
     Always builds new containers: the span's own attribute values are never modified.
     """
     if isinstance(value, list):
         if not any(isinstance(v, Mapping) for v in value):
-            return list(value)
-        return {i: _expand(v) for i, v in enumerate(value)}
+            items: list[AttributeValue] = list(value)
+            return items
+        by_index: Tree = {i: _expand(v) for i, v in enumerate(value)}
+        return by_index
     if isinstance(value, Mapping):
-        node: dict[Any, Any] = {}
+        node: Tree = {}
         for key, item in value.items():
-            _insert(node, str(key).split("."), _expand(item))
+            _insert(node, key.split("."), _expand(item))
         return node
     return value
 
 
-def unflatten(attributes: Mapping[str, Any], prefix: str) -> dict[Any, Any]:
+def unflatten(attributes: Mapping[str, AttributeValue], prefix: str) -> Tree:
     """Every attribute under ``prefix`` as one tree; numeric segments become int keys."""
     whole = attributes.get(prefix)
     root = _expand(lenient(whole)) if isinstance(whole, list | str) else {}
@@ -78,14 +87,14 @@ def unflatten(attributes: Mapping[str, Any], prefix: str) -> dict[Any, Any]:
     return root
 
 
-def indexed(node: Any) -> list[tuple[int, Any]]:
+def indexed(node: TreeValue) -> list[tuple[int, TreeValue]]:
     """The (index, item) pairs of an index map in index order; gaps are simply skipped."""
     if not isinstance(node, dict):
         return []
     return sorted((k, v) for k, v in node.items() if isinstance(k, int))
 
 
-def get(node: Any, *path: str) -> Any:
+def get(node: TreeValue, *path: str) -> TreeValue:
     for segment in path:
         if not isinstance(node, dict):
             return None
@@ -93,7 +102,7 @@ def get(node: Any, *path: str) -> Any:
     return node
 
 
-def _tool_call(node: Any) -> Part | None:
+def _tool_call(node: TreeValue) -> Part | None:
     """A ``tool_call.{id,function.{name,arguments}}`` subtree -> a tool_call part."""
     call = get(node, "tool_call") if isinstance(get(node, "tool_call"), dict) else node
     if not isinstance(call, dict):
@@ -105,7 +114,7 @@ def _tool_call(node: Any) -> Part | None:
     return call_part(call_id, name, args if args is not None else call.get("arguments"))
 
 
-def _content_part(item: Any, calls: dict[int, Any], index: int, used: set[int]) -> list[Part]:
+def _content_part(item: TreeValue, calls: dict[int, TreeValue], index: int, used: set[int]) -> list[Part]:
     """One ``message.contents.{k}`` item; a tool-call placeholder takes ``tool_calls.{k}``."""
     content = get(item, "message_content")
     if not isinstance(content, dict):
@@ -123,8 +132,8 @@ def _content_part(item: Any, calls: dict[int, Any], index: int, used: set[int]) 
         part = media_part("image", url)
         return [part] if part else []
     if kind in ("audio", "video"):
-        media = get(content, kind, kind) or content.get(kind)
-        media = media if isinstance(media, dict) else {"url": media}
+        found = get(content, kind, kind) or content.get(kind)
+        media: Tree = found if isinstance(found, dict) else {"url": found}
         extra = {"mime_type": media.get("mime_type"), "transcript": media.get("transcript")}
         part = media_part(kind, media.get("url"), **extra)
         return [part] if part else []
@@ -133,10 +142,13 @@ def _content_part(item: Any, calls: dict[int, Any], index: int, used: set[int]) 
         if not text.strip():
             return []
         return [make_part({"type": "text" if kind in ("", "text") else "reasoning", "text": text})]
-    return block_parts({k: v for k, v in content.items() if not isinstance(v, dict)})
+    leaves: dict[str, AttributeValue] = {
+        k: v for k, v in content.items() if isinstance(k, str) and not isinstance(v, dict)
+    }
+    return block_parts(leaves)
 
 
-def oi_message(node: Any, msg_id: str, default_role: Role) -> Message | None:
+def oi_message(node: TreeValue, msg_id: str, default_role: Role) -> Message | None:
     """One ``llm.*_messages.{i}`` subtree -> a Message (None when it holds no message)."""
     message = get(node, "message")
     if not isinstance(message, dict):
@@ -149,8 +161,15 @@ def oi_message(node: Any, msg_id: str, default_role: Role) -> Message | None:
     if content is not None and not any(p.type == "text" for p in parts):
         # Both forms may be set with the same text (converters); the plain one only fills a gap.
         parsed = lenient(content)
-        typed = isinstance(parsed, list) and all(isinstance(b, Mapping) and "type" in b for b in parsed)
-        blocks = parsed if typed and parsed else [clean_text(content)]
+        blocks: Sequence[AttributeValue]
+        if (
+            isinstance(parsed, list)
+            and parsed
+            and all(isinstance(b, Mapping) and "type" in b for b in parsed)
+        ):
+            blocks = parsed
+        else:
+            blocks = [clean_text(content)]
         parts = [p for b in blocks for p in block_parts(b)] + parts
     parts.extend(p for j, call in calls.items() if j not in used and (p := _tool_call(call)))
     if message.get("function_call_name"):  # legacy OpenAI function calling
@@ -163,14 +182,14 @@ def oi_message(node: Any, msg_id: str, default_role: Role) -> Message | None:
 
 
 def oi_messages(
-    attributes: Mapping[str, Any], prefix: str, span_id: str, tag: str, role: Role
+    attributes: Mapping[str, AttributeValue], prefix: str, span_id: str, tag: str, role: Role
 ) -> list[Message]:
     tree = unflatten(attributes, prefix)
     converted = [oi_message(node, f"{span_id}-{tag}-{i}", role) for i, node in indexed(tree)]
     return [m for m in converted if m is not None]
 
 
-def prompt_messages(attributes: Mapping[str, Any], span_id: str) -> list[Message]:
+def prompt_messages(attributes: Mapping[str, AttributeValue], span_id: str) -> list[Message]:
     """Completion-API prompts: ``llm.prompts`` (a string list) or ``llm.prompts.{i}.prompt.text``."""
     whole = attributes.get("llm.prompts")
     listed = whole if isinstance(whole, list) else []
@@ -182,14 +201,14 @@ def prompt_messages(attributes: Mapping[str, Any], span_id: str) -> list[Message
     return [make_message(f"{span_id}-in-{i}", "user", [text_part(t)]) for i, t in enumerate(texts) if t]
 
 
-def choice_messages(attributes: Mapping[str, Any], span_id: str) -> list[Message]:
+def choice_messages(attributes: Mapping[str, AttributeValue], span_id: str) -> list[Message]:
     """Completion-API answers: ``llm.choices.{i}.completion.text``."""
     tree = unflatten(attributes, "llm.choices")
     texts = [clean_text(get(node, "completion", "text")) for _, node in indexed(tree)]
     return [make_message(f"{span_id}-out-{i}", "assistant", [text_part(t)]) for i, t in enumerate(texts) if t]
 
 
-def choice_count(attributes: Mapping[str, Any]) -> int:
+def choice_count(attributes: Mapping[str, AttributeValue]) -> int:
     """How many alternative answers the request asked for (``n``, ``candidate_count``)."""
     params = lenient(attributes.get("llm.invocation_parameters"))
     if not isinstance(params, Mapping):

@@ -1,4 +1,4 @@
-"""Raw payloads on OpenInference spans -> our Messages and parts.
+"""Values on OpenInference spans -> our Messages and parts: one message or content block at a time.
 
 OpenInference spans carry what the instrumented call saw in ``input.value`` / ``output.value``:
 plain text, or the provider's own request/response JSON (OpenAI chat and Responses, Anthropic
@@ -6,6 +6,7 @@ Messages, Gemini, Bedrock Converse), LangChain-serialised messages, AI SDK messa
 framework's kwargs. It is often the only record of an answer or of a user turn (FIELD-GUIDE
 section 3), so these readers accept every shape leniently and return nothing for shapes they do
 not know rather than guessing. Content redacted by OpenInference's TraceConfig reads as missing.
+Where a whole payload keeps its messages is read by ``openinference_payloads``.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypeVar
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue, JsonValue
+
+_Value = TypeVar("_Value")
 
 REDACTED = "__REDACTED__"
 
@@ -36,15 +40,6 @@ _LC_ROLES = {
     "function": "tool",
     "functionmessage": "tool",
 }
-# Keys frameworks use for the user's request in an agent's or chain's input kwargs.
-_INPUT_KEYS = (
-    "input", "query", "question", "prompt", "user_input", "user_msg", "user_message",
-    "message", "task", "request", "text", "content",
-)  # fmt: skip
-# Keys frameworks use for the final answer in an agent's or chain's output.
-_ANSWER_KEYS = (
-    "output", "answer", "final_output", "final_result", "result", "response", "raw", "text", "content",
-)  # fmt: skip
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _REASONING_BLOCKS = frozenset({"reasoning", "thinking"})
 _CALL_BLOCKS = frozenset(
@@ -52,23 +47,22 @@ _CALL_BLOCKS = frozenset(
 )
 _RESULT_BLOCKS = frozenset({"tool_result", "tool-result", "function_call_output", "custom_tool_call_output"})
 _IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
-_RESPONSE_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
 # ``<FunctionTool object>``, ``<workflows.context.Context object at 0x7f...>``.
 _BARE_OBJECT = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>")
 # ``ChatMessage(role=...)``, ``AgentWorkflowStartEvent()``: a class name, then keyword fields or none.
 _DATACLASS_REPR = re.compile(r"[A-Z]\w*\((?:\)|[a-z_]\w*=)")
 
 
-def is_redacted(value: Any) -> bool:
+def is_redacted(value: object) -> bool:
     return isinstance(value, str) and value.strip() == REDACTED
 
 
-def clean_text(value: Any) -> str:
+def clean_text(value: object) -> str:
     """Text of a value; the redaction placeholder reads as missing content."""
     return "" if value is None or is_redacted(value) else as_text(value)
 
 
-def lenient(value: Any) -> Any:
+def lenient(value: _Value) -> _Value | JsonValue:
     """JSON decoded leniently, then the Python reprs LangChain writes for dicts (``{'a': 1}``)."""
     parsed = parse_json_value(value)
     if isinstance(parsed, str):
@@ -81,7 +75,7 @@ def lenient(value: Any) -> Any:
     return parsed
 
 
-def parse_args(value: Any) -> Any:
+def parse_args(value: object) -> JsonValue:
     """Tool-call arguments: JSON strings (possibly truncated, kept as text), objects, or nothing."""
     if value is None or value == "" or is_redacted(value):
         return {}
@@ -89,7 +83,7 @@ def parse_args(value: Any) -> Any:
     return {} if parsed is None else plain_json(parsed)
 
 
-def unwrap_tool_output(value: Any) -> Any:
+def unwrap_tool_output(value: AttributeValue) -> AttributeValue:
     """A tool result without its envelope: AI SDK 5 ``{type, value}``, LangChain ToolMessage dumps."""
     if isinstance(value, Mapping):
         kind = value.get("type")
@@ -104,7 +98,7 @@ def text_part(text: str) -> Part:
     return make_part({"type": "text", "text": text})
 
 
-def call_part(call_id: Any, name: Any, args: Any, *, server: bool = False) -> Part:
+def call_part(call_id: object, name: object, args: object, *, server: bool = False) -> Part:
     return make_part(
         {
             "type": "tool_call",
@@ -116,12 +110,12 @@ def call_part(call_id: Any, name: Any, args: Any, *, server: bool = False) -> Pa
     )
 
 
-def result_part(call_id: Any, result: Any) -> Part:
+def result_part(call_id: object, result: object) -> Part:
     value = None if is_redacted(result) else unwrap_tool_output(plain_json(lenient(result)))
     return make_part({"type": "tool_result", "tool_call_id": as_text(call_id), "result": value})
 
 
-def media_part(modality: str, url: Any, **extra: Any) -> Part | None:
+def media_part(modality: str, url: object, **extra: object) -> Part | None:
     uri = clean_text(url)
     fields = {k: v for k, v in extra.items() if v not in (None, "")}
     if not uri and not fields:
@@ -129,23 +123,24 @@ def media_part(modality: str, url: Any, **extra: Any) -> Part | None:
     return make_part({"type": "uri", "modality": modality, "uri": uri, **fields})
 
 
-def first_of(mapping: Mapping[str, Any], *keys: str) -> Any:
+def first_of(mapping: Mapping[str, AttributeValue], *keys: str) -> AttributeValue:
     return next((mapping[k] for k in keys if mapping.get(k) is not None), None)
 
 
-def _image_url(block: Mapping[str, Any]) -> Any:
+def _image_url(block: Mapping[str, AttributeValue]) -> AttributeValue:
     image = first_of(block, "image_url", "image", "url")
     if isinstance(image, Mapping):
         return image.get("url")
     source = block.get("source")
     if image is None and isinstance(source, Mapping):  # Anthropic image blocks
-        if source.get("type") == "base64" and source.get("data"):
-            return f"data:{source.get('media_type') or 'image'};base64,{source['data']}"
+        data = source.get("data")
+        if source.get("type") == "base64" and isinstance(data, str) and data:
+            return f"data:{as_text(source.get('media_type')) or 'image'};base64,{data}"
         return source.get("url")
     return image
 
 
-def _untyped_block(block: Mapping[str, Any]) -> list[Part]:
+def _untyped_block(block: Mapping[str, AttributeValue]) -> list[Part]:
     """Bedrock Converse and Gemini blocks name their kind by key instead of ``type``."""
     if isinstance(use := first_of(block, "toolUse", "functionCall", "function_call"), Mapping):
         return [call_part(first_of(use, "toolUseId", "id"), use.get("name"), first_of(use, "input", "args"))]
@@ -166,7 +161,7 @@ def _untyped_block(block: Mapping[str, Any]) -> list[Part]:
     return [make_part(dict(block))] if block else []
 
 
-def block_parts(block: Any) -> list[Part]:
+def block_parts(block: AttributeValue) -> list[Part]:
     """One provider content block (any of the shapes above) -> zero or more of our parts."""
     if isinstance(block, str):
         return [text_part(t)] if (t := clean_text(block)) else []
@@ -203,7 +198,7 @@ def block_parts(block: Any) -> list[Part]:
     return [make_part(dict(block))]
 
 
-def _tool_call_parts(calls: Any) -> list[Part]:
+def _tool_call_parts(calls: AttributeValue) -> list[Part]:
     """OpenAI ``tool_calls`` ({id, function: {name, arguments}}) or LangChain ({id, name, args})."""
     parts: list[Part] = []
     for call in calls if isinstance(calls, list) else []:
@@ -214,7 +209,7 @@ def _tool_call_parts(calls: Any) -> list[Part]:
     return parts
 
 
-def _lc_role(raw: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+def _lc_role(raw: Mapping[str, AttributeValue]) -> tuple[AttributeValue, Mapping[str, AttributeValue]]:
     """Role hint and message body, looking through LangChain's serialised and dumped forms."""
     ident, kwargs = raw.get("id"), raw.get("kwargs")
     if isinstance(ident, list) and ident and isinstance(kwargs, Mapping):
@@ -236,7 +231,7 @@ def is_object_repr(text: str) -> bool:
     return bool(_DATACLASS_REPR.match(text)) and text.endswith((")", "..."))
 
 
-def chat_message(raw: Any, msg_id: str, default_role: Role) -> Message | None:
+def chat_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Message | None:
     """One message of any provider or framework shape; None when it is not a message."""
     if isinstance(raw, str):
         text = clean_text(raw)
@@ -276,123 +271,8 @@ def _call_id(part: Part) -> str:
     return as_text((part.model_extra or {}).get("tool_call_id"))
 
 
-def as_tool_result(call_id: Any, parts: list[Part]) -> list[Part]:
+def as_tool_result(call_id: object, parts: list[Part]) -> list[Part]:
     """A tool message's text parts as one tool_result answering ``call_id`` (other parts kept)."""
     texts = [as_text((p.model_extra or {}).get("text")) for p in parts if p.type == "text"]
     others = [p for p in parts if p.type != "text"]
     return [result_part(call_id, "\n".join(texts) if texts else None), *others]
-
-
-def _structured_or_text(value: Any) -> Any:
-    """A payload decoded when it is a JSON object or array; anything else (``"42"``) is its text."""
-    parsed = lenient(value)
-    return parsed if isinstance(parsed, str | Mapping | list) else clean_text(value)
-
-
-def _message_list(value: Any) -> list[Any] | None:
-    """A list of messages; LangChain's ``[[message, ...]]`` batches read as their first batch."""
-    if not isinstance(value, list):
-        return None
-    batches = [v for v in value if isinstance(v, list)]
-    if (
-        value
-        and len(batches) == len(value)
-        and not all(len(v) == 2 and isinstance(v[0], str) for v in batches)
-    ):
-        return batches[0]  # not [("user", "hi")]
-    return value
-
-
-def request_messages(value: Any, span_id: str, tag: str = "in") -> tuple[list[Message], list[Message]]:
-    """(system messages, conversation) of a request payload or an agent's input; both may be empty."""
-    if value is None or is_redacted(value):
-        return [], []
-    parsed = _structured_or_text(value)
-    system: list[Message] = []
-    raw: list[Any] = []
-    if isinstance(parsed, str):
-        raw = [parsed]
-    elif (as_list := _message_list(parsed)) is not None:
-        raw = as_list
-    elif isinstance(parsed, Mapping):
-        for key in ("system", "instructions", "system_prompt"):
-            sys = parsed.get(key)
-            blocks = sys if isinstance(sys, list) else [sys] if sys is not None else []
-            parts = [p for b in blocks for p in block_parts(b)]
-            if parts:
-                system.append(make_message(f"{span_id}-{tag}sys-{len(system)}", "system", parts))
-        for key in ("messages", "contents", "input", "prompt", *_INPUT_KEYS):
-            candidate = parsed.get(key)
-            if (listed := _message_list(candidate)) is not None:
-                raw = listed
-                break
-            if isinstance(candidate, str) and not is_redacted(candidate):
-                raw = [candidate]
-                break
-        if not raw and "role" in parsed and first_of(parsed, "content", "parts") is not None:
-            raw = [parsed]
-        elif not raw and len(parsed) == 1 and isinstance(only := next(iter(parsed.values())), str):
-            raw = [only]
-    converted = [chat_message(m, f"{span_id}-{tag}-{i}", "user") for i, m in enumerate(raw)]
-    messages = [m for m in converted if m is not None]
-    system.extend(m for m in messages if m.role == "system")
-    return system, [m for m in messages if m.role != "system"]
-
-
-def _responses_output(items: list[Any], msg_id: str) -> Message:
-    """OpenAI Responses ``output`` items (message, function_call, reasoning, ...) as one answer."""
-    parts: list[Part] = []
-    for item in items:
-        if isinstance(item, Mapping) and item.get("type") == "message":
-            parts.extend(p for block in item.get("content") or [] for p in block_parts(block))
-        elif isinstance(item, Mapping) and item.get("type") in _RESPONSE_ITEMS:
-            parts.extend(block_parts(item))
-    return make_message(msg_id, "assistant", parts)
-
-
-def response_message(value: Any, msg_id: str, *, keep_unknown: bool = False) -> Message | None:
-    """The assistant message in a response payload or an agent's output; None if there is none.
-
-    ``keep_unknown``: a JSON value of no known shape is the answer itself (an agent's structured
-    output), kept as its JSON text; a model call's unknown raw response is not an answer.
-    """
-    if value is None or is_redacted(value):
-        return None
-    message = _known_response(value, msg_id)
-    if message is None and keep_unknown:
-        return chat_message(as_text(plain_json(lenient(value))), msg_id, "assistant")
-    return message
-
-
-def _known_response(value: Any, msg_id: str) -> Message | None:
-    parsed = _structured_or_text(value)
-    if isinstance(parsed, str):
-        return chat_message(parsed, msg_id, "assistant")
-    if not isinstance(parsed, Mapping):
-        return None
-    choices = parsed.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choice := choices[0], Mapping):
-        message = first_of(choice, "message", "delta")
-        return chat_message(message if message is not None else choice.get("text"), msg_id, "assistant")
-    output = parsed.get("output")
-    if isinstance(output, list) and any(isinstance(i, Mapping) and "type" in i for i in output):
-        return _responses_output(output, msg_id)
-    if isinstance(output, Mapping) and isinstance(output.get("message"), Mapping):  # Bedrock Converse
-        return chat_message(output["message"], msg_id, "assistant")
-    candidates = parsed.get("candidates")
-    if isinstance(candidates, list) and candidates and isinstance(candidates[0], Mapping):  # Gemini
-        return chat_message(candidates[0].get("content"), msg_id, "assistant")
-    generations = _message_list(parsed.get("generations"))
-    if generations and isinstance(gen := generations[0], Mapping):  # LangChain LLM outputs
-        message = gen.get("message")
-        return chat_message(message if message is not None else gen.get("text"), msg_id, "assistant")
-    if isinstance(parsed.get("content"), list) and parsed.get("role", "assistant") == "assistant":
-        return chat_message({**parsed, "role": "assistant"}, msg_id, "assistant")  # Anthropic
-    if (messages := _message_list(parsed.get("messages"))) is not None:  # a graph's final state
-        converted = [chat_message(m, msg_id, "assistant") for m in messages]
-        return next((m for m in reversed(converted) if m is not None and m.role == "assistant"), None)
-    for key in _ANSWER_KEYS:
-        answer = parsed.get(key)
-        if isinstance(answer, str) or (isinstance(answer, Mapping) and "role" in answer):
-            return chat_message(answer, msg_id, "assistant")  # text, or a ChatMessage (LlamaIndex)
-    return None

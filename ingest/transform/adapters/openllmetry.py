@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypeGuard
 
 from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
@@ -33,6 +33,12 @@ from tracescore.ingest.transform.adapters.genai_semconv import (
     convert_messages,
     convert_system_instructions,
 )
+from tracescore.ingest.transform.adapters.openllmetry_langchain import (
+    lc_fields,
+    lc_message,
+    lc_messages,
+    lc_model,
+)
 from tracescore.ingest.transform.adapters.openllmetry_messages import (
     COMPLETION_PREFIXES,
     PROMPT_PREFIXES,
@@ -40,15 +46,11 @@ from tracescore.ingest.transform.adapters.openllmetry_messages import (
     event_messages,
     has_indexed_messages,
     indexed_messages,
-    lc_fields,
-    lc_message,
-    lc_messages,
-    lc_model,
 )
 from tracescore.ingest.transform.jsonvalue import as_int, as_str, as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 SPAN_KIND = "traceloop.span.kind"
 ENTITY_NAME = "traceloop.entity.name"
@@ -78,7 +80,7 @@ _LC_WRAPPER_KEYS = frozenset({"inputs", "outputs", "output", "input_str", "tags"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
-def _model(attributes: Mapping[str, Any]) -> str | None:
+def _model(attributes: Mapping[str, AttributeValue]) -> str | None:
     """Request model, else response model; the first releases wrote llm.*; LangChain metadata knows it."""
     for key in (
         "gen_ai.request.model",
@@ -93,7 +95,7 @@ def _model(attributes: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _usage(attributes: Mapping[str, Any]) -> Usage:
+def _usage(attributes: Mapping[str, AttributeValue]) -> Usage:
     """Tokens of the call under any era's key (gen_ai.usage.input/prompt, 0.1x llm.usage.prompt)."""
 
     def first(*keys: str) -> int:
@@ -112,7 +114,7 @@ def _usage(attributes: Mapping[str, Any]) -> Usage:
 # --- traceloop.entity.input / output ----------------------------------------------------------------
 
 
-def _unwrap(value: Any) -> tuple[str, Any]:
+def _unwrap(value: AttributeValue) -> tuple[str, AttributeValue]:
     """(shape, payload) of an entity value: ``decorator`` ({"args", "kwargs"}), ``langchain``
     (the callback's inputs / outputs / output) or ``plain`` (a decorated function's return value)."""
     parsed = parse_json_value(value)
@@ -129,7 +131,16 @@ def _unwrap(value: Any) -> tuple[str, Any]:
     return "plain", parsed
 
 
-def _messages_in(payload: Any, span_id: str, tag: str) -> list[Message] | None:
+def _call_arguments(payload: AttributeValue) -> tuple[list[AttributeValue], Mapping[str, AttributeValue]]:
+    """(args, kwargs) of a decorated call's payload (``_unwrap``'s ``decorator`` shape)."""
+    if not isinstance(payload, Mapping):
+        return [], {}
+    args, kwargs = payload.get("args"), payload.get("kwargs")
+    positional: list[AttributeValue] = list(args) if isinstance(args, list) else []
+    return positional, kwargs if isinstance(kwargs, Mapping) else {}
+
+
+def _messages_in(payload: AttributeValue, span_id: str, tag: str) -> list[Message] | None:
     """Messages a payload holds: a message list, a state ``{"messages": [...]}``, one message."""
     found = lc_messages(payload, span_id, tag)
     if found is None and isinstance(payload, Mapping):
@@ -140,12 +151,12 @@ def _messages_in(payload: Any, span_id: str, tag: str) -> list[Message] | None:
     return found
 
 
-def _is_text(value: Any) -> bool:
+def _is_text(value: AttributeValue) -> TypeGuard[str]:
     """A string that is text, not an object serialised to JSON (pydantic ``.json()`` arguments)."""
     return isinstance(value, str) and bool(value.strip()) and value.strip()[:1] not in ("{", "[")
 
 
-def _decorator_text(args: list[Any], kwargs: Mapping[str, Any]) -> str | None:
+def _decorator_text(args: Sequence[AttributeValue], kwargs: Mapping[str, AttributeValue]) -> str | None:
     """The one text argument of a decorated call, when it is clear which one it is."""
     for key in _TEXT_KWARGS:
         if _is_text(kwargs.get(key)):
@@ -157,7 +168,7 @@ def _decorator_text(args: list[Any], kwargs: Mapping[str, Any]) -> str | None:
     return strings[0] if len(strings) == 1 else None
 
 
-def _text_of(payload: Any, role: Role) -> str | None:
+def _text_of(payload: AttributeValue, role: Role) -> str | None:
     if _is_text(payload):
         return str(payload)
     if isinstance(payload, Mapping):
@@ -169,12 +180,11 @@ def _text_of(payload: Any, role: Role) -> str | None:
     return None
 
 
-def entity_messages(value: Any, span_id: str, tag: str, role: Role) -> list[Message]:
+def entity_messages(value: AttributeValue, span_id: str, tag: str, role: Role) -> list[Message]:
     """What an agent/workflow span says it received (``role="user"``) or returned."""
     shape, payload = _unwrap(value)
     if shape == "decorator":
-        args = payload.get("args") if isinstance(payload.get("args"), list) else []
-        kwargs = payload.get("kwargs") if isinstance(payload.get("kwargs"), Mapping) else {}
+        args, kwargs = _call_arguments(payload)
         for candidate in [*args, *kwargs.values()]:
             if (found := _messages_in(parse_json_value(candidate), span_id, tag)) is not None:
                 return found
@@ -202,7 +212,7 @@ def _new_answers(inputs: list[Message], outputs: list[Message]) -> list[Message]
     return [m for m in outputs[start:] if m.role == "assistant"]
 
 
-def _entity_lists(value: Any) -> Any:
+def _entity_lists(value: AttributeValue) -> AttributeValue:
     """The raw message list of a LangChain payload (to read the model from its AI messages)."""
     _, payload = _unwrap(value)
     return payload.get("messages") if isinstance(payload, Mapping) else payload
@@ -211,7 +221,7 @@ def _entity_lists(value: Any) -> Any:
 # --- tools -------------------------------------------------------------------------------------------
 
 
-def _literal(text: str) -> Any:
+def _literal(text: str) -> object:
     """LangChain's ``input_str`` is ``str(dict)``: Python literal syntax, read safely."""
     try:
         return ast.literal_eval(text)
@@ -219,13 +229,13 @@ def _literal(text: str) -> Any:
         return text
 
 
-def _tool_args(value: Any) -> Any:
+def _tool_args(value: AttributeValue) -> object:
+    """A tool's arguments; ``str(dict)`` input is read as the Python literal it is."""
     shape, payload = _unwrap(value)
     if shape == "decorator":
-        args = payload.get("args") if isinstance(payload.get("args"), list) else []
-        kwargs = dict(payload.get("kwargs")) if isinstance(payload.get("kwargs"), Mapping) else {}
+        args, kwargs = _call_arguments(payload)
         if not args:
-            return kwargs
+            return dict(kwargs)
         if not kwargs and len(args) == 1:
             return parse_json_value(args[0])
         return {"args": args, **kwargs}
@@ -234,7 +244,7 @@ def _tool_args(value: Any) -> Any:
     return payload
 
 
-def _tool_result(value: Any) -> tuple[Any, str | None, bool]:
+def _tool_result(value: AttributeValue) -> tuple[AttributeValue, str | None, bool]:
     """(result, tool call id, is_error) of a tool span's output; LangChain returns a ToolMessage."""
     _, payload = _unwrap(value)
     found = lc_fields(payload)
@@ -253,7 +263,7 @@ class OpenLlmetryAdapter(ConventionAdapter):
     def claims(self, span: Span) -> bool:
         attrs = span.attributes
         for key in attrs:
-            if isinstance(key, str) and (key.startswith(("traceloop.", *_LLM_PREFIXES)) or key in _LLM_KEYS):
+            if key.startswith(("traceloop.", *_LLM_PREFIXES)) or key in _LLM_KEYS:
                 return True
         return has_indexed_messages(attrs) or any(e.name in _VECTOR_EVENTS for e in span.events)
 

@@ -1,4 +1,4 @@
-"""OpenLLMetry message shapes -> our Messages: indexed keys, content blocks, LangChain objects, events.
+"""OpenLLMetry message shapes -> our Messages: indexed keys, content blocks, events.
 
 OpenLLMetry (<= 0.54, and still for several instrumentations) flattens each message into indexed
 attributes, ``gen_ai.prompt.{i}.{role,content,tool_call_id}`` and
@@ -7,23 +7,23 @@ attributes, ``gen_ai.prompt.{i}.{role,content,tool_call_id}`` and
 ``llm.completions``). List content is ``json.dumps``ed into ``content``, so a content string may hold
 provider blocks (OpenAI ``text``/``image_url``, Anthropic ``text``/``thinking``/``tool_use``/
 ``tool_result``, Responses ``input_text``/``function_call_output``). Anthropic thinking is a
-completion of its own with ``role="thinking"``. LangChain callbacks serialise messages as
-``{"lc": 1, "id": [..., "HumanMessage"], "kwargs": {...}}`` in ``traceloop.entity.*``. With legacy
-attributes off, content goes to log records (``gen_ai.{role}.message``, ``gen_ai.choice``).
+completion of its own with ``role="thinking"``. With legacy attributes off, content goes to log
+records (``gen_ai.{role}.message``, ``gen_ai.choice``). The LangChain messages of
+``traceloop.entity.*`` are read by ``openllmetry_langchain``.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
 from tracescore.ingest.transform.adapters.genai_events import read_events
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value
 from tracescore.schemas import Message, Part, Span
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue
 
 PROMPT_PREFIXES = ("gen_ai.prompt", "llm.prompts")
 COMPLETION_PREFIXES = ("gen_ai.completion", "llm.completions")
@@ -40,32 +40,14 @@ _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _REASONING_BLOCKS = frozenset({"thinking", "reasoning"})
 # OpenAI Responses tools the provider runs itself (the legacy attributes name them like this).
 _SERVER_TOOL_NAMES = frozenset({"web_search_call", "file_search_call", "code_interpreter_call"})
-_LC_ROLES: dict[str, Role] = {
-    "HumanMessage": "user",
-    "HumanMessageChunk": "user",
-    "AIMessage": "assistant",
-    "AIMessageChunk": "assistant",
-    "SystemMessage": "system",
-    "SystemMessageChunk": "system",
-    "ToolMessage": "tool",
-    "ToolMessageChunk": "tool",
-    "FunctionMessage": "tool",
-}
-_LC_TYPES: dict[str, Role] = {
-    "human": "user",
-    "ai": "assistant",
-    "system": "system",
-    "tool": "tool",
-    "function": "tool",
-}
 
 
-def has_indexed_messages(attributes: Mapping[str, Any]) -> bool:
+def has_indexed_messages(attributes: Mapping[str, AttributeValue]) -> bool:
     return any(_indexed_key(key) is not None for key in attributes)
 
 
-def _indexed_key(key: Any) -> tuple[str, int, str] | None:
-    match = _INDEXED.match(key) if isinstance(key, str) else None
+def _indexed_key(key: str) -> tuple[str, int, str] | None:
+    match = _INDEXED.match(key)
     if match is None:
         return None
     field = match.group(3)
@@ -77,11 +59,11 @@ def _indexed_key(key: Any) -> tuple[str, int, str] | None:
 # --- content blocks ---------------------------------------------------------------------------------
 
 
-def _text(text: Any) -> Part:
+def _text(text: object) -> Part:
     return make_part({"type": "text", "text": as_text(text)})
 
 
-def _reasoning_text(value: Any) -> str:
+def _reasoning_text(value: AttributeValue) -> str:
     """Reasoning as text: a string, or summary items ``[{"type": "summary_text", "text"}]``."""
     parsed = parse_json_value(value)
     if isinstance(parsed, list):
@@ -92,7 +74,7 @@ def _reasoning_text(value: Any) -> str:
     return as_text(parsed)
 
 
-def tool_call_part(call_id: Any, name: Any, args: Any, server: bool = False) -> Part:
+def tool_call_part(call_id: object, name: object, args: AttributeValue, server: bool = False) -> Part:
     parsed = parse_json_value(args)
     return make_part(
         {
@@ -105,9 +87,11 @@ def tool_call_part(call_id: Any, name: Any, args: Any, server: bool = False) -> 
     )
 
 
-def tool_result_part(call_id: Any, result: Any, is_error: bool = False, server: bool = False) -> Part:
-    if isinstance(result, list) and all(isinstance(b, Mapping) and b.get("type") == "text" for b in result):
-        result = "".join(as_text(b.get("text")) for b in result)  # Anthropic's list of text blocks
+def tool_result_part(
+    call_id: object, result: AttributeValue, is_error: bool = False, server: bool = False
+) -> Part:
+    if isinstance(result, list) and (text := _text_of_blocks(result)) is not None:
+        result = text  # Anthropic's list of text blocks
     return make_part(
         {
             "type": "tool_result",
@@ -119,7 +103,17 @@ def tool_result_part(call_id: Any, result: Any, is_error: bool = False, server: 
     )
 
 
-def convert_block(raw: Any) -> Part | None:
+def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
+    """The blocks' texts joined, when every block is a ``{"type": "text"}`` block; else None."""
+    texts = []
+    for block in blocks:
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            return None
+        texts.append(as_text(block.get("text")))
+    return "".join(texts)
+
+
+def convert_block(raw: AttributeValue) -> Part | None:
     """One provider content block -> a part; None for empty text. Unknown blocks are kept whole."""
     if not isinstance(raw, Mapping):
         text = as_text(raw)
@@ -146,11 +140,11 @@ def convert_block(raw: Any) -> Part | None:
     return make_part(dict(raw))
 
 
-def content_parts(value: Any) -> list[Part]:
+def content_parts(value: AttributeValue) -> list[Part]:
     """A ``content`` value (text, json.dumps'ed blocks, or already decoded) -> parts."""
     if value is None:
         return []
-    parsed: Any = value
+    parsed: AttributeValue = value
     if isinstance(value, str):
         if value.strip()[:1] not in ("[", "{", '"'):
             return [_text(value)] if value and value not in _PLACEHOLDERS else []
@@ -170,11 +164,11 @@ def content_parts(value: Any) -> list[Part]:
     return [_text(text)] if text else []
 
 
-def _is_block(raw: Any) -> bool:
+def _is_block(raw: AttributeValue) -> bool:
     return isinstance(raw, Mapping) and isinstance(raw.get("type"), str)
 
 
-def _with_tool_calls(parts: list[Part], calls: Iterable[Part]) -> list[Part]:
+def with_tool_calls(parts: list[Part], calls: Iterable[Part]) -> list[Part]:
     """Add tool_call parts not already present (Anthropic writes tool_use both ways)."""
     seen = {(p.model_extra or {}).get("tool_call_id") for p in parts if p.type == "tool_call"}
     seen.discard("")
@@ -188,7 +182,7 @@ def _with_tool_calls(parts: list[Part], calls: Iterable[Part]) -> list[Part]:
     return out
 
 
-def finish(msg_id: str, role: Role, parts: list[Part], tool_call_id: Any = None) -> Message:
+def finish(msg_id: str, role: Role, parts: list[Part], tool_call_id: object = None) -> Message:
     """The message, with a tool reply's text turned into its tool_result and result-only user
     messages (Anthropic's tool results) given the tool role."""
     if role == "tool" and tool_call_id and not any(p.type == "tool_result" for p in parts):
@@ -204,9 +198,11 @@ def finish(msg_id: str, role: Role, parts: list[Part], tool_call_id: Any = None)
 # --- indexed attributes -----------------------------------------------------------------------------
 
 
-def _grouped(attributes: Mapping[str, Any], prefixes: tuple[str, ...]) -> list[dict[str, Any]]:
+def _grouped(
+    attributes: Mapping[str, AttributeValue], prefixes: tuple[str, ...]
+) -> list[dict[str, AttributeValue]]:
     """Fields of each index, in index order; gaps are skipped, the first prefix found wins."""
-    by_prefix: dict[str, dict[int, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
+    by_prefix: dict[str, dict[int, dict[str, AttributeValue]]] = defaultdict(lambda: defaultdict(dict))
     for key, value in attributes.items():
         parsed = _indexed_key(key)
         if parsed is not None and parsed[0] in prefixes:
@@ -217,8 +213,8 @@ def _grouped(attributes: Mapping[str, Any], prefixes: tuple[str, ...]) -> list[d
     return []
 
 
-def _calls_of(fields: Mapping[str, Any]) -> list[Part]:
-    calls: dict[int, dict[str, Any]] = defaultdict(dict)
+def _calls_of(fields: Mapping[str, AttributeValue]) -> list[Part]:
+    calls: dict[int, dict[str, AttributeValue]] = defaultdict(dict)
     for key, value in fields.items():
         match = _TOOL_CALL_FIELD.match(key)
         if match:
@@ -233,7 +229,9 @@ def _calls_of(fields: Mapping[str, Any]) -> list[Part]:
     return parts
 
 
-def _indexed_message(fields: dict[str, Any], msg_id: str, default_role: Role) -> tuple[Message, bool]:
+def _indexed_message(
+    fields: dict[str, AttributeValue], msg_id: str, default_role: Role
+) -> tuple[Message, bool]:
     """One index's message and whether it is Anthropic's ``role="thinking"`` completion."""
     raw_role, content = fields.get("role"), fields.get("content")
     if content is None:  # Anthropic/Bedrock/Vertex text-completion prompts: ``.user`` (``.system``)
@@ -253,12 +251,16 @@ def _indexed_message(fields: dict[str, Any], msg_id: str, default_role: Role) ->
         parts.append(part)
     if refusal := as_text(fields.get("refusal")):
         parts.append(_text(refusal))
-    parts = _with_tool_calls(parts, _calls_of(fields))
+    parts = with_tool_calls(parts, _calls_of(fields))
     return finish(msg_id, "assistant" if thinking else role, parts, fields.get("tool_call_id")), thinking
 
 
 def indexed_messages(
-    attributes: Mapping[str, Any], prefixes: tuple[str, ...], span_id: str, tag: str, default_role: Role
+    attributes: Mapping[str, AttributeValue],
+    prefixes: tuple[str, ...],
+    span_id: str,
+    tag: str,
+    default_role: Role,
 ) -> list[Message]:
     """Messages of the indexed keys; thinking completions become the reasoning of the answer."""
     messages: list[Message] = []
@@ -279,84 +281,6 @@ def indexed_messages(
         else:
             messages.append(make_message(f"{span_id}-{tag}-thinking", "assistant", pending))
     return messages
-
-
-# --- LangChain serialised messages ---------------------------------------------------------------
-
-
-def lc_fields(raw: Any) -> tuple[Role, Mapping[str, Any]] | None:
-    """(role, fields) of a serialised LangChain message, an OpenAI-style dict or a (role, text) pair."""
-    if isinstance(raw, Mapping):
-        ident, kwargs = raw.get("id"), raw.get("kwargs")
-        if raw.get("lc") is not None and isinstance(ident, list) and ident and isinstance(kwargs, Mapping):
-            if ident[-1] in ("ChatMessage", "ChatMessageChunk"):
-                return normalize_role(kwargs.get("role")), kwargs
-            role = _LC_ROLES.get(str(ident[-1])) or _LC_TYPES.get(str(kwargs.get("type")))
-            return (role, kwargs) if role else None
-        kind, data = raw.get("type"), raw.get("data")
-        if isinstance(kind, str) and kind in _LC_TYPES:
-            if "content" in raw:
-                return _LC_TYPES[kind], raw
-            if isinstance(data, Mapping) and "content" in data:  # langchain messages_to_dict()
-                return _LC_TYPES[kind], data
-        if isinstance(raw.get("role"), str) and ("content" in raw or "tool_calls" in raw):
-            return normalize_role(raw.get("role")), raw
-    if isinstance(raw, list | tuple) and len(raw) == 2 and all(isinstance(x, str) for x in raw):
-        role = raw[0].strip().lower()
-        if role in ("user", "human", "assistant", "ai", "system", "tool"):
-            return normalize_role(role), {"content": raw[1]}
-    return None
-
-
-def lc_message(raw: Any, msg_id: str) -> Message | None:
-    found = lc_fields(raw)
-    if found is None:
-        return None
-    role, fields = found
-    extra = fields.get("additional_kwargs")
-    extra = extra if isinstance(extra, Mapping) else {}
-    parts: list[Part] = []
-    if reasoning := as_text(extra.get("reasoning_content")):
-        parts.append(make_part({"type": "reasoning", "text": reasoning}))
-    parts.extend(content_parts(fields.get("content")))
-    calls: list[Part] = []
-    raw_calls = fields.get("tool_calls") or extra.get("tool_calls")
-    for call in raw_calls if isinstance(raw_calls, list) else []:
-        if isinstance(call, Mapping):
-            function = nested if isinstance(nested := call.get("function"), Mapping) else {}
-            name = call.get("name", function.get("name"))
-            args = call.get("args", function.get("arguments", call.get("arguments")))
-            calls.append(tool_call_part(call.get("id"), name, args))
-    parts = _with_tool_calls(parts, calls)
-    call_id = fields.get("tool_call_id")
-    if role == "tool" and call_id and fields.get("status") == "error":
-        text = "\n".join(as_text((p.model_extra or {}).get("text")) for p in parts if p.type == "text")
-        parts = [tool_result_part(call_id, text, is_error=True)]
-    return finish(msg_id, role, parts, call_id)
-
-
-def lc_messages(items: Any, span_id: str, tag: str) -> list[Message] | None:
-    """A list whose items are all messages -> Messages; None when it is not such a list."""
-    if not isinstance(items, list) or not items:
-        return None
-    messages = [lc_message(item, f"{span_id}-{tag}-{i}") for i, item in enumerate(items)]
-    if any(m is None for m in messages):
-        return None
-    return [m for m in messages if m is not None]
-
-
-def lc_model(items: Any) -> str | None:
-    """The model name LangChain recorded on the last AI message that has one."""
-    for item in reversed(items if isinstance(items, list) else []):
-        found = lc_fields(item)
-        if found is None or found[0] != "assistant":
-            continue
-        meta = found[1].get("response_metadata")
-        if isinstance(meta, Mapping):
-            name = meta.get("model_name") or meta.get("model")
-            if isinstance(name, str) and name and name != "unknown":
-                return name
-    return None
 
 
 # --- log records / span events (use_legacy_attributes=False) ---------------------------------------

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from tracescore.ingest.transform.adapters.base import (
     AgentInfo,
@@ -56,7 +55,7 @@ from tracescore.ingest.transform.jsonvalue import (
     plain_json,
 )
 from tracescore.schemas import Message, Span
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 OPERATION = "gen_ai.operation.name"
 ALL_MESSAGES = "pydantic_ai.all_messages"
@@ -84,7 +83,7 @@ _JUNK_MODELS = frozenset({"unknown", "none", "null", "undefined"})
 _SEMCONV = GenAiSemconvAdapter()
 
 
-def _model(*values: Any) -> str | None:
+def _model(*values: AttributeValue) -> str | None:
     for value in values:
         text = as_str(value)
         if text and text.strip().lower() not in _JUNK_MODELS:
@@ -144,7 +143,7 @@ def _cut_at_last_user_turn(messages: list[Message]) -> _Split:
     return _Split(system=system, remembered=rest[:at], turn=[rest[at]], later=rest[at + 1 :])
 
 
-def _split_otel(attrs: Mapping[str, Any], span_id: str) -> _Split:
+def _split_otel(attrs: Mapping[str, AttributeValue], span_id: str) -> _Split:
     """Formats 2-6: ``pydantic_ai.all_messages`` cut at ``new_message_index`` (absent when 0)."""
     raws = parse_messages(attrs.get(ALL_MESSAGES))
     if not all(isinstance(m, Mapping) for m in raws):
@@ -167,12 +166,14 @@ def _split_otel(attrs: Mapping[str, Any], span_id: str) -> _Split:
     )
 
 
-def _split_events(attrs: Mapping[str, Any], span_id: str) -> _Split:
+def _split_events(attrs: Mapping[str, AttributeValue], span_id: str) -> _Split:
     """Format 1: ``all_messages_events`` has no new-message index; the last user turn starts the run.
 
     Events of one ModelRequest share their ``gen_ai.message.index``: the whole request is the turn.
     """
-    events = [dict(e) for e in as_list(attrs.get(ALL_MESSAGES_EVENTS)) if isinstance(e, Mapping)]
+    events: list[dict[str, AttributeValue]] = [
+        dict(e) for e in as_list(attrs.get(ALL_MESSAGES_EVENTS)) if isinstance(e, Mapping)
+    ]
     messages = event_messages(events, f"{span_id}-ev")
     indexed = [(i, m) for i, m in messages if m.role != "system"]
     system = [m for _, m in messages if m.role == "system"]
@@ -194,7 +195,7 @@ def _split_events(attrs: Mapping[str, Any], span_id: str) -> _Split:
     )
 
 
-def _final_output(attrs: Mapping[str, Any], span_id: str, later: list[Message]) -> list[Message]:
+def _final_output(attrs: Mapping[str, AttributeValue], span_id: str, later: list[Message]) -> list[Message]:
     """The agent span's record of the run's answer, which the transform uses only when the last model
     call it has recorded no text (no chat spans, content capture off, an output-tool call last).
 

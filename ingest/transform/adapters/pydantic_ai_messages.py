@@ -16,8 +16,7 @@ A failed tool call or argument validation comes back to the model as a retry pro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
 from tracescore.ingest.transform.adapters.genai_semconv import convert_part
@@ -25,6 +24,7 @@ from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE
 from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part, Span
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue
 
 # pydantic-ai's RetryPromptPart.model_response() always ends with this sentence.
 RETRY_SUFFIX = "Fix the errors and try again."
@@ -38,16 +38,16 @@ _ROLE_BY_EVENT = {
 }
 
 
-def is_retry_prompt(value: Any) -> bool:
+def is_retry_prompt(value: object) -> bool:
     return isinstance(value, str) and value.rstrip().endswith(RETRY_SUFFIX)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     text = as_text(value)
     return "" if text.strip() in _REDACTED else text
 
 
-def tool_result_part(call_id: Any, result: Any) -> Part:
+def tool_result_part(call_id: object, result: AttributeValue) -> Part:
     parsed = plain_json(parse_json_value(result))
     if isinstance(parsed, str) and parsed.strip() in _REDACTED:
         parsed = None
@@ -64,7 +64,7 @@ def tool_result_part(call_id: Any, result: Any) -> Part:
 # --- formats 2-6: {role, parts} messages -------------------------------------------------------
 
 
-def convert_otel_part(raw: Any) -> Part:
+def convert_otel_part(raw: AttributeValue) -> Part:
     """One pydantic-ai OTel part; ``builtin`` tool calls and results become server-side ones."""
     if not isinstance(raw, Mapping):
         return make_part({"type": "text", "text": _text(raw)})
@@ -103,7 +103,9 @@ def _split_tool_results(role: Role, parts: list[Part], msg_id: str) -> list[Mess
     ]
 
 
-def convert_otel_messages(raws: Iterable[Any], id_prefix: str, default_role: Role) -> list[Message]:
+def convert_otel_messages(
+    raws: Iterable[AttributeValue], id_prefix: str, default_role: Role
+) -> list[Message]:
     """Already-parsed ``{role, parts}`` messages -> Messages with ids ``{id_prefix}-{i}``."""
     messages: list[Message] = []
     for i, raw in enumerate(raws):
@@ -127,19 +129,19 @@ def convert_otel_messages(raws: Iterable[Any], id_prefix: str, default_role: Rol
     return messages
 
 
-def parse_messages(value: Any) -> list[Any]:
+def parse_messages(value: AttributeValue) -> list[AttributeValue]:
     """A messages attribute as a list; a truncated or non-JSON value is kept as one text message."""
     if value is None:
         return []
     parsed = parse_json_value(value)
     if isinstance(parsed, Mapping):
         return [parsed]
-    if isinstance(parsed, list | tuple):
+    if isinstance(parsed, list):
         return list(parsed)
     return [parsed] if _text(parsed) else []
 
 
-def request_groups(raws: list[Any]) -> list[tuple[bool, list[Any]]]:
+def request_groups(raws: list[AttributeValue]) -> list[tuple[bool, list[AttributeValue]]]:
     """The OTel messages regrouped into pydantic-ai ModelMessages: ``(is_response, messages)``.
 
     ``pydantic_ai.new_message_index`` counts ModelMessages, but one ModelRequest becomes one OTel
@@ -147,9 +149,9 @@ def request_groups(raws: list[Any]) -> list[tuple[bool, list[Any]]]:
     A response is one assistant message; two requests in a row show as a repeated role; two
     responses in a row mean a request without parts (which yields no message) lay between them.
     """
-    groups: list[tuple[bool, list[Any]]] = []
-    open_request: list[Any] | None = None
-    last_role: Any = None
+    groups: list[tuple[bool, list[AttributeValue]]] = []
+    open_request: list[AttributeValue] | None = None
+    last_role: AttributeValue = None
     for raw in raws:
         role = raw.get("role") if isinstance(raw, Mapping) else None
         if role == "assistant":
@@ -169,17 +171,19 @@ def request_groups(raws: list[Any]) -> list[tuple[bool, list[Any]]]:
 # --- format 1: event dicts -------------------------------------------------------------------
 
 
-def span_event_dicts(span: Span) -> list[dict[str, Any]]:
+def span_event_dicts(span: Span) -> list[dict[str, AttributeValue]]:
     """Format-1 message events of a span: the ``events`` attribute, else span events / log records."""
-    listed = [dict(e) for e in as_list(span.attributes.get("events")) if isinstance(e, Mapping)]
+    listed: list[dict[str, AttributeValue]] = [
+        dict(e) for e in as_list(span.attributes.get("events")) if isinstance(e, Mapping)
+    ]
     if listed:
         return listed
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, AttributeValue]] = []
     for event in span.events:
         if not (event.name.startswith("gen_ai.") or "event.name" in event.attributes):
             continue
         body = parse_json_value(event.attributes.get(LOG_BODY_ATTRIBUTE))
-        merged: dict[str, Any] = dict(body) if isinstance(body, Mapping) else {}
+        merged: dict[str, AttributeValue] = dict(body) if isinstance(body, Mapping) else {}
         if body is not None and not isinstance(body, Mapping):
             merged["content"] = body
         merged.update({k: v for k, v in event.attributes.items() if k != LOG_BODY_ATTRIBUTE})
@@ -188,7 +192,7 @@ def span_event_dicts(span: Span) -> list[dict[str, Any]]:
     return found
 
 
-def looks_like_event_list(value: Any) -> bool:
+def looks_like_event_list(value: AttributeValue) -> bool:
     """Whether an ``events`` attribute is pydantic-ai's format-1 JSON list of event dicts."""
     items = as_list(value) if isinstance(value, str) else []
     return bool(items) and all(
@@ -196,17 +200,17 @@ def looks_like_event_list(value: Any) -> bool:
     )
 
 
-def is_choice(event: Mapping[str, Any]) -> bool:
+def is_choice(event: Mapping[str, AttributeValue]) -> bool:
     return event.get("event.name") == "gen_ai.choice" or (
         isinstance(event.get("message"), Mapping) and "role" not in event
     )
 
 
-def _content_parts(content: Any) -> list[Part]:
+def _content_parts(content: AttributeValue) -> list[Part]:
     """A format-1 ``content``: a string, one item, or a list of strings and ``{kind, ...}`` dicts."""
     if content is None:
         return []
-    items = content if isinstance(content, list) else [content]
+    items: Sequence[AttributeValue] = content if isinstance(content, list) else [content]
     parts: list[Part] = []
     for item in items:
         if not isinstance(item, Mapping):
@@ -233,7 +237,7 @@ def _content_parts(content: Any) -> list[Part]:
     return parts
 
 
-def _event_message(body: Mapping[str, Any], msg_id: str, fallback_role: Role) -> Message:
+def _event_message(body: Mapping[str, AttributeValue], msg_id: str, fallback_role: Role) -> Message:
     role = normalize_role(body.get("role") or _ROLE_BY_EVENT.get(str(body.get("event.name"))), fallback_role)
     if role == "tool":
         return make_message(msg_id, "tool", [tool_result_part(body.get("id"), body.get("content"))])
@@ -256,7 +260,9 @@ def _event_message(body: Mapping[str, Any], msg_id: str, fallback_role: Role) ->
     return make_message(msg_id, role, parts)
 
 
-def event_messages(events: list[dict[str, Any]], id_prefix: str) -> list[tuple[int | None, Message]]:
+def event_messages(
+    events: list[dict[str, AttributeValue]], id_prefix: str
+) -> list[tuple[int | None, Message]]:
     """Non-choice events as ``(gen_ai.message.index, Message)``.
 
     A response with text after tool calls is split into several assistant events of the same index:
@@ -278,7 +284,7 @@ def event_messages(events: list[dict[str, Any]], id_prefix: str) -> list[tuple[i
     return result
 
 
-def choice_message(events: list[dict[str, Any]], msg_id: str) -> list[Message]:
+def choice_message(events: list[dict[str, AttributeValue]], msg_id: str) -> list[Message]:
     """The ``gen_ai.choice`` events of one chat span as its single assistant answer."""
     parts: list[Part] = []
     for event in events:

@@ -17,7 +17,6 @@ See FIELD-GUIDE.md section 5 and docs/conventions/vercel_ai_sdk.md.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import tracescore.ingest.transform.adapters.genai_semconv as semconv
 import tracescore.ingest.transform.adapters.vercel_ai_messages as sdk
@@ -30,7 +29,7 @@ from tracescore.ingest.transform.adapters.base import (
 )
 from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 OPERATION_ID = "ai.operationId"
 _ROOT_OPERATIONS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
@@ -75,21 +74,21 @@ def _is_otel_span(span: Span) -> bool:
     return span.scope_name in _OTEL_SCOPES and isinstance(span.attributes.get(semconv.OPERATION), str)
 
 
-def _model(*values: Any) -> str | None:
+def _model(*values: AttributeValue) -> str | None:
     for value in values:
         if isinstance(value, str) and value.strip() and value.strip().lower() not in _NO_MODEL:
             return value
     return None
 
 
-def _first_count(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+def _first_count(attributes: Mapping[str, AttributeValue], keys: tuple[str, ...]) -> int:
     for key in keys:
         if attributes.get(key) is not None:
             return max(0, as_int(attributes[key]))
     return 0
 
 
-def _usage(attributes: Mapping[str, Any]) -> Usage:
+def _usage(attributes: Mapping[str, AttributeValue]) -> Usage:
     return Usage(
         input_tokens=_first_count(attributes, _INPUT_TOKENS),
         output_tokens=_first_count(attributes, _OUTPUT_TOKENS),
@@ -217,14 +216,15 @@ class VercelAiAdapter(ConventionAdapter):
         return []
 
     @staticmethod
-    def _prompt_messages(prompt: Mapping[str, Any], span_id: str) -> list[Message]:
+    def _prompt_messages(prompt: Mapping[str, AttributeValue], span_id: str) -> list[Message]:
         """``ai.prompt``'s ``prompt`` (a string, or from v5 a message list) then its ``messages``."""
         messages: list[Message] = []
         text_prompt = prompt.get("prompt")
         if isinstance(text_prompt, list):
             messages += sdk.convert_messages(text_prompt, span_id, "prompt")
         elif text_prompt is not None and (text := sdk.clean_text(text_prompt)):
-            messages += sdk.convert_messages([{"role": "user", "content": text}], span_id, "prompt")
+            user_prompt: dict[str, AttributeValue] = {"role": "user", "content": text}
+            messages.append(sdk.convert_message(user_prompt, f"{span_id}-prompt-0", "user"))
         if prompt.get("messages") is not None:
             messages += sdk.convert_messages(prompt["messages"], span_id, "in")
         return messages

@@ -11,13 +11,13 @@ Responses are separate attributes (``ai.response.text``, ``.toolCalls``, ``.reas
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
 from tracescore.ingest.transform.jsonvalue import as_list, as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.spans import AttributeValue, JsonValue
 
 # A collector-side redaction placeholder is no content at all (the run is then content_missing).
 _REDACTED = frozenset({"__REDACTED__", "[REDACTED]"})
@@ -26,19 +26,19 @@ _REDACTED = frozenset({"__REDACTED__", "[REDACTED]"})
 _VALUE_OUTPUTS = frozenset({"text", "json", "error-text", "error-json", "content"})
 
 
-def clean_text(value: Any) -> str:
+def clean_text(value: object) -> str:
     """Text content; a redaction placeholder reads as empty."""
     text = as_text(value)
     return "" if text.strip() in _REDACTED else text
 
 
-def _tool_args(raw: Any) -> Any:
+def _tool_args(raw: AttributeValue) -> JsonValue:
     # v4 and ai@5 generateText store arguments as a JSON string inside the JSON; streamText as an object.
     args = plain_json(parse_json_value(raw))
     return {} if args is None or args == "" else args
 
 
-def tool_result_value(part: Mapping[str, Any]) -> Any:
+def tool_result_value(part: Mapping[str, AttributeValue]) -> JsonValue:
     """The result a ``tool-result`` part carries: v5+ ``output: {type, value}``, v4 ``result``."""
     output = part.get("output")
     if isinstance(output, Mapping):
@@ -53,7 +53,7 @@ def tool_result_value(part: Mapping[str, Any]) -> Any:
     return plain_json(parse_json_value(part.get("result")))
 
 
-def _media_part(raw: Mapping[str, Any], data: Any, default_mime: str) -> Part:
+def _media_part(raw: Mapping[str, AttributeValue], data: AttributeValue, default_mime: str) -> Part:
     """An image or file part as a semconv-style ``uri`` or ``blob`` part (what other adapters emit)."""
     mime = raw.get("mediaType", raw.get("mimeType"))
     mime = mime if isinstance(mime, str) and mime else None
@@ -66,7 +66,7 @@ def _media_part(raw: Mapping[str, Any], data: Any, default_mime: str) -> Part:
     return make_part({"type": "blob", "modality": modality, "mime_type": mime, "content": data, **extra})
 
 
-def convert_part(raw: Any) -> Part:
+def convert_part(raw: AttributeValue) -> Part:
     """One SDK content part -> our part representation; unknown types are kept as they came."""
     if not isinstance(raw, Mapping):
         return make_part({"type": "text", "text": clean_text(raw)})
@@ -101,7 +101,7 @@ def convert_part(raw: Any) -> Part:
     return make_part(dict(raw) if isinstance(kind, str) else {"type": "unknown", "data": dict(raw)})
 
 
-def convert_message(raw: Any, msg_id: str, default_role: Role) -> Message:
+def convert_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Message:
     """One ``{role, content}`` message; content is a string or a list of parts."""
     if not isinstance(raw, Mapping):
         return make_message(msg_id, default_role, [convert_part(raw)])
@@ -116,7 +116,9 @@ def convert_message(raw: Any, msg_id: str, default_role: Role) -> Message:
     return make_message(msg_id, role, parts)
 
 
-def convert_messages(value: Any, span_id: str, tag: str, default_role: Role = "user") -> list[Message]:
+def convert_messages(
+    value: AttributeValue, span_id: str, tag: str, default_role: Role = "user"
+) -> list[Message]:
     """A JSON list of SDK messages -> Messages with ids ``{span_id}-{tag}-{i}``; never raises.
 
     Text that is not a JSON list (a truncated attribute) is kept as one message of that text.
@@ -125,16 +127,16 @@ def convert_messages(value: Any, span_id: str, tag: str, default_role: Role = "u
         return []
     parsed = parse_json_value(value)
     if isinstance(parsed, Mapping):
-        parsed = [parsed]
+        return [convert_message(parsed, f"{span_id}-{tag}-0", default_role)]
     if not isinstance(parsed, list):
         text = clean_text(parsed)
         return [make_message(f"{span_id}-{tag}-0", default_role, [convert_part(text)])] if text else []
     return [convert_message(raw, f"{span_id}-{tag}-{i}", default_role) for i, raw in enumerate(parsed)]
 
 
-def system_messages(value: Any, span_id: str) -> list[Message]:
+def system_messages(value: AttributeValue, span_id: str) -> list[Message]:
     """``ai.prompt.system``: a string, a system message, or (v7 ``instructions``) a list of them."""
-    items = value if isinstance(value, list) else [value]
+    items: Sequence[AttributeValue] = value if isinstance(value, list) else [value]
     messages: list[Message] = []
     for i, item in enumerate(items):
         content = item.get("content") if isinstance(item, Mapping) else item
@@ -161,7 +163,7 @@ def split_turn(conversation: list[Message]) -> tuple[list[Message], list[Message
     return conversation[cut:], conversation[:cut]
 
 
-def _tool_call_part(raw: Any) -> Part | None:
+def _tool_call_part(raw: AttributeValue) -> Part | None:
     if not isinstance(raw, Mapping):
         return None
     return make_part(
@@ -176,7 +178,7 @@ def _tool_call_part(raw: Any) -> Part | None:
 
 
 def response_message(
-    attributes: Mapping[str, Any], msg_id: str, *, text_only: bool = False
+    attributes: Mapping[str, AttributeValue], msg_id: str, *, text_only: bool = False
 ) -> Message | None:
     """The assistant answer a span records in ``ai.response.*`` (v3 ``ai.result.*``), or None.
 
@@ -184,7 +186,7 @@ def response_message(
     reasoning are those of its last step, which the step's own span already reports.
     """
 
-    def attr(name: str) -> Any:
+    def attr(name: str) -> AttributeValue:
         value = attributes.get(f"ai.response.{name}")
         return attributes.get(f"ai.result.{name}") if value is None else value
 

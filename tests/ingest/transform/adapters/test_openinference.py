@@ -19,7 +19,7 @@ from tests.support.conventions import adapter_name
 from tests.support.fixture_files import load_otlp_spans, make_span
 from tests.support.runs import only_run, parts, texts
 from tracescore.ingest.transform.adapters import OpenInferenceAdapter, SpanRole
-from tracescore.ingest.transform.adapters.openinference_values import request_messages, response_message
+from tracescore.ingest.transform.adapters.openinference_payloads import request_messages, response_message
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Message, SpanEvent
 from tracescore.schemas.spans import STATUS_ERROR
@@ -625,6 +625,26 @@ def test_raw_provider_payloads_when_no_flattened_messages() -> None:
         found(response_message('{"generations": [[{"text": "plain completion"}]]}', "m")).content
         == "plain completion"
     )
+
+
+def test_a_responses_message_item_whose_content_is_no_list_of_blocks_gives_no_parts() -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    for content in ("Hi", 5, {"text": "Hi"}):
+        response = {"output": [{"type": "message", "content": content}, call]}
+        assert parts(response_message(json.dumps(response), "m")) == [
+            {"type": "tool_call", "tool_call_id": "c1", "tool_name": "f", "args": {}}
+        ]
+
+
+def test_an_anthropic_base64_image_is_a_data_url_only_when_its_data_is_text() -> None:
+    def image(data: object) -> dict[str, Any]:
+        source = {"type": "base64", "media_type": "image/png", "data": data}
+        return {"role": "assistant", "content": [{"type": "image", "source": source}]}
+
+    assert parts(response_message(json.dumps(image("iVBORw0")), "m")) == [
+        {"type": "uri", "modality": "image", "uri": "data:image/png;base64,iVBORw0"}
+    ]
+    assert parts(response_message(json.dumps(image(["iVBORw0"])), "m")) == []
 
 
 def test_redacted_content_is_missing_content() -> None:

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from tests.support.fixture_files import TRACE_ID, load_otlp_spans, make_span
 from tracescore.ingest.transform.adapters import OpenLlmetryAdapter
-from tracescore.ingest.transform.adapters.openllmetry_messages import content_parts, lc_message
+from tracescore.ingest.transform.adapters.openllmetry_langchain import lc_message
+from tracescore.ingest.transform.adapters.openllmetry_messages import content_parts
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import LogRecord, Message, SpanEvent
 
