@@ -31,8 +31,10 @@ from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
 from tracescore.ingest.cli.store_flags import add_database_argument
 from tracescore.ingest.cli.terminal import make_console
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.service import Service
-from tracescore.schemas.config import DEFAULT_DEMO_STORE_NAME, ServiceConfig, default_store, load_config
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.store_config import DEFAULT_DEMO_STORE_NAME, default_store
 
 DEMO_IDLE_SECONDS = 0.5
 MS = 1_000_000  # nanoseconds

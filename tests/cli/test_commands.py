@@ -288,6 +288,34 @@ async def test_eval_takes_the_judge_from_the_tracescore_judge_variables(
     assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-env-0002"}
 
 
+async def test_eval_reads_the_judge_key_from_the_file_its_variable_names(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    llm_server.responder = _verdicts
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"input": "Is it raining?", "output": "Yes, it is."}) + "\n")
+    key_file = tmp_path / "judge-key"
+    key_file.write_text("sk-eval-file-0003\n")
+    env = {
+        **_without_provider_keys(os.environ),
+        "TRACESCORE_JUDGE_MODEL": "openai/gpt-4o-mini",
+        "TRACESCORE_JUDGE_API_BASE": llm_server.api_base,
+        "TRACESCORE_JUDGE_API_KEY_FILE": str(key_file),
+    }
+    code, _, stderr = await _tracescore("eval", "--data", str(data), "--scorer", "toxicity", env=env)
+    assert code == 0, stderr
+    assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-file-0003"}
+
+    missing = tmp_path / "missing"
+    env["TRACESCORE_JUDGE_API_KEY_FILE"] = str(missing)
+    code, _, stderr = await _tracescore("eval", "--data", str(data), "--scorer", "toxicity", env=env)
+    assert code == 2
+    assert (
+        "tracescore: error: environment variable TRACESCORE_JUDGE_API_KEY_FILE: "
+        f"{missing}: cannot read it (No such file or directory)"
+    ) in stderr
+
+
 def test_score_without_any_judge_key_says_which_variable_to_set(tmp_path: Path) -> None:
     run = {
         "input": {"input_messages": [{"role": "user", "content": "Is it raining?"}]},

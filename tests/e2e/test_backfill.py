@@ -26,9 +26,9 @@ from tests.support.llm_server import LLMServer, answering
 from tests.support.serve import ENV
 from tests.support.service import running_service
 from tracescore.ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.service import Service
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.config import load_config
 
 HOUR_NS = 3600 * 10**9
 QUESTIONS = [

@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.support.llm_server import LLMServer, answering, error_reply
 from tests.support.service import running_service
 from tracescore.ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.service import Service
-from tracescore.schemas.config import load_config
 
 EMAIL = "jane.doe@example.com"
 TICKET = "TICKET-884213"

@@ -33,13 +33,14 @@ from tests.support.service import running_service, service_config
 from tracescore.ingest.assembly.assembler import ManualClock, TraceAssembler
 from tracescore.ingest.cli import build_parser
 from tracescore.ingest.cli.serve_command import service_config as cli_service_config
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.decode import decode_logs, decode_traces
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.service import Service
 from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE, attach_logs
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import AgentRun, LogRecord, Span, SpanBatch, TraceRound
-from tracescore.schemas.config import AssemblyConfig, load_config
+from tracescore.schemas.config import AssemblyConfig
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_TRACES = OTLP_DIR / f"{LEGACY}.traces.json"
