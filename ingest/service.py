@@ -163,7 +163,7 @@ class Service:
             await self.http.start()
             if self.kafka is not None:
                 await self.kafka.start()
-            self.drift.start()
+            await self.drift.start()
         except BaseException:
             await self.shutdown()
             raise
