@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from tracescore.schemas import Decision, LogRecord, ScoreRecord, Span
+from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES, SpanEvent, SpanLink
 
 OTEL_TRACES_COLUMNS = (
@@ -211,14 +212,6 @@ def log_row(record: LogRecord) -> list[Any]:
         attribute_map(record.attributes),
         record.event_name,
     ]
-
-
-def unix_nanos(moment: datetime) -> int:
-    """Nanoseconds since the epoch; a naive datetime is taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
 def iso_from_nanos(nanos: int) -> str:

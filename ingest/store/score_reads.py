@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.ingest.store.rows import decision_json, score_json, unix_nanos
+from tracescore.ingest.store.rows import decision_json, score_json
+from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.score_queries import ResultQuery, Table, TraceStatus
 from tracescore.scoring.prebuilt.registry import stored_ids
 

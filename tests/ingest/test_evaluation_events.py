@@ -24,10 +24,10 @@ from tracescore.ingest.score_export.evaluation_events import (
     EvaluationEventExporter,
     evaluation_attributes,
     span_context,
-    unix_nanos,
 )
 from tracescore.ingest.service import Service
 from tracescore.schemas import ScoreRecord
+from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.export_config import OtlpExportConfig
 
 PROTOCOLS = ["grpc", "http/protobuf"]
