@@ -82,7 +82,7 @@ async def _wait_for_decisions(service: Service, expected: dict[str, int], limit_
     pending = dict(expected)
     while pending:
         for trace_id, count in list(pending.items()):
-            if len(await service.scores.get_decisions(trace_id)) >= count:
+            if len(await service.scores.trace_decisions(trace_id)) >= count:
                 del pending[trace_id]
         if not pending:
             return
@@ -166,7 +166,7 @@ async def run_demo(
         await asyncio.to_thread(provider.shutdown)  # flushes the exporter
         await _wait_for_decisions(service, {t: len(service.executor.scorer_ids) for t in trace_ids}, limit_s)
         rows = [
-            (s, t, await service.scores.get_scores(t), await service.scores.get_decisions(t))
+            (s, t, await service.scores.trace_scores(t), await service.scores.trace_decisions(t))
             for s, t in zip(SCENARIOS, trace_ids, strict=True)
         ]
         failed = _print_scores(console, rows)

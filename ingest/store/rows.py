@@ -300,6 +300,7 @@ def score_json(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def decision_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``score_decisions`` row (as selected by the store) in the JSON shape of ``GET /api/decisions``."""
     return {
         "trace_id": row["TraceId"],
         "span_id": row["SpanId"],
@@ -309,4 +310,6 @@ def decision_json(row: Mapping[str, Any]) -> dict[str, Any]:
         "sample_rate": row["SampleRate"],
         "source": row["Source"],
         "created_at": iso_from_nanos(row["CreatedNs"]),
+        "agent_name": row["AgentName"],
+        "service_name": row["ServiceName"],
     }

@@ -70,7 +70,7 @@ def _send(service: Service, numbers: range, start_ns: int) -> list[str]:
 async def _scored(service: Service, trace_ids: list[str], per_trace: int) -> None:
     deadline = time.monotonic() + 60
     for trace_id in trace_ids:
-        while len(await service.scores.get_decisions(trace_id)) < per_trace:
+        while len(await service.scores.trace_decisions(trace_id)) < per_trace:
             assert time.monotonic() < deadline, trace_id
             await asyncio.sleep(0.1)
 

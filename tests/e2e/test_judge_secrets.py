@@ -53,7 +53,7 @@ def _send(service: Service) -> str:
 
 async def _decisions(service: Service, trace_id: str) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 30
-    while not (rows := await service.scores.get_decisions(trace_id)):
+    while not (rows := await service.scores.trace_decisions(trace_id)):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.1)
     return rows

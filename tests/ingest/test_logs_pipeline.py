@@ -141,10 +141,10 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
 
 async def assert_run_scored_or_skipped(service: Service, trace_id: str, root: str) -> None:
     """Each scorer decided on the run rooted at ``root``; a 'scored' decision has its score row."""
-    decisions = {d["scorer_id"]: d for d in await service.scores.get_decisions(trace_id)}
+    decisions = {d["scorer_id"]: d for d in await service.scores.trace_decisions(trace_id)}
     assert set(decisions) == SCORERS
     assert {d["span_id"] for d in decisions.values()} == {root}
-    scores = {s["scorer_id"] for s in await service.scores.get_scores(trace_id)}
+    scores = {s["scorer_id"] for s in await service.scores.trace_scores(trace_id)}
     for scorer, decision in decisions.items():
         # A scorer skips a run that lacks the text it compares (the first chat ends in a tool call).
         assert decision["decision"] in ("scored", "skipped_empty"), decision
