@@ -23,9 +23,8 @@ from tracescore.ingest.transform.adapters.base import make_message, make_part, n
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.redaction_placeholders import is_placeholder
 
-# Placeholders instrumentations write instead of redacted content: read as "no content".
-REDACTED = frozenset({"__REDACTED__", "[REDACTED]", "<REDACTED>", "[redacted]", "<redacted>"})
 # pydantic-ai writes "thinking" where the semconv says "reasoning" (FIELD-GUIDE section 6).
 _REASONING_TYPES = frozenset({"reasoning", "thinking"})
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
@@ -38,7 +37,7 @@ _ITEM_KEYS = frozenset(
 def clean_text(value: Any) -> str:
     """Text of a content value; a redaction placeholder is empty text, so the run reads as content-less."""
     text = as_text(value)
-    return "" if text.strip() in REDACTED else text
+    return "" if is_placeholder(text) else text
 
 
 def plain_result(value: Any) -> Any:
@@ -48,7 +47,7 @@ def plain_result(value: Any) -> Any:
     content blocks; a result that is only text blocks reads as its text.
     """
     parsed = parse_json_value(value)
-    if isinstance(parsed, str) and parsed.strip() in REDACTED:
+    if is_placeholder(parsed):
         return None
     if isinstance(parsed, list) and parsed and all(_is_text_block(b) for b in parsed):
         return "\n".join(b["text"] for b in parsed)
@@ -63,7 +62,7 @@ def _is_text_block(block: Any) -> bool:
 
 def _args(value: Any) -> Any:
     args = plain_json(parse_json_value(value))
-    return {} if args is None or (isinstance(args, str) and args.strip() in REDACTED) else args
+    return {} if args is None or is_placeholder(args) else args
 
 
 def _text_part(value: Any) -> Part:

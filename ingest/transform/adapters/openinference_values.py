@@ -19,8 +19,7 @@ from tracescore.ingest.transform.adapters.base import make_message, make_part, n
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
-
-REDACTED = "__REDACTED__"
+from tracescore.schemas.redaction_placeholders import is_placeholder
 
 # LangChain message classes (serialised ``id`` path) and dumped ``type`` values -> roles.
 _LC_ROLES = {
@@ -59,13 +58,9 @@ _BARE_OBJECT = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>")
 _DATACLASS_REPR = re.compile(r"[A-Z]\w*\((?:\)|[a-z_]\w*=)")
 
 
-def is_redacted(value: Any) -> bool:
-    return isinstance(value, str) and value.strip() == REDACTED
-
-
 def clean_text(value: Any) -> str:
     """Text of a value; the redaction placeholder reads as missing content."""
-    return "" if value is None or is_redacted(value) else as_text(value)
+    return "" if value is None or is_placeholder(value) else as_text(value)
 
 
 def lenient(value: Any) -> Any:
@@ -83,7 +78,7 @@ def lenient(value: Any) -> Any:
 
 def parse_args(value: Any) -> Any:
     """Tool-call arguments: JSON strings (possibly truncated, kept as text), objects, or nothing."""
-    if value is None or value == "" or is_redacted(value):
+    if value is None or value == "" or is_placeholder(value):
         return {}
     parsed = lenient(value)
     return {} if parsed is None else plain_json(parsed)
@@ -117,7 +112,7 @@ def call_part(call_id: Any, name: Any, args: Any, *, server: bool = False) -> Pa
 
 
 def result_part(call_id: Any, result: Any) -> Part:
-    value = None if is_redacted(result) else unwrap_tool_output(plain_json(lenient(result)))
+    value = None if is_placeholder(result) else unwrap_tool_output(plain_json(lenient(result)))
     return make_part({"type": "tool_result", "tool_call_id": as_text(call_id), "result": value})
 
 
@@ -305,7 +300,7 @@ def _message_list(value: Any) -> list[Any] | None:
 
 def request_messages(value: Any, span_id: str, tag: str = "in") -> tuple[list[Message], list[Message]]:
     """(system messages, conversation) of a request payload or an agent's input; both may be empty."""
-    if value is None or is_redacted(value):
+    if value is None or is_placeholder(value):
         return [], []
     parsed = _structured_or_text(value)
     system: list[Message] = []
@@ -326,7 +321,7 @@ def request_messages(value: Any, span_id: str, tag: str = "in") -> tuple[list[Me
             if (listed := _message_list(candidate)) is not None:
                 raw = listed
                 break
-            if isinstance(candidate, str) and not is_redacted(candidate):
+            if isinstance(candidate, str) and not is_placeholder(candidate):
                 raw = [candidate]
                 break
         if not raw and "role" in parsed and first_of(parsed, "content", "parts") is not None:
@@ -356,7 +351,7 @@ def response_message(value: Any, msg_id: str, *, keep_unknown: bool = False) -> 
     ``keep_unknown``: a JSON value of no known shape is the answer itself (an agent's structured
     output), kept as its JSON text; a model call's unknown raw response is not an answer.
     """
-    if value is None or is_redacted(value):
+    if value is None or is_placeholder(value):
         return None
     message = _known_response(value, msg_id)
     if message is None and keep_unknown:
