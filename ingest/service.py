@@ -80,7 +80,8 @@ class Service:
         self.config = config
         self.metrics = Metrics()
         self.store = Store.from_config(config)
-        self.scores = ClickHouseScoreSink(self.store)
+        self.score_sink = ClickHouseScoreSink(self.store)
+        self.scores = ScoreResults(self.store)  # the rows written, as users read them
         self.ledger = Ledger(self.store)
         self.replicas = ReplicaTable(self.store)
         self.membership = Membership(self.replicas, config.replica, metrics=self.metrics)
@@ -89,9 +90,9 @@ class Service:
         )
         self.executor = ScoringExecutor(
             config.scoring,
-            sink=exporting(self.scores, self.events),  # score rows written also go out as OTLP events
+            sink=exporting(self.score_sink, self.events),  # score rows written also go out as OTLP events
             metrics=self.metrics.scoring,
-            spend=self.scores,
+            spend=self.score_sink,
             replica_id=self.membership.replica_id,
         )
         self.assembler = TraceAssembler(
@@ -123,7 +124,7 @@ class Service:
             config.receiver,
             next=sink,
             metrics=self.metrics,
-            scores=ScoreResults(self.store),
+            scores=self.scores,
             health=self,
             memory=self.memory,
             commands=StoreCommands(self.store, config, self.executor.rule_groups, self.executor.thresholds),
@@ -163,7 +164,7 @@ class Service:
             await self.http.start()
             if self.kafka is not None:
                 await self.kafka.start()
-            self.drift.start()
+            await self.drift.start()
         except BaseException:
             await self.shutdown()
             raise

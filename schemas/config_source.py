@@ -9,13 +9,10 @@ of the config file.
 
 from __future__ import annotations
 
-import json
-import os
 import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -35,7 +32,8 @@ class ConfigError(ValueError):
 
 @dataclass
 class ConfigFile:
-    """A config file's mapping and the line of each key in it (1-based)."""
+    """A config file's mapping and the line of each key in it (1-based), from its YAML node tree
+    (``root``; JSON is YAML too). The config loader reads and parses the file."""
 
     path: str
     data: dict[str, Any]
@@ -56,48 +54,6 @@ class ConfigFile:
             else:
                 break
         return found
-
-
-def read_config_file(path: str | os.PathLike[str]) -> ConfigFile:
-    """Parse a YAML or JSON (``.json``) config file; a syntax error names the file, line and column."""
-    name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"config file {name}: cannot read it ({reason})") from None
-    try:
-        data = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"config file {name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    except yaml.YAMLError as exc:
-        position = _yaml_position(exc)
-        raise ConfigError(f"config file {name}{position}: invalid YAML: {_yaml_problem(exc)}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"config file {name}: must hold a mapping of settings at the top level, "
-            f"not a {type(data).__name__}"
-        )
-    try:  # JSON is YAML too: the same node tree gives every key's line
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        root = None
-    return ConfigFile(name, data, root)
-
-
-def _yaml_position(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    problem = getattr(exc, "problem", None)
-    context = getattr(exc, "context", None)
-    if not problem:
-        return str(exc).splitlines()[0]
-    return f"{problem} ({context})" if context else str(problem)
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Durations as people write them: ``30s``, ``15m``, ``1h``, ``7d``, ``2w`` (or a number of seconds), and
-points in time given as an ISO/RFC 3339 time or as an age (``24h``: a day ago)."""
+"""Durations as people write them: ``30s``, ``15m``, ``1h``, ``7d``, ``2w`` (or a number of seconds),
+points in time given as an ISO/RFC 3339 time or as an age (``24h``: a day ago), and points in time as
+OpenTelemetry and the store write them (nanoseconds since the Unix epoch)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
 _SECONDS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def duration_seconds(text: str, *, unit_required: bool = False) -> float | None:
@@ -46,3 +48,10 @@ def parse_time(text: str, now: datetime) -> datetime:
             f"{text!r} is not a time: give an ISO time (2026-11-20T00:00Z) or an age (24h, 7d)"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def unix_nanos(moment: datetime) -> int:
+    """Nanoseconds since the epoch, exactly (a float of seconds loses the microseconds); naive is UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1) * 1_000

@@ -1,12 +1,11 @@
 """The ``scoring`` section of the service config: rules, the default judge, budgets, breakers, redaction.
 
-The rules themselves are ``schemas.rules``; ``schemas.config`` loads the whole config.
+The rules themselves are ``schemas.rules``; ``schemas.config`` holds the whole config.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -37,25 +36,18 @@ class JudgeConfig(_Config):
     model: str | None = Field(default=None, min_length=1)
     # An OpenAI-compatible endpoint, e.g. a local server; it needs no key (a placeholder is sent).
     api_base: str | None = None
-    # The key (TRACESCORE_JUDGE_API_KEY, --judge-api-key), or a file holding it (a mounted secret);
-    # neither: the provider's own variable (OPENAI_API_KEY, ...). Never logged, stored or shown in a repr.
+    # The key (TRACESCORE_JUDGE_API_KEY, --judge-api-key), or a file holding it (a mounted secret: the
+    # config's loader reads it into api_key); neither: the provider's own variable (OPENAI_API_KEY, ...).
+    # Never logged, stored or shown in a repr.
     api_key: SecretStr | None = None
     api_key_file: str | None = None
     timeout_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
 
     @model_validator(mode="after")
-    def _key_from_file(self) -> JudgeConfig:
+    def _one_key_source(self) -> JudgeConfig:
         if self.api_key is not None and self.api_key_file:
             raise ValueError("give scoring.judge.api_key or scoring.judge.api_key_file, not both")
-        if self.api_key_file:
-            try:
-                key = Path(self.api_key_file).read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise ValueError(f"scoring.judge.api_key_file: cannot read it ({exc.strerror})") from exc
-            if not key:
-                raise ValueError("scoring.judge.api_key_file: the file is empty")
-            self.api_key = SecretStr(key)
         return self
 
     def judge_settings(self) -> dict[str, Any]:

@@ -12,7 +12,8 @@ import logging
 import re
 import threading
 
-REDACTED = "[REDACTED]"
+from tracescore.schemas.redaction_placeholders import REDACTED
+
 MIN_SECRET_CHARS = 8  # shorter values would scrub ordinary words
 
 _KEY_LIKE = re.compile(

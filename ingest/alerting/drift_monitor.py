@@ -129,7 +129,9 @@ class DriftMonitor:
             self._metrics.notifications.labels(kind=n.kind, delivered=str(n.delivered).lower()).inc()
         return sent
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Starts the periodic passes (when ``drift.enabled``); returns at once, the first pass comes
+        after one interval."""
         if self._config.enabled and self._task is None:
             self._task = asyncio.create_task(self._loop(), name="drift")
 

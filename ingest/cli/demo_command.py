@@ -31,8 +31,10 @@ from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
 from tracescore.ingest.cli.store_flags import add_database_argument
 from tracescore.ingest.cli.terminal import make_console
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.service import Service
-from tracescore.schemas.config import DEFAULT_DEMO_STORE_NAME, ServiceConfig, default_store, load_config
+from tracescore.schemas.config import ServiceConfig
+from tracescore.schemas.store_config import DEFAULT_DEMO_STORE_NAME, default_store
 
 DEMO_IDLE_SECONDS = 0.5
 MS = 1_000_000  # nanoseconds
@@ -80,7 +82,7 @@ async def _wait_for_decisions(service: Service, expected: dict[str, int], limit_
     pending = dict(expected)
     while pending:
         for trace_id, count in list(pending.items()):
-            if len(await service.scores.get_decisions(trace_id)) >= count:
+            if len(await service.scores.trace_decisions(trace_id)) >= count:
                 del pending[trace_id]
         if not pending:
             return
@@ -164,7 +166,7 @@ async def run_demo(
         await asyncio.to_thread(provider.shutdown)  # flushes the exporter
         await _wait_for_decisions(service, {t: len(service.executor.scorer_ids) for t in trace_ids}, limit_s)
         rows = [
-            (s, t, await service.scores.get_scores(t), await service.scores.get_decisions(t))
+            (s, t, await service.scores.trace_scores(t), await service.scores.trace_decisions(t))
             for s, t in zip(SCENARIOS, trace_ids, strict=True)
         ]
         failed = _print_scores(console, rows)

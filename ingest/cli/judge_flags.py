@@ -2,7 +2,8 @@
 
 ``--judge-model``, ``--judge-api-base`` and ``--judge-api-key`` set ``scoring.judge``; unset, the
 ``TRACESCORE_JUDGE_*`` variables do. ``serve`` reads the variables with the rest of its config
-(``schemas.config.load_config``); the commands without a config file read them here (``judge_config``).
+(``ingest.configuration.config_loader``); the commands without a config file read them here
+(``judge_config``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import argparse
 import os
 from collections.abc import Mapping
 
+from pydantic import SecretStr
+
+from tracescore.ingest.configuration.service_secrets import read_secret_file
 from tracescore.schemas.config import JudgeConfig
 
 # Each judge flag and the config key it sets (``serve`` loads them with the rest of its config).
@@ -45,7 +49,8 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, model_flag: str = "-
 
 
 def judge_config(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> JudgeConfig | None:
-    """The judge the flags give, over the ``TRACESCORE_JUDGE_*`` variables; None when neither does."""
+    """The judge the flags give, over the ``TRACESCORE_JUDGE_*`` variables (its key read from the file
+    ``TRACESCORE_JUDGE_API_KEY_FILE`` names, unless a key is given); None when neither does."""
     env = os.environ if environ is None else environ
     key = args.judge_api_key or env.get("TRACESCORE_JUDGE_API_KEY")
     fields = {
@@ -55,4 +60,12 @@ def judge_config(args: argparse.Namespace, environ: Mapping[str, str] | None = N
         "api_key_file": None if key else env.get("TRACESCORE_JUDGE_API_KEY_FILE"),
     }
     given = {name: value for name, value in fields.items() if value}
-    return JudgeConfig.model_validate(given) if given else None
+    if not given:
+        return None
+    judge = JudgeConfig.model_validate(given)
+    if judge.api_key_file:
+        try:
+            judge.api_key = SecretStr(read_secret_file(judge.api_key_file))
+        except ValueError as exc:
+            raise ValueError(f"environment variable TRACESCORE_JUDGE_API_KEY_FILE: {exc}") from None
+    return judge

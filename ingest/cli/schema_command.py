@@ -7,8 +7,8 @@ import argparse
 from clickhouse_connect.driver.binding import quote_identifier
 
 from tracescore.ingest.cli.store_flags import add_database_argument, store_overrides
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.store.schema import SchemaOptions, schema_ddl
-from tracescore.schemas.config import load_config
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

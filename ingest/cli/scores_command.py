@@ -26,9 +26,10 @@ from tracescore.ingest.cli.store_access import (
     through_front_door,
 )
 from tracescore.ingest.cli.store_flags import store_overrides
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.score_reads import ScoreResults
-from tracescore.schemas.config import ServiceConfig, load_config
+from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.score_queries import (
     DECISION_KINDS,
     DEFAULT_LIMIT,

@@ -14,8 +14,10 @@ from typing import Any
 from tracescore.ingest.cli.judge_flags import JUDGE_FLAG_KEYS, add_judge_arguments
 from tracescore.ingest.cli.store_access import is_store
 from tracescore.ingest.cli.store_flags import STORE_FLAG_KEYS, add_database_argument
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.store.dsn import resolve_dsn
-from tracescore.schemas.config import ENV_KEYS, LEGACY_STORE, ServiceConfig, default_store, load_config
+from tracescore.schemas.config import ENV_KEYS, ServiceConfig
+from tracescore.schemas.store_config import LEGACY_STORE, default_store
 from tracescore.scoring.runtime.rule_check import rule_errors
 
 log = logging.getLogger("tracescore")

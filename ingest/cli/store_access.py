@@ -24,13 +24,15 @@ from typing import Any, NoReturn, TypeVar
 import aiohttp
 
 from tracescore.ingest.cli.store_flags import add_database_argument, store_overrides
+from tracescore.ingest.configuration.config_loader import ConfigCheck, load_config
 from tracescore.ingest.receivers.auth import configured_token
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.dsn import resolve_dsn
 from tracescore.ingest.store.engine_open import held_by_another
-from tracescore.schemas.config import LEGACY_STORE, ConfigCheck, ServiceConfig, load_config
+from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.errors import StoreError, StoreInUse
 from tracescore.schemas.score_queries import TraceStatus
+from tracescore.schemas.store_config import LEGACY_STORE
 
 URL_VARIABLE = "TRACESCORE_URL"
 HTTP_TIMEOUT_SECONDS = 30.0

@@ -1,6 +1,6 @@
 """The store flags of the commands that open the store or print its DDL (serve, demo, scores, backfill,
 drift, schema): ``--store`` and ``--database``, over ``TRACESCORE_STORE``/``TRACESCORE_STORE_DATABASE``
-and the config file's ``store``/``store_database`` (``schemas.config.load_config``)."""
+and the config file's ``store``/``store_database`` (``ingest.configuration.config_loader``)."""
 
 from __future__ import annotations
 

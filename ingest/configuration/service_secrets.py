@@ -1,5 +1,6 @@
-"""Secrets the service is given (the bearer token, the store's password, Kafka's SASL password): from
-their config value or environment variable, or from a file (a mounted Kubernetes or Docker secret).
+"""Secrets the service is given (the bearer token, the store's password, Kafka's SASL password, the
+judge's API key): from their config value or environment variable, or from a file (a mounted
+Kubernetes or Docker secret).
 
 Every secret read here is registered with ``schemas.secrets``, so from then on it is replaced by
 ``[REDACTED]`` in every error text and log line, whoever wrote it (a driver quoting a URL, a proxy
@@ -18,20 +19,29 @@ from tracescore.schemas.secrets import register_secret
 def secret_value(value: SecretStr | None, file: str | None, key: str) -> str | None:
     """The secret of config key ``key`` (``<key>_file`` names its file), or None when neither is set.
 
-    A file's trailing newline is dropped (secrets are often written with one). Raises ValueError
-    naming the key when the file cannot be read or is empty.
+    Raises ValueError naming the key when the file cannot be read or is empty.
     """
     if file:
         try:
-            secret = Path(file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ValueError(f"{key}_file {file}: cannot read it ({exc.strerror or exc})") from None
-        if not secret:
-            raise ValueError(f"{key}_file {file} is empty")
-    elif value is not None:
-        secret = value.get_secret_value()
-    else:
+            return read_secret_file(file)
+        except ValueError as exc:
+            raise ValueError(f"{key}_file {exc}") from None
+    if value is None:
         return None
+    secret = value.get_secret_value()
+    register_secret(secret)
+    return secret
+
+
+def read_secret_file(path: str) -> str:
+    """The secret the file at ``path`` holds, without its trailing newline (secrets are often written
+    with one). Raises ValueError naming the path when it cannot be read or is empty."""
+    try:
+        secret = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if not secret:
+        raise ValueError(f"{path} is empty")
     register_secret(secret)
     return secret
 

@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from tracescore.ingest.observability.service_metrics import Metrics
-from tracescore.schemas.config import PER_CLIENT_SHARE, ReceiverConfig
+from tracescore.schemas.receiver_config import PER_CLIENT_SHARE, ReceiverConfig
 
 log = logging.getLogger(__name__)
 

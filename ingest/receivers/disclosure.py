@@ -14,14 +14,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from tracescore.schemas.redaction_placeholders import HIDDEN, PATH
 from tracescore.schemas.secrets import scrub
 
 STORE_UNAVAILABLE = "the store is unavailable; retry later"
 STORE_REFUSED = "the store refused them; do not retry (the service log has the detail)"
 API_STORE_FAILED = "the store could not answer (the service log has the detail)"
 INTERNAL_ERROR = "internal error (the service log has the detail)"
-HIDDEN = "[hidden: send the bearer token to see it]"
-PATH = "[path]"
 
 # Keys of the health body whose values are error texts.
 ERROR_KEYS = frozenset({"error", "last_error"})

@@ -20,7 +20,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from opentelemetry._logs import LogRecord, SeverityNumber
@@ -46,6 +45,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from tracescore.schemas import Decision, ScoreRecord, TraceRound
 from tracescore.schemas.consumers import PriorOutcomes, ScoreSink
+from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.export_config import OtlpExportConfig
 from tracescore.schemas.secrets import register_secret
 from tracescore.schemas.version import __version__
@@ -55,8 +55,6 @@ log = logging.getLogger(__name__)
 EVENT_NAME = "gen_ai.evaluation.result"
 SCOPE_NAME = "tracescore.scores"
 SERVICE_NAME = "tracescore"
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def evaluation_attributes(record: ScoreRecord) -> dict[str, AttributeValue]:
@@ -112,13 +110,6 @@ def span_context(trace_id: str, span_id: str) -> Context:
     # It reached the store, so it was sampled.
     scored = SpanContext(trace, span, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
     return set_span_in_context(NonRecordingSpan(scored), Context())
-
-
-def unix_nanos(moment: datetime) -> int:
-    """Nanoseconds since the epoch, exactly (a float of seconds loses the microseconds); naive is UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1) * 1_000
 
 
 class EvaluationEventMetrics:
@@ -359,5 +350,4 @@ __all__ = [
     "evaluation_event",
     "exporting",
     "span_context",
-    "unix_nanos",
 ]

@@ -42,9 +42,10 @@ from tracescore.ingest.store.free_space import (
     set_merges,
 )
 from tracescore.ingest.store.retriable import store_error
-from tracescore.schemas.config import DEFAULT_STORE_MIN_FREE_BYTES, ServiceConfig
+from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.errors import StoreError, StoreInUse
 from tracescore.schemas.secrets import register_secret, scrub
+from tracescore.schemas.store_config import DEFAULT_STORE_MIN_FREE_BYTES
 from tracescore.schemas.store_database import check_database, dsn_database, resolve_database
 
 logger = logging.getLogger(__name__)

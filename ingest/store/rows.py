@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from tracescore.schemas import Decision, LogRecord, ScoreRecord, Span
+from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.spans import SPAN_KIND_NAMES, STATUS_NAMES, SpanEvent, SpanLink
 
 OTEL_TRACES_COLUMNS = (
@@ -213,14 +214,6 @@ def log_row(record: LogRecord) -> list[Any]:
     ]
 
 
-def unix_nanos(moment: datetime) -> int:
-    """Nanoseconds since the epoch; a naive datetime is taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-
-
 def iso_from_nanos(nanos: int) -> str:
     return (_EPOCH + timedelta(microseconds=nanos // 1_000)).isoformat()
 
@@ -307,6 +300,7 @@ def score_json(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def decision_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``score_decisions`` row (as selected by the store) in the JSON shape of ``GET /api/decisions``."""
     return {
         "trace_id": row["TraceId"],
         "span_id": row["SpanId"],
@@ -316,4 +310,6 @@ def decision_json(row: Mapping[str, Any]) -> dict[str, Any]:
         "sample_rate": row["SampleRate"],
         "source": row["Source"],
         "created_at": iso_from_nanos(row["CreatedNs"]),
+        "agent_name": row["AgentName"],
+        "service_name": row["ServiceName"],
     }

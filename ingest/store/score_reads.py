@@ -1,5 +1,6 @@
-"""Reads of the scores and decisions a user asks for (``GET /api/scores``, ``GET /api/decisions``,
-``tracescore scores``), and, for a trace that has none, what the store knows of it.
+"""The one read path of stored scores and decisions: what a user asks for (``GET /api/scores``,
+``GET /api/decisions``, ``tracescore scores``), every row of one trace (the demo, the tests), and, for
+a trace that has none, what the store knows of it.
 
 Both tables are ReplacingMergeTree: reads go through ``FINAL``, so a replayed score is counted once,
 and the filters apply to the row that won. Every value a user gives is a bound parameter. A scorer
@@ -12,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.ingest.store.rows import decision_json, score_json, unix_nanos
+from tracescore.ingest.store.rows import decision_json, score_json
+from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.score_queries import ResultQuery, Table, TraceStatus
 from tracescore.scoring.prebuilt.registry import stored_ids
 
@@ -40,7 +42,8 @@ _CONDITIONS = {
     "decision": "Decision = {decision:String}",
 }
 
-_ORDER = "ORDER BY Timestamp DESC, TraceId, SpanId, ScorerId LIMIT {limit:UInt32}"
+_NEWEST_FIRST = "ORDER BY Timestamp DESC, TraceId, SpanId, ScorerId"
+_BY_SPAN = "ORDER BY SpanId, ScorerId"
 
 # What the store holds of one trace: its spans (otel_traces), the ones tracescore received itself
 # (span_ledger), the last item received and the last round decided (trace_done), its score rows.
@@ -62,27 +65,36 @@ WHERE TraceId = {{trace_id:String}} GROUP BY Decision ORDER BY Decision
 
 
 class ScoreResults:
-    """The API's reads over a ``Store``: rows matching a ``ResultQuery``, newest first, or, when a
-    trace has none, a ``TraceStatus`` saying why."""
+    """The reads over a ``Store``: rows matching a ``ResultQuery``, newest first, or, when a trace has
+    none, a ``TraceStatus`` saying why; and every row of one trace."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
     async def scores(self, query: ResultQuery) -> list[dict[str, Any]] | TraceStatus:
-        rows = await self._select(_SCORES_SELECT, query)
+        rows = await self._select(_SCORES_SELECT, query, _NEWEST_FIRST, query.limit)
         return [score_json(row) for row in rows] or await self._explain(query, "scores")
 
     async def decisions(self, query: ResultQuery) -> list[dict[str, Any]] | TraceStatus:
-        rows = await self._select(_DECISIONS_SELECT, query)
-        found = [
-            {**decision_json(row), "agent_name": row["AgentName"], "service_name": row["ServiceName"]}
-            for row in rows
-        ]
-        return found or await self._explain(query, "decisions")
+        rows = await self._select(_DECISIONS_SELECT, query, _NEWEST_FIRST, query.limit)
+        return [decision_json(row) for row in rows] or await self._explain(query, "decisions")
 
-    async def _select(self, select: str, query: ResultQuery) -> list[dict[str, Any]]:
+    async def trace_scores(self, trace_id: str) -> list[dict[str, Any]]:
+        """Every score row of one trace, by span then scorer."""
+        rows = await self._select(_SCORES_SELECT, ResultQuery(trace_id=trace_id), _BY_SPAN)
+        return [score_json(row) for row in rows]
+
+    async def trace_decisions(self, trace_id: str) -> list[dict[str, Any]]:
+        """Every decision row of one trace, by span then scorer."""
+        rows = await self._select(_DECISIONS_SELECT, ResultQuery(trace_id=trace_id), _BY_SPAN)
+        return [decision_json(row) for row in rows]
+
+    async def _select(
+        self, select: str, query: ResultQuery, order: str, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The rows of ``select`` that ``query``'s filters match, in ``order``, at most ``limit``."""
         given = query.model_dump(exclude_none=True, exclude={"limit"})
-        parameters: dict[str, Any] = {**given, "limit": query.limit}
+        parameters: dict[str, Any] = dict(given)
         for name in ("since", "until"):
             if name in given:
                 parameters[name] = unix_nanos(given[name])
@@ -90,7 +102,10 @@ class ScoreResults:
             parameters["scorer"] = stored_ids(given["scorer"])
         where = " AND ".join(_CONDITIONS[name] for name in given)
         sql = select.format(database=self._store.quoted_database)
-        sql += (f"WHERE {where}\n" if where else "") + _ORDER
+        sql += (f"WHERE {where}\n" if where else "") + order
+        if limit is not None:
+            sql += " LIMIT {limit:UInt32}"
+            parameters["limit"] = limit
         return await self._store.query(sql, parameters)
 
     async def _explain(self, query: ResultQuery, table: Table) -> list[dict[str, Any]] | TraceStatus:

@@ -1,24 +1,23 @@
-"""The score sink: score rows and decisions into ``scores`` / ``score_decisions``, and read back.
+"""The score sink: score rows and decisions into ``scores`` / ``score_decisions``, decided rounds into
+``trace_done``, judge spend into ``judge_spend``; and what a round finds written before it.
 
 Both tables are ReplacingMergeTree keyed by the deterministic score id (scores) or the (run,
-scorer) pair (decisions), so a replay overwrites rather than duplicates; reads use ``FINAL``.
+scorer) pair (decisions), so a replay overwrites rather than duplicates; reads use ``FINAL``. The
+rows users read are served by ``ingest.store.score_reads``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tracescore.ingest.store.clickhouse import Store, TableRows
 from tracescore.ingest.store.rows import (
     DECISIONS_COLUMNS,
     JUDGE_IO_COLUMNS,
     SCORES_COLUMNS,
-    decision_json,
     decision_row,
     judge_io_row,
-    score_json,
     score_row,
 )
 from tracescore.schemas import Decision, ScoreRecord, TraceRound
@@ -27,24 +26,6 @@ from tracescore.scoring.prebuilt.registry import former_ids, read_as
 
 DONE_COLUMNS = ("TraceId", "Through", "Decided", "Reason")
 SPEND_COLUMNS = ("Budget", "Replica", "Hour", "Calls", "CostUsd", "Version")
-
-_SCORES_SELECT = """
-SELECT ScoreId, toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, ScorerVersion,
-       Score, Label, Reason, StepResults, JudgeModel, InputTokens, OutputTokens, CostUsd, LatencyMs,
-       SampleRate, Source, AgentName, ServiceName
-FROM {database}.scores FINAL
-WHERE TraceId = {{trace_id:String}}
-ORDER BY SpanId, ScorerId
-"""
-
-_DECISIONS_SELECT = """
-SELECT toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, Decision, Detail,
-       SampleRate, Source
-FROM {database}.score_decisions FINAL
-WHERE TraceId = {{trace_id:String}}
-ORDER BY SpanId, ScorerId
-"""
-
 
 # Each trace's rows from its own ``since`` on (``transform`` maps a trace id to it: one query for
 # a whole batch).
@@ -88,8 +69,7 @@ async def read_prior_outcomes(store: Store, since: Mapping[str, int]) -> dict[st
 
 class ClickHouseScoreSink:
     """Implements ``schemas.consumers.ScoreSink`` over a ``Store`` (scores, decisions, decided
-    rounds in ``trace_done``), ``SpendStore`` (judge budgets' ``judge_spend``), and the API's score
-    reads."""
+    rounds in ``trace_done``) and ``SpendStore`` (judge budgets' ``judge_spend``)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -137,11 +117,3 @@ class ClickHouseScoreSink:
             SpendRow(r["Budget"], r["Replica"], int(r["HourStart"]), int(r["Calls"]), float(r["CostUsd"]))
             for r in rows
         ]
-
-    async def get_scores(self, trace_id: str) -> list[dict[str, Any]]:
-        sql = _SCORES_SELECT.format(database=self._store.quoted_database)
-        return [score_json(row) for row in await self._store.query(sql, {"trace_id": trace_id})]
-
-    async def get_decisions(self, trace_id: str) -> list[dict[str, Any]]:
-        sql = _DECISIONS_SELECT.format(database=self._store.quoted_database)
-        return [decision_json(row) for row in await self._store.query(sql, {"trace_id": trace_id})]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tracescore.schemas.redaction_placeholders import REDACTED
 from tracescore.schemas.scoring_config import RedactConfig
-from tracescore.schemas.secrets import REDACTED, scrub
+from tracescore.schemas.secrets import scrub
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 

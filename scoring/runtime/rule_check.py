@@ -1,6 +1,6 @@
 """The scoring rules of a config, checked when it loads: every rule's scorer and options, each error
-at its key, so ``schemas.config.load_config`` reports them with the model's own errors, each with
-its ``file:line`` -- one pass, not one round per kind of mistake.
+at its key, so the config's loader (``ingest.configuration.config_loader``) reports them with the
+model's own errors, each with its ``file:line`` -- one pass, not one round per kind of mistake.
 
 It reads the raw settings, so a rule is checked even when another part of the config (or another key
 of the same rule) is invalid; what the model reports already (a rule without a scorer, options that

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.eval_table import eval_table_rows
 from tests.support.fixture_files import OTLP_DIR, PARITY_CASES, PARITY_SCORES
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
@@ -269,23 +271,49 @@ async def test_score_takes_the_judge_and_its_key_from_the_flags(
     assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-score-flag-0001"}
 
 
+@pytest.mark.parametrize("from_file", [False, True], ids=["variable", "file"])
 async def test_eval_takes_the_judge_from_the_tracescore_judge_variables(
-    tmp_path: Path, llm_server: LLMServer
+    tmp_path: Path, llm_server: LLMServer, from_file: bool
 ) -> None:
     llm_server.responder = _verdicts
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps({"input": "Is it raining?", "output": "Yes, it is."}) + "\n")
+    key_file = tmp_path / "judge-key"
+    key_file.write_text("sk-eval-env-0002\n")  # a mounted secret, read without its newline
     env = {
         **_without_provider_keys(os.environ),
         "TRACESCORE_JUDGE_MODEL": "openai/gpt-4o-mini",
         "TRACESCORE_JUDGE_API_BASE": llm_server.api_base,
-        "TRACESCORE_JUDGE_API_KEY": "sk-eval-env-0002",
+        **(
+            {"TRACESCORE_JUDGE_API_KEY_FILE": str(key_file)}
+            if from_file
+            else {"TRACESCORE_JUDGE_API_KEY": "sk-eval-env-0002"}
+        ),
     }
     code, stdout, stderr = await _tracescore("eval", "--data", str(data), "--scorer", "toxicity", env=env)
     assert code == 0, stderr
     assert "toxicity" in stdout and "errors" in stdout
     assert eval_table_rows(stdout)["toxicity"] == ["0.0000", "0.0000", "0.0000", "1", "0", "0"]
     assert {r.authorization for r in llm_server.chat_requests} == {"Bearer sk-eval-env-0002"}
+
+
+def test_a_judge_key_file_that_cannot_be_read_is_named_with_its_variable(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"input": "Is it raining?", "output": "Yes, it is."}) + "\n")
+    missing = tmp_path / "missing"
+    done = tracescore(
+        *("eval", "--data", str(data), "--scorer", "toxicity", "--judge-model", "openai/gpt-4o-mini"),
+        env={
+            **_without_provider_keys(os.environ),
+            "PYTHONPATH": PROJECT_ROOT,
+            "TRACESCORE_JUDGE_API_KEY_FILE": str(missing),
+        },
+    )
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "tracescore: error: environment variable TRACESCORE_JUDGE_API_KEY_FILE: "
+        f"{missing}: cannot read it (No such file or directory)\n"
+    )
 
 
 def test_score_without_any_judge_key_says_which_variable_to_set(tmp_path: Path) -> None:

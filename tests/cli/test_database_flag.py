@@ -7,9 +7,9 @@ import pytest
 from tracescore.ingest.cli import build_parser, main
 from tracescore.ingest.cli.serve_command import environment_help, service_config
 from tracescore.ingest.cli.store_flags import store_overrides
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.dsn import without_database
-from tracescore.schemas.config import load_config
 
 SERVER = "http://clickhouse:8123"
 

@@ -111,7 +111,7 @@ def test_one_scorer_in_full_with_a_rule_that_loads(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from tracescore.schemas.config import load_config; "
+            "from tracescore.ingest.configuration.config_loader import load_config; "
             f"load_config({str(tmp_path / 'rules.yaml')!r})",
         ],
         env=ENV,

@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tracescore.schemas.config import ServiceConfig, load_config
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ServiceConfig
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

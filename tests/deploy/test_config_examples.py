@@ -32,7 +32,8 @@ from tests.support.serve import PROJECT_ROOT, api_rows, free_port, stop, wait_he
 from tracescore.ingest.cli import build_parser
 from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from tracescore.ingest.cli.serve_command import service_config
-from tracescore.schemas.config import ServiceConfig, load_config
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ServiceConfig
 
 DEPLOY = Path(PROJECT_ROOT) / "deploy"
 LOCAL = DEPLOY / "tracescore.local.yaml"

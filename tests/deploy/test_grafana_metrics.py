@@ -93,7 +93,7 @@ async def _score_some_runs(service: Service) -> None:
         assert reply.status == 200
     deadline = time.monotonic() + 60
     for trace_id, _ in requests:
-        while not await service.scores.get_decisions(trace_id):
+        while not await service.scores.trace_decisions(trace_id):
             assert time.monotonic() < deadline, "runs not scored"
             await asyncio.sleep(0.1)
 

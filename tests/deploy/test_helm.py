@@ -26,7 +26,8 @@ from tests.support.helm import (
     render,
     render_error,
 )
-from tracescore.schemas.config import ServiceConfig, load_config
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ServiceConfig
 
 KUBERNETES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md"
 

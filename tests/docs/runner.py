@@ -19,7 +19,7 @@ import yaml
 
 from tests.docs.markdown import REPO, SHELL_LANGUAGES, Example
 from tests.support.serve import free_port, stop, wait_healthy
-from tracescore.schemas.config import load_config
+from tracescore.ingest.configuration.config_loader import load_config
 
 EXAMPLE_TIMEOUT_S = 120
 _NOT_COPIED = shutil.ignore_patterns("tracescore-data", ".examples")

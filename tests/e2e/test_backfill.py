@@ -26,9 +26,9 @@ from tests.support.llm_server import LLMServer, answering
 from tests.support.serve import ENV
 from tests.support.service import running_service
 from tracescore.ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.service import Service
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.config import load_config
 
 HOUR_NS = 3600 * 10**9
 QUESTIONS = [
@@ -70,7 +70,7 @@ def _send(service: Service, numbers: range, start_ns: int) -> list[str]:
 async def _scored(service: Service, trace_ids: list[str], per_trace: int) -> None:
     deadline = time.monotonic() + 60
     for trace_id in trace_ids:
-        while len(await service.scores.get_decisions(trace_id)) < per_trace:
+        while len(await service.scores.trace_decisions(trace_id)) < per_trace:
             assert time.monotonic() < deadline, trace_id
             await asyncio.sleep(0.1)
 

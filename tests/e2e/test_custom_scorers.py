@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.support.serve import api_rows, free_port, start_serve, stop, tracescore, wait_healthy
 from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.ingest.store.score_reads import ScoreResults
 
 LENGTH = "tests.scoring.custom_scorers:create_answer_length_scorer"
 OVERCONFIDENT = "tests.scoring.custom_scorers:create_overconfident_scorer"
@@ -72,8 +72,8 @@ def test_serve_scores_with_a_scorer_named_module_colon_factory(tmp_path: Path) -
         store = Store(str(tmp_path / "data"))
         await store.start()
         try:
-            sink = ClickHouseScoreSink(store)
-            return await sink.get_scores(trace_id), await sink.get_decisions(trace_id)
+            results = ScoreResults(store)
+            return await results.trace_scores(trace_id), await results.trace_decisions(trace_id)
         finally:
             await store.shutdown()
 

@@ -22,8 +22,9 @@ from google.rpc import status_pb2
 
 from tests.support.otlp import EXPORT_METHOD, agent_trace_requests
 from tests.support.service import running_service, service_config
-from tracescore.ingest.receivers.disclosure import HIDDEN, without_paths
+from tracescore.ingest.receivers.disclosure import without_paths
 from tracescore.ingest.service import Service
+from tracescore.schemas.redaction_placeholders import HIDDEN
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 TOKEN = "disclosure-test-token"

@@ -41,7 +41,7 @@ def _send(service: Service) -> str:
 
 async def _runs(service: Service, trace_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 30
-    while not await service.scores.get_decisions(trace_id):
+    while not await service.scores.trace_decisions(trace_id):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.1)
     url = f"http://127.0.0.1:{service.http.port}/api/runs"

@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.support.llm_server import LLMServer, answering, error_reply
 from tests.support.service import running_service
 from tracescore.ingest.cli.demo_traces import LlmStep, Scenario, emit_scenario
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.service import Service
-from tracescore.schemas.config import load_config
 
 EMAIL = "jane.doe@example.com"
 TICKET = "TICKET-884213"
@@ -53,7 +53,7 @@ def _send(service: Service) -> str:
 
 async def _decisions(service: Service, trace_id: str) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 30
-    while not (rows := await service.scores.get_decisions(trace_id)):
+    while not (rows := await service.scores.trace_decisions(trace_id)):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.1)
     return rows

@@ -52,7 +52,7 @@ async def _wait_scores(
 ) -> list[dict[str, Any]]:
     deadline = time.monotonic() + limit_s
     while True:
-        rows = await service.scores.get_scores(trace_id)
+        rows = await service.scores.trace_scores(trace_id)
         if len(rows) >= count:
             return rows
         if time.monotonic() > deadline:
@@ -220,7 +220,7 @@ async def test_late_span_rescores_the_run_without_double_counting(service: Servi
             assert resp.status == 200
     deadline = time.monotonic() + 30
     while True:
-        rows = await service.scores.get_scores(trace_id)
+        rows = await service.scores.trace_scores(trace_id)
         rescored = all(r["created_at"] > first[r["scorer_id"]]["created_at"] for r in rows)
         if rescored or time.monotonic() > deadline:
             break
@@ -270,7 +270,7 @@ async def test_run_without_captured_content_is_skipped_not_scored(service: Servi
     trace_id = await asyncio.to_thread(emit)
     await asyncio.to_thread(provider.shutdown)
     deadline = time.monotonic() + 30
-    while len(decisions := await service.scores.get_decisions(trace_id)) < 2:
+    while len(decisions := await service.scores.trace_decisions(trace_id)) < 2:
         assert time.monotonic() < deadline, decisions
         await asyncio.sleep(0.1)
     assert {(d["scorer_id"], d["decision"]) for d in decisions} == {
@@ -280,4 +280,4 @@ async def test_run_without_captured_content_is_skipped_not_scored(service: Servi
     # The switch of the instrumentation that wrote the spans (GenAI semantic conventions) is named.
     switch = "content capture off or redacted: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
     assert all(switch in d["detail"] for d in decisions)
-    assert await service.scores.get_scores(trace_id) == []
+    assert await service.scores.trace_scores(trace_id) == []

@@ -212,7 +212,7 @@ async def _send_trace(service: Service, with_retrieval: bool) -> tuple[str, str]
 
 async def _wait_decisions(service: Service, trace_id: str, count: int) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + 20
-    while len(decisions := await service.scores.get_decisions(trace_id)) < count:
+    while len(decisions := await service.scores.trace_decisions(trace_id)) < count:
         assert time.monotonic() < deadline, decisions
         await asyncio.sleep(0.1)
     return {d["scorer_id"]: d for d in decisions}

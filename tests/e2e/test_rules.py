@@ -84,7 +84,7 @@ def _send(service: Service) -> tuple[dict[str, str], dict[str, list[tuple[str, s
 async def _decisions(service: Service, trace_id: str, count: int) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 30
     while True:
-        rows = await service.scores.get_decisions(trace_id)
+        rows = await service.scores.trace_decisions(trace_id)
         if len(rows) >= count:
             return rows
         assert time.monotonic() < deadline, rows
@@ -99,7 +99,7 @@ async def test_units_filters_and_targets_through_the_service(tmp_path: Path) -> 
         # travel: 3 calls + 2 tool spans + 3 run rules; weather: 2 calls + 1 tool span + 3 run rules
         travel_decisions = await _decisions(service, travel, 8)
         weather_decisions = await _decisions(service, weather, 6)
-        travel_scores = await service.scores.get_scores(travel)
+        travel_scores = await service.scores.trace_scores(travel)
 
     def ids(trace_id: str, prefix: str) -> set[str]:
         return {span_id for name, span_id in spans[trace_id] if name.startswith(prefix)}

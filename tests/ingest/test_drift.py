@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry
 
 from tests.support.drift import NOW, Streams
 from tests.support.service import running_service, service_config
@@ -212,6 +213,29 @@ async def test_the_service_runs_drift_passes_on_its_interval(tmp_path: Path) -> 
         assert rows and rows[0] == {"ScorerId": "relevancy", "State": "insufficient"}
         metrics = service.metrics.registry
         assert (metrics.get_sample_value("tracescore_drift_passes_total", {"outcome": "done"}) or 0) >= 1
+
+
+async def test_the_monitor_starts_once_and_shuts_down_safely_whenever(store: Store) -> None:
+    def loops() -> int:
+        return sum(task.get_name() == "drift" and not task.done() for task in asyncio.all_tasks())
+
+    registry = CollectorRegistry()
+    monitor = DriftMonitor(store, DriftConfig(interval="0.05s"), registry=registry)
+    await monitor.shutdown()  # before start: nothing to stop
+    await monitor.start()
+    await monitor.start()  # started already: still one loop
+    assert loops() == 1
+    for _ in range(100):
+        if registry.get_sample_value("tracescore_drift_passes_total", {"outcome": "done"}):
+            break
+        await asyncio.sleep(0.05)
+    assert (registry.get_sample_value("tracescore_drift_passes_total", {"outcome": "done"}) or 0) >= 1
+    await monitor.shutdown()
+    await monitor.shutdown()  # idempotent
+    assert loops() == 0
+
+    await DriftMonitor(store, DriftConfig(enabled=False)).start()
+    assert loops() == 0  # disabled: the command's passes only
 
 
 async def test_a_baseline_stored_under_a_former_id_is_the_baseline_of_the_scorer_s_name(store: Store) -> None:

@@ -25,10 +25,10 @@ from tracescore.ingest.score_export.evaluation_events import (
     EvaluationEventExporter,
     evaluation_attributes,
     span_context,
-    unix_nanos,
 )
 from tracescore.ingest.service import Service
 from tracescore.schemas import ScoreRecord
+from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.export_config import OtlpExportConfig
 
 ExportProtocol = Literal["grpc", "http/protobuf"]
@@ -245,7 +245,7 @@ async def _post(service: Service, bodies: list[bytes]) -> None:
 async def _score_rows(service: Service, trace_ids: list[str], per_trace: int) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 30
     while True:
-        rows = [row for trace_id in trace_ids for row in await service.scores.get_scores(trace_id)]
+        rows = [row for trace_id in trace_ids for row in await service.scores.trace_scores(trace_id)]
         if len(rows) >= per_trace * len(trace_ids):
             return rows
         assert time.monotonic() < deadline, f"score rows never all written: {rows}"

@@ -34,13 +34,14 @@ from tests.support.service import running_service, service_config
 from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.cli import build_parser
 from tracescore.ingest.cli.serve_command import service_config as cli_service_config
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.decode import decode_logs, decode_traces
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.service import Service
 from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE, attach_logs
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import AgentRun, LogRecord, Span, SpanBatch, TraceRound
-from tracescore.schemas.config import AssemblyConfig, load_config
+from tracescore.schemas.config import AssemblyConfig
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_TRACES = OTLP_DIR / f"{LEGACY}.traces.json"
@@ -141,10 +142,10 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
 
 async def assert_run_scored_or_skipped(service: Service, trace_id: str, root: str) -> None:
     """Each scorer decided on the run rooted at ``root``; a 'scored' decision has its score row."""
-    decisions = {d["scorer_id"]: d for d in await service.scores.get_decisions(trace_id)}
+    decisions = {d["scorer_id"]: d for d in await service.scores.trace_decisions(trace_id)}
     assert set(decisions) == SCORERS
     assert {d["span_id"] for d in decisions.values()} == {root}
-    scores = {s["scorer_id"] for s in await service.scores.get_scores(trace_id)}
+    scores = {s["scorer_id"] for s in await service.scores.trace_scores(trace_id)}
     for scorer, decision in decisions.items():
         # A scorer skips a run that lacks the text it compares (the first chat ends in a tool call).
         assert decision["decision"] in ("scored", "skipped_empty"), decision

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from tracescore.schemas.config import (
-    DEFAULT_HEADER_TIMEOUT_SECONDS,
-    DEFAULT_IDLE_TIMEOUT_SECONDS,
-    ENV_KEYS,
-    ConfigError,
-    ServiceConfig,
-    default_store,
-    load_config,
-)
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ENV_KEYS, ConfigError, ServiceConfig
+from tracescore.schemas.receiver_config import DEFAULT_HEADER_TIMEOUT_SECONDS, DEFAULT_IDLE_TIMEOUT_SECONDS
+from tracescore.schemas.store_config import default_store
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "tracescore.example.yaml"
 
@@ -178,3 +174,27 @@ def test_connection_limits_that_cannot_hold_are_rejected(tmp_path: Path, data: s
     file.write_text(data)
     with pytest.raises(ConfigError, match=message):
         load_config(file, environ={})
+
+
+def test_the_judge_key_is_read_from_its_file_and_a_bad_file_is_named_at_its_line(tmp_path: Path) -> None:
+    key_file = tmp_path / "judge-key"
+    key_file.write_text("sk-from-a-mounted-secret\n")
+    file = tmp_path / "c.yaml"
+    file.write_text(f"scoring:\n  judge:\n    model: openai/gpt-4o\n    api_key_file: {key_file}\n")
+    judge = load_config(file, environ={}).scoring.judge
+    assert judge is not None and judge.api_key is not None
+    assert judge.api_key.get_secret_value() == "sk-from-a-mounted-secret"  # without the newline
+
+    missing, empty = tmp_path / "missing", tmp_path / "empty"
+    empty.write_text("\n")
+    file.write_text(f"receiver: {{grpc_port: x}}\nscoring:\n  judge:\n    api_key_file: {missing}\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(file, environ={})
+    assert str(raised.value).splitlines()[1:] == [  # every error at once, each at its line
+        f"  {file}:1: receiver.grpc_port: Input should be a valid integer, unable to parse string as an "
+        "integer (got 'x')",
+        f"  {file}:4: scoring.judge.api_key_file: {missing}: cannot read it (No such file or directory)",
+    ]
+    told = f"environment variable TRACESCORE_JUDGE_API_KEY_FILE: scoring.judge.api_key_file: {empty} is empty"
+    with pytest.raises(ConfigError, match=re.escape(told)):
+        load_config(environ={"TRACESCORE_JUDGE_API_KEY_FILE": str(empty)})

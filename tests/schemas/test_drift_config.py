@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tracescore.schemas.config import ConfigError, load_config
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ConfigError
 
 WATCHING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "watching-scores.md"
 

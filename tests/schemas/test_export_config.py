@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tracescore.schemas.config import ConfigError, ServiceConfig, load_config
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ConfigError, ServiceConfig
 from tracescore.schemas.export_config import OtlpExportConfig
 
 

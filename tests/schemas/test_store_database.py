@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tracescore.schemas.config import ConfigError, load_config
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ConfigError
 
 SERVER = "http://clickhouse:8123"
 

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from tests.support.runs import agent_run
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.schemas import Span
-from tracescore.schemas.config import ConfigError, load_config
+from tracescore.schemas.config import ConfigError
 from tracescore.schemas.rules import RunFilter, ScorerRule, SpanMatch, ValueMatch
 from tracescore.schemas.spans import STATUS_ERROR, STATUS_OK
 from tracescore.schemas.trace_view import TraceView

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tracescore.schemas.config import ConfigError, load_config
+from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.schemas.config import ConfigError
 from tracescore.scoring.runtime.rule_check import rule_errors
 
 

@@ -13,7 +13,8 @@ from tests.scoring.test_executor import config, make_run, registry_of, running
 from tests.support.llm_server import LLMServer, error_reply, judge_at
 from tests.support.sinks import RecordingSink
 from tracescore.schemas.config import ScorerRule
-from tracescore.schemas.secrets import _KEY_LIKE, REDACTED, ScrubFilter, _redact_match, register_secret, scrub
+from tracescore.schemas.redaction_placeholders import REDACTED
+from tracescore.schemas.secrets import _KEY_LIKE, ScrubFilter, _redact_match, register_secret, scrub
 from tracescore.scoring.prebuilt import create_toxicity_scorer
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tracescore.ingest.cli.serve_command import serve
-from tracescore.schemas.config import load_config
+from tracescore.ingest.configuration.config_loader import load_config
 
 
 def main() -> None:

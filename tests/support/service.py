@@ -7,8 +7,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.service import Service
-from tracescore.schemas.config import ServiceConfig, load_config
+from tracescore.schemas.config import ServiceConfig
 
 
 def service_config(tmp_path: Path, **overrides: Any) -> ServiceConfig:

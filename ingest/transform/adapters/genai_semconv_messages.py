@@ -22,10 +22,9 @@ from tracescore.ingest.transform.adapters.base import make_message, make_part, n
 from tracescore.ingest.transform.jsonvalue import AttributeMap, as_list, as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue, JsonValue
 
-# Placeholders instrumentations write instead of redacted content: read as "no content".
-REDACTED = frozenset({"__REDACTED__", "[REDACTED]", "<REDACTED>", "[redacted]", "<redacted>"})
 # pydantic-ai writes "thinking" where the semconv says "reasoning" (FIELD-GUIDE section 6).
 _REASONING_TYPES = frozenset({"reasoning", "thinking"})
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
@@ -38,7 +37,7 @@ _ITEM_KEYS = frozenset(
 def clean_text(value: object) -> str:
     """Text of a content value; a redaction placeholder is empty text, so the run reads as content-less."""
     text = as_text(value)
-    return "" if text.strip() in REDACTED else text
+    return "" if is_placeholder(text) else text
 
 
 def plain_result(value: AttributeValue) -> JsonValue:
@@ -48,7 +47,7 @@ def plain_result(value: AttributeValue) -> JsonValue:
     content blocks; a result that is only text blocks reads as its text.
     """
     parsed = parse_json_value(value)
-    if isinstance(parsed, str) and parsed.strip() in REDACTED:
+    if is_placeholder(parsed):
         return None
     if isinstance(parsed, list) and parsed and (text := _text_of_blocks(parsed)) is not None:
         return text
@@ -69,7 +68,7 @@ def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
 
 def _args(value: AttributeValue) -> JsonValue:
     args = plain_json(parse_json_value(value))
-    return {} if args is None or (isinstance(args, str) and args.strip() in REDACTED) else args
+    return {} if args is None or is_placeholder(args) else args
 
 
 def _text_part(value: object) -> Part:

@@ -25,10 +25,9 @@ from tracescore.ingest.transform.adapters.genai_semconv import convert_part as c
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue, JsonValue
 
-# What Mastra's SensitiveDataFilter and other redactors leave in place of content.
-_REDACTED = frozenset({"[REDACTED]", "__REDACTED__", "<redacted>", "<REDACTED>"})
 # Semconv part types the exporter's conversion writes; read by the semconv adapter's converter.
 _SEMCONV_TYPES = frozenset(
     {"tool_call", "tool_call_response", "server_tool_call", "server_tool_call_response", "blob", "uri"}
@@ -42,7 +41,7 @@ _RESULT_KEYS = ("text", "reasoningText", "reasoning", "toolCalls", "toolResults"
 def clean_text(value: object) -> str:
     """Text of a content value; a redaction placeholder is no content."""
     text = as_text(value)
-    return "" if text.strip() in _REDACTED else text
+    return "" if is_placeholder(text) else text
 
 
 def _text_part(value: object) -> Part:

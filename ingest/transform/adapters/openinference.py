@@ -56,13 +56,13 @@ from tracescore.ingest.transform.adapters.openinference_messages import (
 from tracescore.ingest.transform.adapters.openinference_payloads import request_messages, response_message
 from tracescore.ingest.transform.adapters.openinference_values import (
     clean_text,
-    is_redacted,
     lenient,
     unwrap_tool_output,
 )
 from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 SPAN_KIND = "openinference.span.kind"
@@ -91,7 +91,7 @@ def _kind(span: Span) -> str:
 
 
 def _first_str(attributes: Mapping[str, AttributeValue], *keys: str) -> str | None:
-    return next((v for k in keys if (v := as_str(attributes.get(k))) and not is_redacted(v)), None)
+    return next((v for k in keys if (v := as_str(attributes.get(k))) and not is_placeholder(v)), None)
 
 
 def _not_an_agent(span: Span) -> bool:
@@ -119,7 +119,7 @@ def _records_a_call(span: Span) -> bool:
     if any(key.startswith(_CALL_KEY_PREFIXES) for key in attrs) or INPUT_MESSAGES in attrs:
         return True
     values = [attrs.get(key) for key in ("input.value", "output.value")]
-    if not any(v not in (None, "") and not is_redacted(v) for v in values):
+    if not any(v not in (None, "") and not is_placeholder(v) for v in values):
         return True
     system, inputs = request_messages(values[0], span.span_id)
     return bool(system or inputs) or output_message(attrs, f"{span.span_id}-out-0") is not None
@@ -128,7 +128,7 @@ def _records_a_call(span: Span) -> bool:
 def _io_value(attributes: Mapping[str, AttributeValue], io: str) -> AttributeValue:
     """``input.value`` / ``output.value``: text when its mime type says so, else JSON read leniently."""
     value = attributes.get(f"{io}.value")
-    if value is None or value == "" or is_redacted(value):
+    if value is None or value == "" or is_placeholder(value):
         return None
     if isinstance(value, str) and attributes.get(f"{io}.mime_type") == "text/plain":
         return value
@@ -285,7 +285,7 @@ class OpenInferenceAdapter(ConventionAdapter):
         if args is None and not (isinstance(parameters, Mapping) and _JSON_SCHEMA_KEYS & set(parameters)):
             args = parameters  # converters put the call's arguments there, instrumentors a schema
         result = _io_value(attrs, "output")
-        if result is None and not is_redacted(attrs.get("output.value")):
+        if result is None and not is_placeholder(attrs.get("output.value")):
             result = lenient(attrs.get("gen_ai.tool.call.result"))
         is_error = span.status_code == STATUS_ERROR
         if isinstance(result, Mapping) and result.get("type") == "tool":  # LangChain ToolMessage dump

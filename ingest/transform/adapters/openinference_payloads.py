@@ -17,11 +17,11 @@ from tracescore.ingest.transform.adapters.openinference_values import (
     chat_message,
     clean_text,
     first_of,
-    is_redacted,
     lenient,
 )
 from tracescore.ingest.transform.jsonvalue import as_text, plain_json
 from tracescore.schemas import Message, Part
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue
 
 # Keys frameworks use for the user's request in an agent's or chain's input kwargs.
@@ -61,7 +61,7 @@ def request_messages(
     value: AttributeValue, span_id: str, tag: str = "in"
 ) -> tuple[list[Message], list[Message]]:
     """(system messages, conversation) of a request payload or an agent's input; both may be empty."""
-    if value is None or is_redacted(value):
+    if value is None or is_placeholder(value):
         return [], []
     parsed = _structured_or_text(value)
     system: list[Message] = []
@@ -82,7 +82,7 @@ def request_messages(
             if (listed := _message_list(candidate)) is not None:
                 raw = listed
                 break
-            if isinstance(candidate, str) and not is_redacted(candidate):
+            if isinstance(candidate, str) and not is_placeholder(candidate):
                 raw = [candidate]
                 break
         if not raw and "role" in parsed and first_of(parsed, "content", "parts") is not None:
@@ -114,7 +114,7 @@ def response_message(value: AttributeValue, msg_id: str, *, keep_unknown: bool =
     ``keep_unknown``: a JSON value of no known shape is the answer itself (an agent's structured
     output), kept as its JSON text; a model call's unknown raw response is not an answer.
     """
-    if value is None or is_redacted(value):
+    if value is None or is_placeholder(value):
         return None
     message = _known_response(value, msg_id)
     if message is None and keep_unknown:

@@ -20,11 +20,10 @@ from tracescore.ingest.transform.adapters.base import make_message, make_part, n
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue, JsonValue
 
 _Value = TypeVar("_Value")
-
-REDACTED = "__REDACTED__"
 
 # LangChain message classes (serialised ``id`` path) and dumped ``type`` values -> roles.
 _LC_ROLES = {
@@ -53,13 +52,9 @@ _BARE_OBJECT = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>")
 _DATACLASS_REPR = re.compile(r"[A-Z]\w*\((?:\)|[a-z_]\w*=)")
 
 
-def is_redacted(value: object) -> bool:
-    return isinstance(value, str) and value.strip() == REDACTED
-
-
 def clean_text(value: object) -> str:
     """Text of a value; the redaction placeholder reads as missing content."""
-    return "" if value is None or is_redacted(value) else as_text(value)
+    return "" if value is None or is_placeholder(value) else as_text(value)
 
 
 def lenient(value: _Value) -> _Value | JsonValue:
@@ -77,7 +72,7 @@ def lenient(value: _Value) -> _Value | JsonValue:
 
 def parse_args(value: object) -> JsonValue:
     """Tool-call arguments: JSON strings (possibly truncated, kept as text), objects, or nothing."""
-    if value is None or value == "" or is_redacted(value):
+    if value is None or value == "" or is_placeholder(value):
         return {}
     parsed = lenient(value)
     return {} if parsed is None else plain_json(parsed)
@@ -111,7 +106,7 @@ def call_part(call_id: object, name: object, args: object, *, server: bool = Fal
 
 
 def result_part(call_id: object, result: object) -> Part:
-    value = None if is_redacted(result) else unwrap_tool_output(plain_json(lenient(result)))
+    value = None if is_placeholder(result) else unwrap_tool_output(plain_json(lenient(result)))
     return make_part({"type": "tool_result", "tool_call_id": as_text(call_id), "result": value})
 
 

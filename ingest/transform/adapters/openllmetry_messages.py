@@ -23,6 +23,7 @@ from tracescore.ingest.transform.adapters.genai_events import read_events
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value
 from tracescore.schemas import Message, Part, Span
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue
 
 PROMPT_PREFIXES = ("gen_ai.prompt", "llm.prompts")
@@ -35,7 +36,6 @@ _MESSAGE_FIELDS = frozenset(
     {"role", "content", "tool_call_id", "finish_reason", "refusal", "reasoning", "user", "system", "name"}
 )
 # Placeholders standing for content that was not recorded: they must read as empty text.
-_PLACEHOLDERS = frozenset({"__REDACTED__"})
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _REASONING_BLOCKS = frozenset({"thinking", "reasoning"})
 # OpenAI Responses tools the provider runs itself (the legacy attributes name them like this).
@@ -117,13 +117,13 @@ def convert_block(raw: AttributeValue) -> Part | None:
     """One provider content block -> a part; None for empty text. Unknown blocks are kept whole."""
     if not isinstance(raw, Mapping):
         text = as_text(raw)
-        return _text(text) if text and text not in _PLACEHOLDERS else None
+        return _text(text) if text and not is_placeholder(text) else None
     kind = raw.get("type")
     if not isinstance(kind, str):
         return make_part(dict(raw))
     if kind in _TEXT_BLOCKS or kind == "refusal":
         text = as_text(raw.get(kind if kind == "refusal" else "text", raw.get("content")))
-        return _text(text) if text and text not in _PLACEHOLDERS else None
+        return _text(text) if text and not is_placeholder(text) else None
     if kind in _REASONING_BLOCKS:
         text = _reasoning_text(raw)
         return make_part({"type": "reasoning", "text": text}) if text else None
@@ -147,10 +147,10 @@ def content_parts(value: AttributeValue) -> list[Part]:
     parsed: AttributeValue = value
     if isinstance(value, str):
         if value.strip()[:1] not in ("[", "{", '"'):
-            return [_text(value)] if value and value not in _PLACEHOLDERS else []
+            return [_text(value)] if value and not is_placeholder(value) else []
         parsed = parse_json_value(value)
     if isinstance(parsed, str):
-        return [_text(parsed)] if parsed and parsed not in _PLACEHOLDERS else []
+        return [_text(parsed)] if parsed and not is_placeholder(parsed) else []
     if isinstance(parsed, list) and all(isinstance(b, str) or _is_block(b) for b in parsed):
         return [p for p in (convert_block(b) for b in parsed) if p is not None]
     if isinstance(parsed, Mapping):

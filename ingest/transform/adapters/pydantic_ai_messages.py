@@ -24,12 +24,11 @@ from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE
 from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part, Span
 from tracescore.schemas.agent_run import Role
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue
 
 # pydantic-ai's RetryPromptPart.model_response() always ends with this sentence.
 RETRY_SUFFIX = "Fix the errors and try again."
-# Placeholders that mean "content not captured": they must read as empty text, not as content.
-_REDACTED = frozenset({"__REDACTED__", "[REDACTED]"})
 _ROLE_BY_EVENT = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -44,12 +43,12 @@ def is_retry_prompt(value: object) -> bool:
 
 def _text(value: object) -> str:
     text = as_text(value)
-    return "" if text.strip() in _REDACTED else text
+    return "" if is_placeholder(text) else text
 
 
 def tool_result_part(call_id: object, result: AttributeValue) -> Part:
     parsed = plain_json(parse_json_value(result))
-    if isinstance(parsed, str) and parsed.strip() in _REDACTED:
+    if is_placeholder(parsed):
         parsed = None
     return make_part(
         {

@@ -29,6 +29,7 @@ from dataclasses import replace
 from pydantic import BaseModel, StrictBool
 
 from tracescore.schemas import AgentRun, Message
+from tracescore.schemas.redaction_placeholders import FENCE_REDACTED
 from tracescore.scoring.framework.message_text import js_trim, message_text
 from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
@@ -69,7 +70,7 @@ def assistant_turns(run: AgentRun) -> list[str]:
 
 def _sanitize(text: str) -> str:
     """Mastra's ``sanitizeTurnText``: a forged transcript marker cannot close the fence."""
-    return text.replace(TRANSCRIPT_START, "[redacted]").replace(TRANSCRIPT_END, "[redacted]")
+    return text.replace(TRANSCRIPT_START, FENCE_REDACTED).replace(TRANSCRIPT_END, FENCE_REDACTED)
 
 
 def analyze_prompt(criterion: str, turns: list[str]) -> str:

@@ -22,10 +22,11 @@ from pydantic import SecretStr, ValidationError
 from tests.support.kafka import free_port, start_broker, stop_broker
 from tests.support.otlp import Recorder
 from tests.support.tls import make_pki
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.kafka import KafkaReceiver
 from tracescore.ingest.receivers.kafka_security import kafka_client_options
-from tracescore.schemas.config import KafkaConfig, load_config
+from tracescore.schemas.config import KafkaConfig
 
 PASSWORD = "kafka-sasl-password-for-tests"
 

@@ -33,7 +33,8 @@ from tests.support.otlp import (
 from tracescore.ingest.decode import SIGNAL_LOGS, SIGNAL_TRACES, decode
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.kafka import KafkaReceiver
-from tracescore.schemas.config import DEFAULT_MAX_ATTRIBUTES_PER_ITEM, KafkaConfig, ReceiverConfig
+from tracescore.schemas.config import KafkaConfig, ReceiverConfig
+from tracescore.schemas.receiver_config import DEFAULT_MAX_ATTRIBUTES_PER_ITEM
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 LIMIT = DEFAULT_MAX_ATTRIBUTES_PER_ITEM

@@ -45,7 +45,7 @@ async def _get(service: Service, params: dict[str, str], token: str | None = TOK
 
 async def _decided(service: Service, trace_id: str, count: int) -> None:
     deadline = time.monotonic() + 30
-    while len(await service.scores.get_decisions(trace_id)) < count:
+    while len(await service.scores.trace_decisions(trace_id)) < count:
         assert time.monotonic() < deadline, trace_id
         await asyncio.sleep(0.1)
 
@@ -161,7 +161,7 @@ async def test_a_run_without_content_names_the_switch_that_turns_capture_on(
 ) -> None:
     trace_id = await asyncio.to_thread(_send_without_content, service, convention)
     await _decided(service, trace_id, 3)  # two on the run, one on its model call
-    decisions = await service.scores.get_decisions(trace_id)
+    decisions = await service.scores.trace_decisions(trace_id)
     run_decisions = [d for d in decisions if d["scorer_id"] != "call-difference"]
     assert {d["decision"] for d in run_decisions} == {"skipped_empty"}
     for decision in run_decisions:

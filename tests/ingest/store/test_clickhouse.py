@@ -15,6 +15,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 from tests.ingest.store.samples import ROOT_SPAN, TRACE, agent_span, relevancy, tool_span
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.retriable import store_error
+from tracescore.ingest.store.score_reads import ScoreResults
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import insert_spans
 from tracescore.schemas.errors import StoreError
@@ -34,7 +35,7 @@ async def test_data_survives_a_restart_on_the_same_directory(tmp_path: Path) -> 
     reopened = Store(f"chdb://{tmp_path / 'data'}")
     await reopened.start()  # the DDL runs again: IF NOT EXISTS everywhere
     try:
-        assert [row["reason"] for row in await ClickHouseScoreSink(reopened).get_scores(TRACE)] == [
+        assert [row["reason"] for row in await ScoreResults(reopened).trace_scores(TRACE)] == [
             "answers the question"
         ]
         assert await reopened.query("SELECT SpanId FROM otel_traces") == [{"SpanId": ROOT_SPAN}]
@@ -127,7 +128,7 @@ async def test_lifecycle_is_safe_in_any_order(tmp_path: Path) -> None:
     await store.shutdown()
     await store.shutdown()
     with pytest.raises(StoreError):
-        await ClickHouseScoreSink(store).get_scores(TRACE)
+        await ScoreResults(store).trace_scores(TRACE)
 
 
 async def test_unreachable_server_is_a_retriable_store_error() -> None:

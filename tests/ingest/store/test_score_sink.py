@@ -22,6 +22,7 @@ from tests.ingest.store.samples import (
 from tests.support.store import count_queries
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import Ledger, PriorRounds
+from tracescore.ingest.store.score_reads import ScoreResults
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink, read_prior_outcomes
 from tracescore.ingest.store.span_sink import insert_spans
 from tracescore.schemas import Decision
@@ -40,7 +41,7 @@ async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> 
         "created_at": "2025-01-02T03:04:05.678901+00:00",
         "score_id": score_id(TRACE, ROOT_SPAN, "answer-relevancy"),
     }  # fmt: skip
-    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [expected]
+    assert await ScoreResults(store).trace_scores(TRACE) == [expected]
 
     # A replay re-scores the run later with a different verdict: one row, the new values.
     await ClickHouseScoreSink(store).write_scores(
@@ -48,17 +49,17 @@ async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> 
     )
     replayed = {**expected, "score": 0.25, "reason": "replayed", "label": "partial",
                 "created_at": "2025-01-02T03:09:00.000001+00:00"}  # fmt: skip
-    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [replayed]
+    assert await ScoreResults(store).trace_scores(TRACE) == [replayed]
 
     # A late, older write does not roll the score back.
     await ClickHouseScoreSink(store).write_scores([relevancy(reason="stale")], [])
-    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [replayed]
+    assert await ScoreResults(store).trace_scores(TRACE) == [replayed]
 
     # Same created_at (same Version): the last insert wins.
     await ClickHouseScoreSink(store).write_scores(
         [relevancy(score=0.25, reason="again", label="partial", created_at=LATER)], []
     )
-    assert await ClickHouseScoreSink(store).get_scores(TRACE) == [{**replayed, "reason": "again"}]
+    assert await ScoreResults(store).trace_scores(TRACE) == [{**replayed, "reason": "again"}]
 
     # Other spans, scorers and traces are separate rows, ordered by span then scorer.
     await ClickHouseScoreSink(store).write_scores(
@@ -69,9 +70,9 @@ async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> 
         ],
         [],
     )
-    keys = [(row["span_id"], row["scorer_id"]) for row in await ClickHouseScoreSink(store).get_scores(TRACE)]
+    keys = [(row["span_id"], row["scorer_id"]) for row in await ScoreResults(store).trace_scores(TRACE)]
     assert keys == [(CHILD_SPAN, "tool-accuracy"), (ROOT_SPAN, "answer-relevancy"), (ROOT_SPAN, "toxicity")]
-    assert await ClickHouseScoreSink(store).get_scores("ffffffffffffffffffffffffffffffff") == []
+    assert await ScoreResults(store).trace_scores("ffffffffffffffffffffffffffffffff") == []
 
 
 async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -> None:
@@ -97,15 +98,15 @@ async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -
     scored = failed.model_copy(update={"decision": "scored", "detail": "", "created_at": LATER})
     await ClickHouseScoreSink(store).write_scores([relevancy()], [scored])
 
-    assert await ClickHouseScoreSink(store).get_decisions(TRACE) == [
+    assert await ScoreResults(store).trace_decisions(TRACE) == [
         {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "answer-relevancy", "decision": "scored",
          "detail": "", "sample_rate": 0.5, "source": "live",
-         "created_at": "2025-01-02T03:09:00.000001+00:00"},
+         "created_at": "2025-01-02T03:09:00.000001+00:00", "agent_name": "", "service_name": ""},
         {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "toxicity", "decision": "sampled_out",
          "detail": "", "sample_rate": 0.1, "source": "backfill",
-         "created_at": "2025-01-02T03:04:05.678901+00:00"},
+         "created_at": "2025-01-02T03:04:05.678901+00:00", "agent_name": "", "service_name": ""},
     ]  # fmt: skip
-    assert len(await ClickHouseScoreSink(store).get_scores(TRACE)) == 1
+    assert len(await ScoreResults(store).trace_scores(TRACE)) == 1
 
 
 async def test_view_shows_scores_as_genai_evaluation_span_attributes(store: Store) -> None:

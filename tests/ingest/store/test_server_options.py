@@ -19,8 +19,9 @@ from aiohttp import web
 
 from tests.support.serve import ENV, tracescore
 from tests.support.tls import Pki, make_pki
+from tracescore.ingest.configuration.config_loader import load_config
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.config import ConfigError, load_config
+from tracescore.schemas.config import ConfigError
 from tracescore.schemas.errors import StoreError
 
 PASSWORD = "s3cret-clickhouse-password"
