@@ -26,6 +26,7 @@ from tracescore.ingest.cli.demo_traces import SCENARIOS, emit_scenario
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas import AgentRun, Message, RunInput, Span
 from tracescore.schemas.config import ScorerRule, ScoringConfig
+from tracescore.schemas.spans import AttributeValue
 from tracescore.schemas.trace_view import TraceView
 from tracescore.scoring.judge import DATA_PREAMBLE
 from tracescore.scoring.judge.call_guard import JUDGE_SPAN_ATTRIBUTE
@@ -104,7 +105,7 @@ async def test_judge_spans_sent_back_to_tracescore_are_never_scored(
     }
 
 
-def _span(span_id: str, parent: str = "", /, **attributes: object) -> Span:
+def _span(span_id: str, parent: str = "", /, **attributes: AttributeValue) -> Span:
     return Span(trace_id="e" * 32, span_id=span_id, parent_span_id=parent, name="chat", attributes=attributes)
 
 

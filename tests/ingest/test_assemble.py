@@ -24,6 +24,7 @@ from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.ledger import Undecided
 from tracescore.schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
 from tracescore.schemas.config import AssemblyConfig
+from tracescore.schemas.spans import JsonValue
 
 TRACE_A = "a" * 32
 TRACE_B = "b" * 32
@@ -329,7 +330,8 @@ class LogsRecordingConsumer:
 
 
 def log_record(trace: str, span_id: str, event: str, time: int) -> LogRecord:
-    return LogRecord(trace_id=trace, span_id=span_id, event_name=event, time_unix_nano=time, body={"n": time})
+    body: JsonValue = {"n": time}
+    return LogRecord(trace_id=trace, span_id=span_id, event_name=event, time_unix_nano=time, body=body)
 
 
 def build_with_logs(

@@ -140,7 +140,7 @@ def parse_messages(value: AttributeValue) -> list[AttributeValue]:
     return [parsed] if _text(parsed) else []
 
 
-def request_groups(raws: list[AttributeValue]) -> list[tuple[bool, list[AttributeValue]]]:
+def request_groups(raws: Sequence[AttributeValue]) -> list[tuple[bool, list[AttributeValue]]]:
     """The OTel messages regrouped into pydantic-ai ModelMessages: ``(is_response, messages)``.
 
     ``pydantic_ai.new_message_index`` counts ModelMessages, but one ModelRequest becomes one OTel

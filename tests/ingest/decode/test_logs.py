@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.logs.v1 import logs_pb2
 
+from tests.support.attribute_values import list_value, map_value
 from tests.support.fixture_files import OTLP_DIR
 from tests.support.otlp import SPAN_1, SPAN_2, TRACE_A, any_value, json_bytes, kv
 from tracescore.ingest.decode import (
@@ -27,7 +28,7 @@ from tracescore.ingest.decode import (
     decode_traces,
 )
 from tracescore.ingest.receivers.intake import export_logs_response
-from tracescore.schemas.spans import LogRecord, SpanBatch
+from tracescore.schemas.spans import JsonValue, LogRecord, SpanBatch
 
 LEGACY = "otel_genai_semconv__legacy-event-based-semconv-v1-28-v1-36-content-in-logrecords"
 LEGACY_LOGS = OTLP_DIR / f"{LEGACY}.logs.json"
@@ -112,10 +113,10 @@ def test_legacy_fixture_records_ids_event_names_and_bodies() -> None:
     )
     assert batch.logs[3].body == {"content": "What's the weather in Paris?"}
     # kvlistValue -> dict, intValue string -> int, arrayValue -> list, nested all the way down.
-    choice = batch.logs[4].body
+    choice = map_value(batch.logs[4].body)
     assert choice["index"] == 0 and type(choice["index"]) is int
     assert choice["finish_reason"] == "tool_calls"
-    [call] = choice["message"]["tool_calls"]
+    [call] = list_value(map_value(choice["message"])["tool_calls"])
     assert call == {
         "id": "call_VSPygqKTWdrhaFErNvMV18Yl",
         "type": "function",
@@ -158,6 +159,7 @@ def test_proto_record_with_every_field() -> None:
 
     [got] = decode_logs("otlp_proto", proto_logs_request(record).SerializeToString()).logs
 
+    body: JsonValue = {"index": 0}
     assert got == LogRecord(
         trace_id=TRACE_A.hex(),
         span_id=SPAN_1.hex(),
@@ -166,7 +168,7 @@ def test_proto_record_with_every_field() -> None:
         severity_number=9,
         severity_text="INFO",
         event_name="gen_ai.choice",
-        body={"index": 0},
+        body=body,
         attributes={"gen_ai.system": "openai", "event.name": "ignored.when.field.set"},
         resource_attributes={"service.name": "weather"},
         scope_name="openai-v2",

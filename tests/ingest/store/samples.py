@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tracescore.schemas import ScoreRecord, Span, SpanEvent, SpanLink
+from tracescore.schemas.spans import JsonValue
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 OTHER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -17,6 +18,10 @@ LATER = datetime(2025, 1, 2, 3, 9, 0, 1, tzinfo=UTC)
 
 
 def agent_span() -> Span:
+    # Typed as JSON values: mypy infers no nested literal against the AttributeValue union.
+    output_messages: JsonValue = [{"role": "assistant", "parts": [{"type": "text", "content": "hi"}]}]
+    tags: JsonValue = ["a", 2, 0.5, False]
+    nested: JsonValue = {"z": "é", "a": None}
     return Span(
         trace_id=TRACE,
         span_id=ROOT_SPAN,
@@ -35,9 +40,9 @@ def agent_span() -> Span:
             "tiny": 1.5e-7,
             "huge": 1e21,
             "raw": b"\x00\x01hi",
-            "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text", "content": "hi"}]}],
-            "tags": ["a", 2, 0.5, False],
-            "nested": {"z": "é", "a": None},
+            "gen_ai.output.messages": output_messages,
+            "tags": tags,
+            "nested": nested,
         },
         events=[
             SpanEvent(name="gen_ai.choice", time_unix_nano=START + 1_000, attributes={"index": 0}),

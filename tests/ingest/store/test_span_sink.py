@@ -18,6 +18,7 @@ from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.span_sink import SpanSink, insert_logs, insert_spans
 from tracescore.schemas import LogRecord, SpanBatch
 from tracescore.schemas.errors import StoreError
+from tracescore.schemas.spans import JsonValue
 
 
 async def test_spans_round_trip_with_the_collector_mapping(store: Store) -> None:
@@ -81,6 +82,11 @@ async def test_spans_round_trip_with_the_collector_mapping(store: Store) -> None
 
 
 async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -> None:
+    choice_body: JsonValue = {
+        "message": {"role": "assistant", "content": "rainy, 57°F"},
+        "index": 0,
+        "finish_reason": "stop",
+    }
     choice = LogRecord(
         trace_id=TRACE,
         span_id=ROOT_SPAN,
@@ -89,11 +95,7 @@ async def test_log_records_round_trip_with_the_collector_mapping(store: Store) -
         severity_number=9,
         severity_text="INFO",
         event_name="gen_ai.choice",
-        body={
-            "message": {"role": "assistant", "content": "rainy, 57°F"},
-            "index": 0,
-            "finish_reason": "stop",
-        },
+        body=choice_body,
         attributes={"gen_ai.system": "openai", "event.name": "gen_ai.choice", "n": 2},
         resource_attributes={"service.name": "weather-svc", "host.port": 8080},
         scope_name="openai-v2",

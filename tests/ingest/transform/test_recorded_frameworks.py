@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.attribute_values import int_value, str_value
 from tests.support.fixture_files import RECORDED_DIR, load_recorded_spans
 from tests.support.runs import only_run, texts
 from tests.support.serve import tracescore
@@ -50,7 +51,7 @@ def root(spans: list[Span]) -> Span:
 def oi_message(span: Span, io: str, index: int) -> tuple[str, str]:
     """(role, content) of OpenInference's flattened ``llm.{io}_messages.{index}``."""
     prefix = f"llm.{io}_messages.{index}.message."
-    return span.attributes[prefix + "role"], span.attributes.get(prefix + "content", "")
+    return str_value(span.attributes[prefix + "role"]), str_value(span.attributes.get(prefix + "content", ""))
 
 
 def oi_tool_call(span: Span, index: int = 0) -> tuple[str, str, Any]:
@@ -58,9 +59,9 @@ def oi_tool_call(span: Span, index: int = 0) -> tuple[str, str, Any]:
     prefix = f"llm.output_messages.{index}.message.tool_calls.0.tool_call."
     attrs = span.attributes
     return (
-        attrs[prefix + "id"],
-        attrs[prefix + "function.name"],
-        json.loads(attrs[prefix + "function.arguments"]),
+        str_value(attrs[prefix + "id"]),
+        str_value(attrs[prefix + "function.name"]),
+        json.loads(str_value(attrs[prefix + "function.arguments"])),
     )
 
 
@@ -111,9 +112,9 @@ def check_openinference_run(run: AgentRun, first: Span, last: Span, *, result: A
 def test_llama_index_function_agent_is_one_faithful_run_named_after_its_agent() -> None:
     spans = load_recorded_spans(LLAMA_INDEX)
     first, last = named(spans, "OpenAI.astream_chat")
-    tool = json.loads(only(spans, "FunctionTool.acall").attributes["output.value"])
+    tool = json.loads(str_value(only(spans, "FunctionTool.acall").attributes["output.value"]))
     # The agent's name is recorded only in the workflow events' reprs the step spans hold.
-    setup = named(spans, "BaseWorkflowAgent.init_run")[0].attributes["output.value"]
+    setup = str_value(named(spans, "BaseWorkflowAgent.init_run")[0].attributes["output.value"])
     agent = re.search(r"current_agent_name='(\w+)'", setup)
     assert agent is not None
 
@@ -134,7 +135,7 @@ def test_llama_index_request_preparing_llm_spans_are_no_model_calls() -> None:
     assert len(preparing) == 2
     for span in preparing:
         assert span.attributes["openinference.span.kind"] == "LLM"
-        assert "ChatMessage(role=<MessageRole." in span.attributes["output.value"]
+        assert "ChatMessage(role=<MessageRole." in str_value(span.attributes["output.value"])
         adapter = adapter_for(span)
         assert adapter is not None and adapter.classify(span) is SpanRole.OTHER
     for span in named(spans, "OpenAI.astream_chat"):
@@ -157,11 +158,11 @@ def test_openai_agents_openinference_run_is_named_after_the_inner_agent_not_its_
     run = only_run(build_runs(spans))
     assert run.span_id == workflow.span_id
     result = only(spans, "get_weather").attributes["output.value"]
-    check_openinference_run(run, first, last, result=result, agent=agent.attributes["agent.name"])
+    check_openinference_run(run, first, last, result=result, agent=str_value(agent.attributes["agent.name"]))
 
 
 def _semconv_messages(span: Span, key: str) -> list[Mapping[str, Any]]:
-    messages: list[Mapping[str, Any]] = json.loads(span.attributes[key])
+    messages: list[Mapping[str, Any]] = json.loads(str_value(span.attributes[key]))
     return messages
 
 
@@ -190,7 +191,7 @@ def test_openai_agents_traceloop_run_is_named_after_the_agent_not_its_workflow()
         answer=_semconv_text(answered),
         call=(call["id"], call["name"], call["arguments"]),
         result=only(spans, "get_weather.tool").attributes["gen_ai.tool.call.result"],
-        agent=agent.attributes["gen_ai.agent.name"],
+        agent=str_value(agent.attributes["gen_ai.agent.name"]),
     )
     assert workflow.attributes["traceloop.workflow.name"] != run.agent_name
 
@@ -204,7 +205,9 @@ def test_crewai_run_is_named_after_the_agent_node_not_the_method_span() -> None:
     run = only_run(build_runs(spans))
     assert run.span_id == root(spans).span_id  # the crew's kickoff holds the one agent
     result = only(spans, "get_weather.run").attributes["output.value"]
-    check_openinference_run(run, first, last, result=result, agent=agent.attributes["graph.node.id"])
+    check_openinference_run(
+        run, first, last, result=result, agent=str_value(agent.attributes["graph.node.id"])
+    )
 
 
 def _sk_logs(name: str) -> list[LogRecord]:
@@ -214,7 +217,7 @@ def _sk_logs(name: str) -> list[LogRecord]:
 
 
 def _bodies(records: list[LogRecord], event: str) -> list[dict[str, Any]]:
-    return [json.loads(r.body) for r in records if r.attributes.get("event.name") == event]
+    return [json.loads(str_value(r.body)) for r in records if r.attributes.get("event.name") == event]
 
 
 def test_semantic_kernel_python_agent_with_its_log_records_is_one_faithful_run() -> None:
@@ -238,16 +241,18 @@ def test_semantic_kernel_python_agent_with_its_log_records_is_one_faithful_run()
         answer=answered["message"]["content"],
         call=(call["id"], call["function"]["name"], json.loads(call["function"]["arguments"])),
         result=only(spans, "execute_tool WeatherPlugin-get_weather").attributes["gen_ai.tool.call.result"],
-        agent=agent.attributes["gen_ai.agent.name"],
+        agent=str_value(agent.attributes["gen_ai.agent.name"]),
     )
     assert (run.usage.input_tokens, run.usage.output_tokens) == (
-        sum(int(s.attributes["gen_ai.usage.input_tokens"]) for s in (first, last)),
-        sum(int(s.attributes["gen_ai.usage.output_tokens"]) for s in (first, last)),
+        sum(int_value(s.attributes["gen_ai.usage.input_tokens"]) for s in (first, last)),
+        sum(int_value(s.attributes["gen_ai.usage.output_tokens"]) for s in (first, last)),
     )
 
 
 def _event_bodies(span: Span, name: str) -> list[dict[str, Any]]:
-    return [json.loads(e.attributes["gen_ai.event.content"]) for e in span.events if e.name == name]
+    return [
+        json.loads(str_value(e.attributes["gen_ai.event.content"])) for e in span.events if e.name == name
+    ]
 
 
 def test_semantic_kernel_older_chat_completion_span_alone_in_its_trace_is_a_run() -> None:

@@ -11,7 +11,7 @@ from tracescore.ingest.transform.adapters.genai_semconv import convert_messages
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import AgentRun, Span
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
 # Repeats weight the draw towards the operations that build runs.
 OPERATIONS = [
@@ -168,7 +168,7 @@ def test_build_runs_never_raises_and_every_agent_span_is_in_one_serialisable_run
 
 @settings(max_examples=300, deadline=None)
 @given(encodings(message_lists) | message_lists, st.sampled_from(["user", "assistant"]))
-def test_message_conversion_never_raises_and_serialises(value: object, default_role: Role) -> None:
+def test_message_conversion_never_raises_and_serialises(value: AttributeValue, default_role: Role) -> None:
     converted = convert_messages(value, "00000000000000aa", "in", default_role)
     assert [m.id for m in converted] == [f"00000000000000aa-in-{i}" for i in range(len(converted))]
     for message in converted:

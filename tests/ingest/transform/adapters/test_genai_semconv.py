@@ -24,7 +24,7 @@ from tracescore.ingest.transform.adapters.genai_events import read_events, tool_
 from tracescore.ingest.transform.adapters.genai_semconv import GenAiSemconvAdapter
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import AgentRun, LogRecord, Message, Span, SpanEvent
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, JsonValue
 
 ADAPTER = GenAiSemconvAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the get_weather tool."
@@ -659,6 +659,12 @@ def test_util_genai_operation_details_log_record_with_structured_attributes() ->
             "gen_ai.usage.output_tokens": 3,
         },
     )
+    # Typed as JSON values: mypy infers no nested literal against the AttributeValue union.
+    input_messages: JsonValue = [{"role": "user", "parts": [{"type": "text", "content": "2+2?"}]}]
+    output_messages: JsonValue = [
+        {"role": "assistant", "parts": [{"type": "text", "content": "4"}], "finish_reason": "stop"}
+    ]
+    system_instructions: JsonValue = [{"type": "text", "content": "Be exact."}]
     details = LogRecord(
         trace_id=TRACE_ID,
         span_id=CHAT1,
@@ -666,11 +672,9 @@ def test_util_genai_operation_details_log_record_with_structured_attributes() ->
         attributes={
             "gen_ai.operation.name": "chat",
             "gen_ai.usage.input_tokens": 12,
-            "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "2+2?"}]}],
-            "gen_ai.output.messages": [
-                {"role": "assistant", "parts": [{"type": "text", "content": "4"}], "finish_reason": "stop"}
-            ],
-            "gen_ai.system_instructions": [{"type": "text", "content": "Be exact."}],
+            "gen_ai.input.messages": input_messages,
+            "gen_ai.output.messages": output_messages,
+            "gen_ai.system_instructions": system_instructions,
         },
     )
     run = only_run(build_runs([chat], [details]))

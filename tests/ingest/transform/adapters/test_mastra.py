@@ -23,7 +23,7 @@ from tracescore.ingest.transform.adapters.mastra_tracing import MastraAdapter
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Span
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, JsonValue
 
 ADAPTER = MastraAdapter()
 MAIN = "mastra__main"
@@ -960,6 +960,6 @@ json_values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(json_values | json_values.map(json.dumps), st.sampled_from(["user", "assistant"]))
-def test_message_conversion_never_raises_and_serialises(value: object, role: Role) -> None:
+def test_message_conversion_never_raises_and_serialises(value: JsonValue, role: Role) -> None:
     for message in convert_messages(value, "s", "in", role):
         json.dumps(message.model_dump(mode="json"))

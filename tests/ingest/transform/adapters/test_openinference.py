@@ -22,7 +22,7 @@ from tracescore.ingest.transform.adapters import OpenInferenceAdapter, SpanRole
 from tracescore.ingest.transform.adapters.openinference_payloads import request_messages, response_message
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Message, SpanEvent
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, JsonValue
 
 ADAPTER = OpenInferenceAdapter()
 MAIN = "openinference__main"
@@ -606,7 +606,7 @@ def test_raw_provider_payloads_when_no_flattened_messages() -> None:
         {"type": "text", "text": "Hi"},
         {"type": "tool_call", "tool_call_id": "", "tool_name": "f", "args": {"a": 1}},
     ]
-    bedrock = {
+    bedrock: JsonValue = {
         "output": {
             "message": {
                 "role": "assistant",
@@ -631,7 +631,7 @@ def test_a_responses_message_item_whose_content_is_no_list_of_blocks_gives_no_pa
     call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
     for content in ("Hi", 5, {"text": "Hi"}):
         response = {"output": [{"type": "message", "content": content}, call]}
-        assert parts(response_message(json.dumps(response), "m")) == [
+        assert parts(found(response_message(json.dumps(response), "m"))) == [
             {"type": "tool_call", "tool_call_id": "c1", "tool_name": "f", "args": {}}
         ]
 
@@ -641,10 +641,10 @@ def test_an_anthropic_base64_image_is_a_data_url_only_when_its_data_is_text() ->
         source = {"type": "base64", "media_type": "image/png", "data": data}
         return {"role": "assistant", "content": [{"type": "image", "source": source}]}
 
-    assert parts(response_message(json.dumps(image("iVBORw0")), "m")) == [
+    assert parts(found(response_message(json.dumps(image("iVBORw0")), "m"))) == [
         {"type": "uri", "modality": "image", "uri": "data:image/png;base64,iVBORw0"}
     ]
-    assert parts(response_message(json.dumps(image(["iVBORw0"])), "m")) == []
+    assert parts(found(response_message(json.dumps(image(["iVBORw0"])), "m"))) == []
 
 
 def test_redacted_content_is_missing_content() -> None:

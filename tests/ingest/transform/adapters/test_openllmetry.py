@@ -20,7 +20,7 @@ from tracescore.ingest.transform.adapters import (
 )
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import LogRecord, SpanEvent
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, AttributeValue, JsonValue
 
 MAIN = "openllmetry_traceloop__main"
 LANGGRAPH = "openllmetry_traceloop__langgraph-react-agent-through-opentelemetry-instrumentation-"
@@ -246,7 +246,10 @@ def test_roles_of_span_kinds_request_types_and_operations() -> None:
 
 
 def test_vector_db_query_span_is_a_retriever_with_its_documents() -> None:
-    hit = {"db.query.result.id": "1", "db.query.result.document": "Paris is in France."}
+    hit: dict[str, AttributeValue] = {
+        "db.query.result.id": "1",
+        "db.query.result.document": "Paris is in France.",
+    }
     span = make_span("d000000000000001", name="chroma.query", attributes={"traceloop.workflow.name": "rag"})
     span = span.model_copy(
         update={
@@ -519,27 +522,19 @@ def test_event_mode_content_comes_from_log_records() -> None:
         "c000000000000001",
         attributes=chat(**{"gen_ai.usage.input_tokens": 8, "gen_ai.usage.output_tokens": 4}),
     )
+
+    def record(at: int, name: str, body: JsonValue) -> LogRecord:
+        return LogRecord(
+            trace_id=TRACE_ID, span_id="c000000000000001", time_unix_nano=at, event_name=name, body=body
+        )
+
     logs = [
-        LogRecord(
-            trace_id=TRACE_ID,
-            span_id="c000000000000001",
-            time_unix_nano=1,
-            event_name="gen_ai.system.message",
-            body={"content": "Be brief."},
-        ),
-        LogRecord(
-            trace_id=TRACE_ID,
-            span_id="c000000000000001",
-            time_unix_nano=2,
-            event_name="gen_ai.user.message",
-            body={"content": "Weather in Rome?"},
-        ),
-        LogRecord(
-            trace_id=TRACE_ID,
-            span_id="c000000000000001",
-            time_unix_nano=3,
-            event_name="gen_ai.choice",
-            body={
+        record(1, "gen_ai.system.message", {"content": "Be brief."}),
+        record(2, "gen_ai.user.message", {"content": "Weather in Rome?"}),
+        record(
+            3,
+            "gen_ai.choice",
+            {
                 "index": 0,
                 "finish_reason": "tool_calls",
                 "message": {"content": ""},

@@ -19,6 +19,7 @@ from tracescore.ingest.transform.adapters.openllmetry_langchain import lc_messag
 from tracescore.ingest.transform.adapters.openllmetry_messages import content_parts
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import LogRecord, Message, SpanEvent
+from tracescore.schemas.spans import JsonValue
 
 ADAPTER = OpenLlmetryAdapter()
 
@@ -219,7 +220,7 @@ def test_json_looking_user_text_that_is_not_blocks_stays_text() -> None:
 
 
 def test_langchain_serialised_message_variants() -> None:
-    ai = {
+    ai: JsonValue = {
         "lc": 1,
         "type": "constructor",
         "id": ["langchain", "schema", "messages", "AIMessage"],
@@ -235,15 +236,21 @@ def test_langchain_serialised_message_variants() -> None:
     assert message is not None
     assert (message.role, message.reasoning) == ("assistant", "think first")
     assert parts(message)[-1] == ("tool_call", {"tool_call_id": "call_1", "tool_name": "f", "args": {"x": 1}})
-    as_dict = lc_message({"type": "human", "data": {"content": "hello", "type": "human"}}, "m")
+    human: JsonValue = {"type": "human", "data": {"content": "hello", "type": "human"}}
+    as_dict = lc_message(human, "m")
     assert as_dict is not None and (as_dict.role, as_dict.content) == ("user", "hello")
-    pair = lc_message(["system", "be kind"], "m")
+    system_pair: JsonValue = ["system", "be kind"]
+    pair = lc_message(system_pair, "m")
     assert pair is not None and (pair.role, pair.content) == ("system", "be kind")
-    chat = lc_message(
-        {"lc": 1, "id": ["x", "ChatMessage"], "kwargs": {"role": "assistant", "content": "ok"}}, "m"
-    )
+    chat_message: JsonValue = {
+        "lc": 1,
+        "id": ["x", "ChatMessage"],
+        "kwargs": {"role": "assistant", "content": "ok"},
+    }
+    chat = lc_message(chat_message, "m")
     assert chat is not None and (chat.role, chat.content) == ("assistant", "ok")
-    assert lc_message({"lc": 1, "id": ["x", "Document"], "kwargs": {"page_content": "p"}}, "m") is None
+    document: JsonValue = {"lc": 1, "id": ["x", "Document"], "kwargs": {"page_content": "p"}}
+    assert lc_message(document, "m") is None
 
 
 def test_anthropic_event_mode_choices_are_one_answer_with_thinking_as_reasoning() -> None:
@@ -285,13 +292,14 @@ def test_anthropic_event_mode_choices_are_one_answer_with_thinking_as_reasoning(
 
 def test_event_mode_tool_message_carries_its_call_id() -> None:
     span = make_span("c000000000000001", attributes={"llm.request.type": "chat"})
+    body: JsonValue = {"content": "12°C", "id": "call_5"}
     logs = [
         LogRecord(
             trace_id=TRACE_ID,
             span_id="c000000000000001",
             time_unix_nano=1,
             event_name="gen_ai.tool.message",
-            body={"content": "12°C", "id": "call_5"},
+            body=body,
         )
     ]
     assert ADAPTER.llm_call(span).input_messages == []  # the content is only in the log record

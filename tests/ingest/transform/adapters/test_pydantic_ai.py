@@ -21,7 +21,7 @@ from tracescore.ingest.transform.adapters.pydantic_ai import PydanticAiAdapter
 from tracescore.ingest.transform.adapters.pydantic_ai_messages import request_groups
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import LogRecord, Span
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, JsonValue
 
 ADAPTER = PydanticAiAdapter()
 INSTRUCTIONS = "You are a helpful weather assistant. Always use the get_weather tool."
@@ -711,7 +711,7 @@ def test_logfire_openai_span_is_read_as_a_model_call() -> None:
 
 
 def test_request_groups_follow_model_messages() -> None:
-    raws = [
+    raws: list[JsonValue] = [
         {"role": "system"},
         {"role": "user"},  # one request: system prompt + user prompt
         {"role": "assistant"},

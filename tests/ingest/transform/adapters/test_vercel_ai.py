@@ -24,7 +24,7 @@ from tracescore.ingest.transform.adapters import (
 from tracescore.ingest.transform.adapters.vercel_ai import VercelAiAdapter
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Span
-from tracescore.schemas.spans import STATUS_ERROR
+from tracescore.schemas.spans import STATUS_ERROR, JsonValue
 
 ADAPTER = VercelAiAdapter()
 WEATHER_PROMPT = "You are a helpful weather assistant. Use the weather tool."
@@ -449,7 +449,9 @@ def test_v5_tool_input_output_keys_and_output_types() -> None:
             **{"ai.toolCall.id": "t", "ai.toolCall.input": '{"a":1}', "ai.toolCall.output": '{"b":2}'},
         )
     )
-    assert tool == ToolExecution(call_id="t", name=None, args={"a": 1}, result={"b": 2})
+    args: JsonValue = {"a": 1}
+    result: JsonValue = {"b": 2}
+    assert tool == ToolExecution(call_id="t", name=None, args=args, result=result)
 
     prompt = [
         {
