@@ -15,6 +15,7 @@ The prompts are ``prompts/answer_similarity/*.txt``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -80,29 +81,31 @@ ANSWER_SIMILARITY = JudgeTemplate(
 )
 
 
-def similarity_score(
-    analysis: SimilarityAnalysis,
-    *,
-    semantic_threshold: float = 0.8,
-    exact_match_bonus: float = 0.2,
-    missing_penalty: float = 0.15,
-    contradiction_penalty: float = 1.0,
-    extra_info_penalty: float = 0.05,
-    scale: float = 1,
-) -> float:
+@dataclass(frozen=True)
+class SimilarityWeights:
+    """What each kind of match counts for, and what contradictions and extra units cost."""
+
+    semantic_threshold: float
+    exact_match_bonus: float
+    missing_penalty: float
+    contradiction_penalty: float
+    extra_info_penalty: float
+
+
+def similarity_score(analysis: SimilarityAnalysis, weights: SimilarityWeights, scale: float) -> float:
     """Mastra's answer-similarity formula over the judge's analysis (see the module docstring)."""
     if not analysis.matches:
         return 0
     credit = {
-        "exact": 1.0 + exact_match_bonus,
-        "semantic": semantic_threshold,
-        "partial": semantic_threshold * 0.5,
-        "missing": -missing_penalty,
+        "exact": 1.0 + weights.exact_match_bonus,
+        "semantic": weights.semantic_threshold,
+        "partial": weights.semantic_threshold * 0.5,
+        "missing": -weights.missing_penalty,
     }
     score = sum(credit[match.match_type] for match in analysis.matches)
-    score /= len(analysis.matches) * (1.0 + exact_match_bonus)
-    score -= len(analysis.contradictions) * contradiction_penalty
-    score -= min(len(analysis.extra_in_output) * extra_info_penalty, EXTRA_INFO_PENALTY_CAP)
+    score /= len(analysis.matches) * (1.0 + weights.exact_match_bonus)
+    score -= len(analysis.contradictions) * weights.contradiction_penalty
+    score -= min(len(analysis.extra_in_output) * weights.extra_info_penalty, EXTRA_INFO_PENALTY_CAP)
     return round_to_two_decimals(max(0.0, min(1.0, score)) * scale)
 
 
@@ -122,14 +125,9 @@ def create_answer_similarity_scorer(
         raise ValueError("scale must be > 0")
     if exact_match_bonus <= -1:
         raise ValueError("exact_match_bonus must be > -1")
-    weights = {
-        "semantic_threshold": semantic_threshold,
-        "exact_match_bonus": exact_match_bonus,
-        "missing_penalty": missing_penalty,
-        "contradiction_penalty": contradiction_penalty,
-        "extra_info_penalty": extra_info_penalty,
-        "scale": scale,
-    }
+    weights = SimilarityWeights(
+        semantic_threshold, exact_match_bonus, missing_penalty, contradiction_penalty, extra_info_penalty
+    )
 
     def texts(output: str, ground_truth: str) -> dict[str, str]:
         return {
@@ -154,7 +152,7 @@ def create_answer_similarity_scorer(
     def generate_score(ctx: StepContext) -> float:
         if not js_truthy(ctx.run.ground_truth):
             return 0
-        return similarity_score(ctx.analyzed(SimilarityAnalysis), **weights)
+        return similarity_score(ctx.analyzed(SimilarityAnalysis), weights, scale)
 
     def reason(ctx: StepContext) -> dict[str, str] | PromptFile:
         if not js_truthy(ctx.run.ground_truth):
