@@ -26,6 +26,8 @@ from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 # autoevals' EmbeddingSimilarity default: cosine similarities below this count as 0.
 EXPECTED_MIN_SIMILARITY = 0.7
+# The embedding model of the RAGAS scorers that embed (answer correctness, relevancy, similarity).
+DEFAULT_EMBEDDING_MODEL = "openai/text-embedding-3-small"
 
 
 class Classification(BaseModel):
@@ -93,7 +95,7 @@ def create_ragas_answer_correctness_scorer(
     judge: Judge,
     factuality_weight: float = 1.0,
     answer_similarity_weight: float = 0.0,
-    embedding_model: str = "openai/text-embedding-3-small",
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
 ) -> Scorer:
     """VoltAgent's answer correctness; embeddings (if weighted) use the judge's endpoint and key."""
     if factuality_weight < 0 or answer_similarity_weight < 0:

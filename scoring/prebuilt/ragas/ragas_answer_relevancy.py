@@ -26,7 +26,7 @@ from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import answer_text, user_text
 from tracescore.scoring.prebuilt.judge_templates import JudgeTemplate
-from tracescore.scoring.prebuilt.ragas.ragas_answer_correctness import scaled_cosine
+from tracescore.scoring.prebuilt.ragas.ragas_answer_correctness import DEFAULT_EMBEDDING_MODEL, scaled_cosine
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 
@@ -97,7 +97,7 @@ def create_ragas_answer_relevancy_scorer(
     judge: Judge,
     strictness: int = 3,
     temperature: float = 0.5,
-    embedding_model: str = "openai/text-embedding-3-small",
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
     similarity: Similarity = "embedding",
     uncertainty_weight: float = 0.3,
     noncommittal_threshold: float = 0.5,
