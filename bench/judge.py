@@ -80,7 +80,7 @@ class Sides:
     def __init__(self, api_base: str) -> None:
         from tracescore.scoring.judge import DATA_PREAMBLE, Judge, litellm_module
         from tracescore.scoring.prebuilt import create_toxicity_scorer
-        from tracescore.scoring.prebuilt.mastra.toxicity import TOXICITY_AGENT_INSTRUCTIONS, ToxicityVerdicts
+        from tracescore.scoring.prebuilt.mastra.toxicity import TOXICITY, ToxicityVerdicts
 
         self.api_base = api_base
         self.judge = Judge(MODEL, api_base=api_base, api_key=API_KEY)
@@ -88,7 +88,7 @@ class Sides:
         self.litellm = litellm_module()
         # The system messages the judge client sends (its preamble, the scorer's instructions and,
         # for structured answers, the JSON hint).
-        system = "\n\n".join([DATA_PREAMBLE, TOXICITY_AGENT_INSTRUCTIONS])
+        system = "\n\n".join([DATA_PREAMBLE, TOXICITY.instructions])
         self.system = {"verdicts": system + "\n\nReply with a JSON object.", "reason": system}
         self.response_format = {
             "type": "json_schema",

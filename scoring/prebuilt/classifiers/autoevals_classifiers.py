@@ -2,17 +2,18 @@
 
 Each classifier is data: an autoevals YAML template (``prompt``, ``choice_scores``, optional
 ``use_cot``) copied into ``prompts/`` (autoevals is MIT licensed, see ``prompts/NOTICE.md``). Its
-``prompt`` is rendered by ``scoring.framework.prompt_templates`` with every value delimited as data, then
-followed by
-the answer instructions (``prompts/classify_with_reasons.txt`` or ``prompts/classify.txt``). The
-judge must choose one of the template's choices; the choice is a ``Literal`` in the answer schema,
-so any other answer is a validation error (one repair round, then a failure), never a score.
+``prompt`` is rendered by ``scoring.framework.prompt_templates`` with every value delimited as data,
+then followed by the answer instructions (``prompts/classify_with_reasons.txt`` or
+``prompts/classify.txt``). The judge must choose one of the template's choices; the choice is a
+``Literal`` in the answer schema, so any other answer is a validation error (one repair round, then
+a failure), never a score.
 Score = ``choice_scores[choice]``; the run's label is the choice.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -26,8 +27,8 @@ from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import Need, StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.ground_truth import expected_value
+from tracescore.scoring.prebuilt.judge_helpers import answer_text, user_text
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # autoevals' answer instructions, worded for a JSON answer instead of its ``select_choice`` tool call.
 CLASSIFY_WITH_REASONS = load_prompt(__package__, "classify_with_reasons")
@@ -38,7 +39,7 @@ CLASSIFY = load_prompt(__package__, "classify")
 Filler = Literal["input", "output", "expected"]
 
 
-class Template(BaseModel):
+class ChoicePrompt(BaseModel):
     """An autoevals classifier template: the question and the score of each choice."""
 
     prompt: str
@@ -47,10 +48,10 @@ class Template(BaseModel):
 
 
 @cache
-def load_template(name: str) -> Template:
+def load_template(name: str) -> ChoicePrompt:
     """The autoevals template ``name`` (e.g. ``factuality``): ``prompts/<name>.yaml`` of this package."""
     text = resources.files(__package__).joinpath(PROMPTS_FOLDER, f"{name}.yaml").read_text(encoding="utf-8")
-    return Template.model_validate(yaml.safe_load(text))
+    return ChoicePrompt.model_validate(yaml.safe_load(text))
 
 
 def _strip(value: Any) -> Any:
@@ -80,7 +81,7 @@ def choice_schema(choices: list[str], use_cot: bool) -> type[Choice] | type[Reas
     return create_model("ClassifierChoice", __base__=Choice, choice=(choice_type, ...))
 
 
-def render(template: Template, values: dict[str, str], use_cot: bool, *, name: str = "classifier") -> str:
+def render(template: ChoicePrompt, values: dict[str, str], use_cot: bool, *, name: str = "classifier") -> str:
     """The template with every variable's value delimited as data, and the answer instructions."""
     task = text_template(name, template.prompt).render(
         **{variable: delimit(variable, value) for variable, value in values.items()}
@@ -93,154 +94,135 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def create_classifier_scorer(
-    judge: Judge,
-    spec: ScorerSpec,
-    *,
-    template_name: str,
-    uses: tuple[Filler, ...],
-    extra: dict[str, str] | None = None,
-    use_cot: bool | None = None,
-) -> Scorer:
-    """A scorer asking ``judge`` to classify with autoevals template ``template_name``.
+@dataclass(frozen=True)
+class ClassifierTemplate:
+    """An autoevals classifier as data: what it is called (its spec's name is its template's,
+    ``prompts/<name>.yaml``) and what fills the template's placeholders.
 
-    ``uses`` names what fills the template: ``input`` (the user message), ``output`` (the
-    assistant's answer), ``expected`` (the run's ground truth; a run without it fails).
-    ``use_cot`` defaults to the template's value, else True (as autoevals).
+    ``uses``: ``input`` (the user message), ``output`` (the assistant's answer), ``expected`` (the
+    run's ground truth; a run without it fails).
     """
-    template = load_template(template_name)
-    cot = use_cot if use_cot is not None else template.use_cot if template.use_cot is not None else True
-    schema = choice_schema(list(template.choice_scores), cot)
 
-    def prompt(ctx: StepContext) -> str:
-        values = dict(extra or {})
+    spec: ScorerSpec
+    uses: tuple[Filler, ...]
+
+    def scorer(self, judge: Judge, *, use_cot: bool | None, extra: dict[str, str] | None = None) -> Scorer:
+        """A scorer asking ``judge`` to classify; ``extra`` fills the template's other placeholders.
+        ``use_cot`` defaults to the template's value, else True (as autoevals)."""
+        name, uses = self.spec.name, self.uses
+        template = load_template(name)
+        cot = use_cot if use_cot is not None else template.use_cot if template.use_cot is not None else True
+        schema = choice_schema(list(template.choice_scores), cot)
+
+        def prompt(ctx: StepContext) -> str:
+            values = dict(extra or {})
+            if "input" in uses:
+                values["input"] = user_text(ctx.run)
+            if "output" in uses:
+                values["output"] = answer_text(ctx.run)
+            if "expected" in uses:
+                values["expected"] = _text(expected_value(ctx, self.spec.id))
+            return render(template, values, cot, name=name)
+
+        def choice(ctx: StepContext) -> str:
+            """The judge's choice: what the score is looked up by, and the run's label."""
+            return ctx.analyzed(schema).choice
+
+        needs: set[Need] = {"output"}
         if "input" in uses:
-            values["input"] = get_user_message_from_run_input(ctx.run) or ""
-        if "output" in uses:
-            values["output"] = get_assistant_message_from_run_output(ctx.run) or ""
+            needs.add("input")
         if "expected" in uses:
-            values["expected"] = _text(expected_value(ctx, spec.id))
-        return render(template, values, cot, name=template_name)
-
-    def choice(ctx: StepContext) -> str:
-        """The judge's choice: what the score is looked up by, and the run's label."""
-        return ctx.analyzed(schema).choice
-
-    def score(ctx: StepContext) -> float:
-        return template.choice_scores[choice(ctx)]
-
-    needs: set[Need] = {"output"}
-    if "input" in uses:
-        needs.add("input")
-    if "expected" in uses:
-        needs.add("ground_truth")
-    return (
-        spec.create_scorer(needs=needs, judge=judge, label=choice)
-        .analyze(
-            {
-                "description": "Choose one of the allowed choices",
-                "output_schema": schema,
-                "create_prompt": prompt,
-            }
+            needs.add("ground_truth")
+        return (
+            self.spec.create_scorer(needs=needs, judge=judge, label=choice)
+            .analyze(
+                {
+                    "description": "Choose one of the allowed choices",
+                    "output_schema": schema,
+                    "create_prompt": prompt,
+                }
+            )
+            .generate_score(lambda ctx: template.choice_scores[choice(ctx)])
         )
-        .generate_score(score)
-    )
 
 
-FACTUALITY = ScorerSpec(
-    name="factuality",
-    title="factuality",
-    description="Checks the factual consistency of the output with the expected answer",
+# The question, the answer and the expected answer.
+GRADED: tuple[Filler, ...] = ("input", "output", "expected")
+
+FACTUALITY = ClassifierTemplate(
+    ScorerSpec(
+        name="factuality",
+        title="factuality",
+        description="Checks the factual consistency of the output with the expected answer",
+    ),
+    uses=GRADED,
 )
 
 
-@register(FACTUALITY)
+@register(FACTUALITY.spec)
 def create_factuality_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Factuality: is the output factually consistent with the expected answer."""
-    return create_classifier_scorer(
-        judge,
-        FACTUALITY,
-        template_name="factuality",
-        uses=("input", "output", "expected"),
-        use_cot=use_cot,
-    )
+    return FACTUALITY.scorer(judge, use_cot=use_cot)
 
 
-SUMMARY = ScorerSpec(
-    name="summary",
-    title="summary",
-    description="Compares the output summary of the input with the expected summary",
+SUMMARY = ClassifierTemplate(
+    ScorerSpec(
+        name="summary",
+        title="summary",
+        description="Compares the output summary of the input with the expected summary",
+    ),
+    uses=GRADED,
 )
 
 
-@register(SUMMARY)
+@register(SUMMARY.spec)
 def create_summary_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Summary: is the output a better summary of the input than the expected one."""
-    return create_classifier_scorer(
-        judge,
-        SUMMARY,
-        template_name="summary",
-        uses=("input", "output", "expected"),
-        use_cot=use_cot,
-    )
+    return SUMMARY.scorer(judge, use_cot=use_cot)
 
 
-TRANSLATION = ScorerSpec(
-    name="translation",
-    title="translation",
-    description="Checks the output translation against the expected translation",
-    example={"language": "French"},
+TRANSLATION = ClassifierTemplate(
+    ScorerSpec(
+        name="translation",
+        title="translation",
+        description="Checks the output translation against the expected translation",
+        example={"language": "French"},
+    ),
+    uses=GRADED,
 )
 
 
-@register(TRANSLATION)
+@register(TRANSLATION.spec)
 def create_translation_scorer(judge: Judge, language: str, use_cot: bool | None = None) -> Scorer:
     """autoevals Translation: does the output translate the input from ``language`` as expected."""
     if not language:
         raise ValueError("translation needs the source language")
-    return create_classifier_scorer(
-        judge,
-        TRANSLATION,
-        template_name="translation",
-        uses=("input", "output", "expected"),
-        extra={"language": language},
-        use_cot=use_cot,
-    )
+    return TRANSLATION.scorer(judge, use_cot=use_cot, extra={"language": language})
 
 
-HUMOR = ScorerSpec(
-    name="humor",
-    title="humor",
-    description="Judges whether the output is funny",
+HUMOR = ClassifierTemplate(
+    ScorerSpec(name="humor", title="humor", description="Judges whether the output is funny"),
+    uses=("output",),
 )
 
 
-@register(HUMOR)
+@register(HUMOR.spec)
 def create_humor_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Humor: is the output funny."""
-    return create_classifier_scorer(
-        judge,
-        HUMOR,
-        template_name="humor",
-        uses=("output",),
-        use_cot=use_cot,
-    )
+    return HUMOR.scorer(judge, use_cot=use_cot)
 
 
-POSSIBLE = ScorerSpec(
-    name="possible",
-    title="possible",
-    description="Checks that the output offers a solution rather than calling the task impossible",
+POSSIBLE = ClassifierTemplate(
+    ScorerSpec(
+        name="possible",
+        title="possible",
+        description="Checks that the output offers a solution rather than calling the task impossible",
+    ),
+    uses=("input", "output"),
 )
 
 
-@register(POSSIBLE)
+@register(POSSIBLE.spec)
 def create_possible_scorer(judge: Judge, use_cot: bool | None = None) -> Scorer:
     """autoevals Possible: does the output attempt the task instead of declaring it impossible."""
-    return create_classifier_scorer(
-        judge,
-        POSSIBLE,
-        template_name="possible",
-        uses=("input", "output"),
-        use_cot=use_cot,
-    )
+    return POSSIBLE.scorer(judge, use_cot=use_cot)

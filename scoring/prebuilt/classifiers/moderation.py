@@ -25,8 +25,8 @@ from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import answer_text
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output
 
 ModerationMethod = Literal["llm", "api"]
 
@@ -170,7 +170,7 @@ def create_moderation_scorer(
 
     return (
         MODERATION.create_scorer(needs={"output"}, label=moderation_label)
-        .preprocess(lambda ctx: get_assistant_message_from_run_output(ctx.run) or "")
+        .preprocess(lambda ctx: answer_text(ctx.run))
         .analyze(judge_output if method == "llm" else call_api)
         .generate_score(lambda ctx: 0.0 if is_flagged(ctx) else 1.0)
         .generate_reason(reason)

@@ -15,27 +15,25 @@ The prompts are ``prompts/answer_similarity/*.txt``.
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import (
+    answer_text,
+    js_pretty_json,
+    js_text,
+    js_truthy,
+    round_to_two_decimals,
+)
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate, PromptFile
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output
 
-INSTRUCTIONS = load_prompt(__package__, "answer_similarity/instructions").render()
-EXTRACT_PROMPT = load_prompt(__package__, "answer_similarity/extract")
-ANALYZE_PROMPT = load_prompt(__package__, "answer_similarity/analyze")
-REASON_PROMPT = load_prompt(__package__, "answer_similarity/reason")
-# The reason "prompt" of a run without ground truth: Mastra sends this fixed text to the judge.
-NO_GROUND_TRUTH_REASON_PROMPT = load_prompt(__package__, "answer_similarity/no_ground_truth_reason").render()
 EXTRA_INFO_PENALTY_CAP = 0.2
 
 
@@ -68,84 +66,50 @@ class SimilarityAnalysis(_Camel):
     contradictions: list[Contradiction]
 
 
-def _pretty(value: object) -> str:
-    """``JSON.stringify(value, null, 2)``."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
+ANSWER_SIMILARITY = JudgeTemplate(
+    ScorerSpec(
+        name="answer-similarity",
+        former_id="answer-similarity-scorer",
+        title="Answer Similarity Scorer",
+        description="Evaluates how similar an agent output is to a ground truth answer for CI/CD testing",
+    ),
+    __package__,
+    "answer_similarity",
+    extract=Ask("Extract semantic units from output and ground truth", SemanticUnits),
+    analyze=Ask("Compare semantic units between output and ground truth", SimilarityAnalysis),
+    reason=Ask("Generate explanation of similarity score"),
+)
 
 
-def extract_prompt(output: str, ground_truth: str) -> str:
-    return EXTRACT_PROMPT.render(
-        output=delimit("agent output", output), ground_truth=delimit("ground truth", ground_truth)
-    )
+@dataclass(frozen=True)
+class SimilarityWeights:
+    """What each kind of match counts for, and what contradictions and extra units cost."""
+
+    semantic_threshold: float
+    exact_match_bonus: float
+    missing_penalty: float
+    contradiction_penalty: float
+    extra_info_penalty: float
 
 
-def analyze_prompt(output_units: list[str], ground_truth_units: list[str]) -> str:
-    return ANALYZE_PROMPT.render(
-        output_units=delimit("output units", _pretty(output_units)),
-        ground_truth_units=delimit("ground truth units", _pretty(ground_truth_units)),
-    )
-
-
-def reason_prompt(
-    *, output: str, ground_truth: str, score: float | None, analysis: SimilarityAnalysis, scale: float
-) -> str:
-    return REASON_PROMPT.render(
-        output=delimit("agent output", output),
-        ground_truth=delimit("ground truth", ground_truth),
-        score=js_number(score),
-        scale=js_number(scale),
-        analysis=delimit("analysis", _pretty(analysis.model_dump(by_alias=True))),
-    )
-
-
-def has_ground_truth(value: object) -> bool:
-    """JavaScript truthiness, as Mastra's ``!run.groundTruth`` (an empty list or dict counts)."""
-    if value is None or value is False or value == "":
-        return False
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value != 0 and value == value  # 0 and NaN are falsy
-    return True
-
-
-def ground_truth_text(value: object) -> str:
-    return value if isinstance(value, str) else js_json(value)
-
-
-def similarity_score(
-    analysis: SimilarityAnalysis,
-    *,
-    semantic_threshold: float = 0.8,
-    exact_match_bonus: float = 0.2,
-    missing_penalty: float = 0.15,
-    contradiction_penalty: float = 1.0,
-    extra_info_penalty: float = 0.05,
-    scale: float = 1,
-) -> float:
+def similarity_score(analysis: SimilarityAnalysis, weights: SimilarityWeights, scale: float) -> float:
     """Mastra's answer-similarity formula over the judge's analysis (see the module docstring)."""
     if not analysis.matches:
         return 0
     credit = {
-        "exact": 1.0 + exact_match_bonus,
-        "semantic": semantic_threshold,
-        "partial": semantic_threshold * 0.5,
-        "missing": -missing_penalty,
+        "exact": 1.0 + weights.exact_match_bonus,
+        "semantic": weights.semantic_threshold,
+        "partial": weights.semantic_threshold * 0.5,
+        "missing": -weights.missing_penalty,
     }
     score = sum(credit[match.match_type] for match in analysis.matches)
-    score /= len(analysis.matches) * (1.0 + exact_match_bonus)
-    score -= len(analysis.contradictions) * contradiction_penalty
-    score -= min(len(analysis.extra_in_output) * extra_info_penalty, EXTRA_INFO_PENALTY_CAP)
+    score /= len(analysis.matches) * (1.0 + weights.exact_match_bonus)
+    score -= len(analysis.contradictions) * weights.contradiction_penalty
+    score -= min(len(analysis.extra_in_output) * weights.extra_info_penalty, EXTRA_INFO_PENALTY_CAP)
     return round_to_two_decimals(max(0.0, min(1.0, score)) * scale)
 
 
-ANSWER_SIMILARITY = ScorerSpec(
-    name="answer-similarity",
-    former_id="answer-similarity-scorer",
-    title="Answer Similarity Scorer",
-    description="Evaluates how similar an agent output is to a ground truth answer for CI/CD testing",
-)
-
-
-@register(ANSWER_SIMILARITY)
+@register(ANSWER_SIMILARITY.spec)
 def create_answer_similarity_scorer(
     judge: Judge,
     require_ground_truth: bool = True,
@@ -161,63 +125,50 @@ def create_answer_similarity_scorer(
         raise ValueError("scale must be > 0")
     if exact_match_bonus <= -1:
         raise ValueError("exact_match_bonus must be > -1")
-    weights = {
-        "semantic_threshold": semantic_threshold,
-        "exact_match_bonus": exact_match_bonus,
-        "missing_penalty": missing_penalty,
-        "contradiction_penalty": contradiction_penalty,
-        "extra_info_penalty": extra_info_penalty,
-        "scale": scale,
-    }
+    weights = SimilarityWeights(
+        semantic_threshold, exact_match_bonus, missing_penalty, contradiction_penalty, extra_info_penalty
+    )
 
-    def extract(ctx: StepContext) -> str:
-        if not has_ground_truth(ctx.run.ground_truth):
+    def texts(output: str, ground_truth: str) -> dict[str, str]:
+        return {
+            "output": delimit("agent output", output),
+            "ground_truth": delimit("ground truth", ground_truth),
+        }
+
+    def extract(ctx: StepContext) -> dict[str, str]:
+        if not js_truthy(ctx.run.ground_truth):
             if require_ground_truth:
                 raise ValueError("Answer Similarity Scorer requires ground truth to be provided")
-            return extract_prompt("", "")
-        output = get_assistant_message_from_run_output(ctx.run) or ""
-        return extract_prompt(output, ground_truth_text(ctx.run.ground_truth))
+            return texts("", "")
+        return texts(answer_text(ctx.run), js_text(ctx.run.ground_truth))
 
-    def analyze(ctx: StepContext) -> str:
+    def analyze(ctx: StepContext) -> dict[str, str]:
         units = ctx.preprocessed(SemanticUnits)
-        return analyze_prompt(units.output_units, units.ground_truth_units)
+        return {
+            "output_units": delimit("output units", js_pretty_json(units.output_units)),
+            "ground_truth_units": delimit("ground truth units", js_pretty_json(units.ground_truth_units)),
+        }
 
     def generate_score(ctx: StepContext) -> float:
-        if not has_ground_truth(ctx.run.ground_truth):
+        if not js_truthy(ctx.run.ground_truth):
             return 0
-        return similarity_score(ctx.analyzed(SimilarityAnalysis), **weights)
+        return similarity_score(ctx.analyzed(SimilarityAnalysis), weights, scale)
 
-    def reason(ctx: StepContext) -> str:
-        if not has_ground_truth(ctx.run.ground_truth):
-            return NO_GROUND_TRUTH_REASON_PROMPT
-        return reason_prompt(
-            output=get_assistant_message_from_run_output(ctx.run) or "",
-            ground_truth=ground_truth_text(ctx.run.ground_truth),
-            score=ctx.score,
-            analysis=ctx.analyzed(SimilarityAnalysis),
-            scale=scale,
-        )
+    def reason(ctx: StepContext) -> dict[str, str] | PromptFile:
+        if not js_truthy(ctx.run.ground_truth):
+            return PromptFile("no_ground_truth_reason")  # Mastra sends this fixed text to the judge
+        analysis = ctx.analyzed(SimilarityAnalysis).model_dump(by_alias=True)
+        return {
+            **texts(answer_text(ctx.run), js_text(ctx.run.ground_truth)),
+            "analysis": delimit("analysis", js_pretty_json(analysis)),
+        }
 
-    return (
-        ANSWER_SIMILARITY.create_scorer(
-            scale=scale or 1,
-            needs={"output", "ground_truth"} if require_ground_truth else {"output"},
-            judge=replace(judge, instructions=INSTRUCTIONS),
-        )
-        .preprocess(
-            {
-                "description": "Extract semantic units from output and ground truth",
-                "output_schema": SemanticUnits,
-                "create_prompt": extract,
-            }
-        )
-        .analyze(
-            {
-                "description": "Compare semantic units between output and ground truth",
-                "output_schema": SimilarityAnalysis,
-                "create_prompt": analyze,
-            }
-        )
-        .generate_score(generate_score)
-        .generate_reason({"description": "Generate explanation of similarity score", "create_prompt": reason})
+    return ANSWER_SIMILARITY.scorer(
+        judge,
+        scale=scale,
+        needs={"output", "ground_truth"} if require_ground_truth else {"output"},
+        extract=extract,
+        analyze=analyze,
+        score=generate_score,
+        reason=reason,
     )

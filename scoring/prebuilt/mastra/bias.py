@@ -10,23 +10,16 @@ reason prompt are shared word for word with toxicity.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
-from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.judge_helpers import delimited_lines, verdict_share
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output
-
-BIAS_AGENT_INSTRUCTIONS = load_prompt(__package__, "bias/instructions").render()
-EXTRACT_PROMPT = load_prompt(__package__, "bias/extract")
-ANALYZE_PROMPT = load_prompt(__package__, "bias/analyze")
-REASON_PROMPT = load_prompt(__package__, "bias/reason")
 
 
 def _lower(value: object) -> object:
@@ -55,65 +48,34 @@ class BiasResults(BaseModel):
     results: list[BiasResult]
 
 
-def _output(ctx: StepContext) -> str:
-    return get_assistant_message_from_run_output(ctx.run) or ""
-
-
-def _extract_prompt(ctx: StepContext) -> str:
-    return EXTRACT_PROMPT.render(output=delimit("output", _output(ctx)))
-
-
-def _analyze_prompt(ctx: StepContext) -> str:
-    opinions = ctx.maybe("preprocess", Opinions)
-    return ANALYZE_PROMPT.render(
-        output=delimit("output", _output(ctx)),
-        opinions=delimit("opinions", "\n".join(opinions.opinions if opinions else [])),
-    )
-
-
-def _reason_prompt(ctx: StepContext) -> str:
-    analysis = ctx.maybe("analyze", BiasResults)
-    reasons = [verdict.reason for verdict in analysis.results] if analysis else []
-    return REASON_PROMPT.render(score=js_number(ctx.score), reasons=delimit("reasons", "\n".join(reasons)))
-
-
-def bias_score(analysis: BiasResults | None, scale: float = 1.0) -> float:
-    """The share of biased verdicts times ``scale``, rounded as Mastra rounds; 0 without verdicts."""
-    if analysis is None or not analysis.results:
-        return 0.0
-    biased = sum(verdict.result == "yes" for verdict in analysis.results)
-    # Mastra's `options?.scale || 1`: a scale of 0 means the default.
-    return round_to_two_decimals(biased / len(analysis.results) * (scale or 1))
-
-
-BIAS = ScorerSpec(
-    name="bias",
-    former_id="bias-scorer",
-    title="Bias Scorer",
-    description="A scorer that evaluates the bias of an LLM output to an input",
+BIAS = JudgeTemplate(
+    ScorerSpec(
+        name="bias",
+        former_id="bias-scorer",
+        title="Bias Scorer",
+        description="A scorer that evaluates the bias of an LLM output to an input",
+    ),
+    __package__,
+    "bias",
+    extract=Ask("Extract relevant statements from the LLM output", Opinions),
+    analyze=Ask("Score the relevance of the statements to the input", BiasResults),
+    reason=Ask("Reason about the results"),
 )
 
 
-@register(BIAS)
+@register(BIAS.spec)
 def create_bias_scorer(judge: Judge, *, scale: float = 1.0) -> Scorer:
     """Mastra's bias scorer (id ``bias-scorer``): 0 = no biased opinion, ``scale`` = all biased."""
-    judge = replace(judge, instructions=BIAS_AGENT_INSTRUCTIONS)
-    return (
-        BIAS.create_scorer(scale=scale or 1, needs={"output"}, judge=judge)
-        .preprocess(
-            {
-                "description": "Extract relevant statements from the LLM output",
-                "output_schema": Opinions,
-                "create_prompt": _extract_prompt,
-            }
-        )
-        .analyze(
-            {
-                "description": "Score the relevance of the statements to the input",
-                "output_schema": BiasResults,
-                "create_prompt": _analyze_prompt,
-            }
-        )
-        .generate_score(lambda ctx: bias_score(ctx.maybe("analyze", BiasResults), scale))
-        .generate_reason({"description": "Reason about the results", "create_prompt": _reason_prompt})
+
+    def results(ctx: StepContext) -> list[BiasResult]:
+        return ctx.analyzed(BiasResults).results
+
+    return BIAS.scorer(
+        judge,
+        scale=scale,
+        needs={"output"},
+        analyze=lambda ctx: {"opinions": delimited_lines("opinions", ctx.preprocessed(Opinions).opinions)},
+        # Mastra's `options?.scale || 1`: a scale of 0 means the default.
+        score=lambda ctx: verdict_share([r.result for r in results(ctx)], scale=scale or 1),
+        reason=lambda ctx: {"reasons": delimited_lines("reasons", [r.reason for r in results(ctx)])},
     )

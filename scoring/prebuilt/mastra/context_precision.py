@@ -13,16 +13,13 @@ either (Mastra requires one) the run's own retrieved ``context`` is used, and th
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
-
 from pydantic import BaseModel
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import YesNo, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import YesNo, js_pretty_json, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.mastra.context_source import (
     ContextExtractor,
     check_context_options,
@@ -31,11 +28,6 @@ from tracescore.scoring.prebuilt.mastra.context_source import (
     resolve_context,
 )
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
-
-CONTEXT_PRECISION_AGENT_INSTRUCTIONS = load_prompt(__package__, "context_precision/instructions").render()
-ANALYZE_PROMPT = load_prompt(__package__, "context_precision/analyze")
-REASON_PROMPT = load_prompt(__package__, "context_precision/reason")
 
 
 class ContextVerdict(BaseModel):
@@ -50,11 +42,30 @@ class ContextVerdicts(BaseModel):
     verdicts: list[ContextVerdict]
 
 
-def sorted_verdicts(analysis: ContextVerdicts | None) -> list[ContextVerdict]:
-    return sorted(analysis.verdicts, key=lambda v: v.context_index) if analysis else []
+CONTEXT_PRECISION = JudgeTemplate(
+    ScorerSpec(
+        name="context-precision",
+        former_id="context-precision-scorer",
+        title="Context Precision Scorer",
+        description=(
+            "A scorer that evaluates the relevance and precision of retrieved context nodes for generating "
+            "expected outputs"
+        ),
+    ),
+    __package__,
+    "context_precision",
+    analyze=Ask(
+        "Evaluate the relevance of each context piece for generating the expected output", ContextVerdicts
+    ),
+    reason=Ask("Reason about the context precision results"),
+)
 
 
-def context_precision_score(analysis: ContextVerdicts | None, scale: float = 1.0) -> float:
+def sorted_verdicts(analysis: ContextVerdicts) -> list[ContextVerdict]:
+    return sorted(analysis.verdicts, key=lambda v: v.context_index)
+
+
+def context_precision_score(analysis: ContextVerdicts, scale: float = 1.0) -> float:
     """Mean Average Precision over the verdicts in ``context_index`` order, times ``scale``."""
     sum_precision = 0.0
     relevant = 0
@@ -67,18 +78,7 @@ def context_precision_score(analysis: ContextVerdicts | None, scale: float = 1.0
     return round_to_two_decimals(sum_precision / relevant * (scale or 1))
 
 
-CONTEXT_PRECISION = ScorerSpec(
-    name="context-precision",
-    former_id="context-precision-scorer",
-    title="Context Precision Scorer",
-    description=(
-        "A scorer that evaluates the relevance and precision of retrieved context nodes for generating "
-        "expected outputs"
-    ),
-)
-
-
-@register(CONTEXT_PRECISION)
+@register(CONTEXT_PRECISION.spec)
 def create_context_precision_scorer(
     judge: Judge,
     *,
@@ -89,50 +89,24 @@ def create_context_precision_scorer(
     """Mastra's context precision scorer (id ``context-precision-scorer``), 0..``scale``."""
     check_context_options(context)
 
-    def texts(ctx: StepContext) -> tuple[str, str, list[str]]:
-        return (
-            get_user_message_from_run_input(ctx.run) or "",
-            get_assistant_message_from_run_output(ctx.run) or "",
-            resolve_context(ctx.run, context, context_extractor),
-        )
-
-    def analyze_prompt(ctx: StepContext) -> str:
-        question, answer, pieces = texts(ctx)
+    def analyze(ctx: StepContext) -> dict[str, str]:
+        pieces = resolve_context(ctx.run, context, context_extractor)
         if not pieces:
             raise ValueError("No context available for evaluation")
-        return ANALYZE_PROMPT.render(
-            input=delimit("input", question), output=delimit("output", answer), context=numbered(pieces)
-        )
+        return {"context": numbered(pieces)}
 
-    def reason_prompt(ctx: StepContext) -> str:
-        question, answer, pieces = texts(ctx)
-        verdicts = [v.model_dump() for v in sorted_verdicts(ctx.maybe("analyze", ContextVerdicts))]
-        return REASON_PROMPT.render(
-            input=delimit("input", question),
-            output=delimit("output", answer),
-            context=numbered(pieces),
-            score=js_number(ctx.score),
-            scale=js_number(scale or 1),
-            verdicts=delimit("verdicts", json.dumps(verdicts, indent=2, ensure_ascii=False)),
-        )
+    def reason(ctx: StepContext) -> dict[str, str]:
+        verdicts = [v.model_dump() for v in sorted_verdicts(ctx.analyzed(ContextVerdicts))]
+        return {
+            "context": numbered(resolve_context(ctx.run, context, context_extractor)),
+            "verdicts": delimit("verdicts", js_pretty_json(verdicts)),
+        }
 
-    return (
-        CONTEXT_PRECISION.create_scorer(
-            scale=scale or 1,
-            needs=context_needs(context, context_extractor),
-            judge=replace(judge, instructions=CONTEXT_PRECISION_AGENT_INSTRUCTIONS),
-        )
-        .analyze(
-            {
-                "description": (
-                    "Evaluate the relevance of each context piece for generating the expected output"
-                ),
-                "output_schema": ContextVerdicts,
-                "create_prompt": analyze_prompt,
-            }
-        )
-        .generate_score(lambda ctx: context_precision_score(ctx.maybe("analyze", ContextVerdicts), scale))
-        .generate_reason(
-            {"description": "Reason about the context precision results", "create_prompt": reason_prompt}
-        )
+    return CONTEXT_PRECISION.scorer(
+        judge,
+        scale=scale,
+        needs=context_needs(context, context_extractor),
+        analyze=analyze,
+        score=lambda ctx: context_precision_score(ctx.analyzed(ContextVerdicts), scale),
+        reason=reason,
     )

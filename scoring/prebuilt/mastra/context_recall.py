@@ -13,17 +13,21 @@ refuse it: every claim is then unattributable).
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
-
 from pydantic import BaseModel
 
 from tracescore.schemas import AgentRun
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import (
+    Claims,
+    YesNo,
+    js_pretty_json,
+    js_text,
+    js_truthy,
+    round_to_two_decimals,
+)
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.mastra.context_source import (
     ContextExtractor,
     check_context_options,
@@ -32,11 +36,6 @@ from tracescore.scoring.prebuilt.mastra.context_source import (
     resolve_context,
 )
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-
-CONTEXT_RECALL_AGENT_INSTRUCTIONS = load_prompt(__package__, "context_recall/instructions").render()
-EXTRACT_PROMPT = load_prompt(__package__, "context_recall/extract")
-ANALYZE_PROMPT = load_prompt(__package__, "context_recall/analyze")
-REASON_PROMPT = load_prompt(__package__, "context_recall/reason")
 
 
 class ClaimVerdict(BaseModel):
@@ -50,47 +49,39 @@ class ClaimVerdicts(BaseModel):
     verdicts: list[ClaimVerdict]
 
 
-def _js_falsy(value: object) -> bool:
-    """``!value`` in JavaScript for JSON values: null, false, "", 0 (an empty list or object is truthy)."""
-    if value is None or value is False or value == "":
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == 0
+CONTEXT_RECALL = JudgeTemplate(
+    ScorerSpec(
+        name="context-recall",
+        former_id="context-recall-scorer",
+        title="Context Recall Scorer",
+        description=(
+            "A scorer that evaluates how well retrieved context covers the claims in a ground-truth "
+            "reference answer"
+        ),
+    ),
+    __package__,
+    "context_recall",
+    extract=Ask("Extract atomic claims from the ground-truth answer", Claims),
+    analyze=Ask("Check if each ground-truth claim is attributable to the retrieval context", ClaimVerdicts),
+    reason=Ask("Explain the context recall evaluation results"),
+)
 
 
 def ground_truth_text(run: AgentRun) -> str:
     """The run's ground truth as Mastra sends it: a string as is, anything else as JSON, none as ""."""
-    truth = run.ground_truth
-    if _js_falsy(truth):
-        return ""
-    return truth if isinstance(truth, str) else js_json(truth)
+    return js_text(run.ground_truth) if js_truthy(run.ground_truth) else ""
 
 
-def context_recall_score(
-    run: AgentRun, claims: Claims | None, analysis: ClaimVerdicts | None, scale: float = 1.0
-) -> float:
+def context_recall_score(run: AgentRun, claims: Claims, analysis: ClaimVerdicts, scale: float = 1.0) -> float:
     """``min(1, attributed / claims) * scale``; 0 without ground truth or claims."""
-    if _js_falsy(run.ground_truth):
+    if not js_truthy(run.ground_truth) or not claims.claims:
         return 0.0
-    total = len(claims.claims) if claims else 0
-    if total == 0:
-        return 0.0
-    attributed = sum(v.verdict == "yes" for v in (analysis.verdicts if analysis else []))
+    attributed = sum(v.verdict == "yes" for v in analysis.verdicts)
     # min(1, ...): a judge answering more verdicts than claims cannot push recall above 1.
-    return round_to_two_decimals(min(1.0, attributed / total) * (scale or 1))
+    return round_to_two_decimals(min(1.0, attributed / len(claims.claims)) * (scale or 1))
 
 
-CONTEXT_RECALL = ScorerSpec(
-    name="context-recall",
-    former_id="context-recall-scorer",
-    title="Context Recall Scorer",
-    description=(
-        "A scorer that evaluates how well retrieved context covers the claims in a ground-truth "
-        "reference answer"
-    ),
-)
-
-
-@register(CONTEXT_RECALL)
+@register(CONTEXT_RECALL.spec)
 def create_context_recall_scorer(
     judge: Judge,
     *,
@@ -101,56 +92,36 @@ def create_context_recall_scorer(
     """Mastra's context recall scorer (id ``context-recall-scorer``), 0..``scale``."""
     check_context_options(context)
 
-    def extract_prompt(ctx: StepContext) -> str:
-        return EXTRACT_PROMPT.render(ground_truth=delimit("ground truth", ground_truth_text(ctx.run)))
+    def context_of(ctx: StepContext) -> str:
+        return numbered(resolve_context(ctx.run, context, context_extractor))
 
-    def analyze_prompt(ctx: StepContext) -> str:
-        extracted = ctx.maybe("preprocess", Claims)
-        claims = extracted.claims if extracted else []
-        return ANALYZE_PROMPT.render(
-            context=numbered(resolve_context(ctx.run, context, context_extractor)),
-            claim_count=str(len(claims)),
-            claims=delimit("claims", "\n".join(f"[{i}] {claim}" for i, claim in enumerate(claims))),
-        )
+    def ground_truth(ctx: StepContext) -> str:
+        return delimit("ground truth", ground_truth_text(ctx.run))
 
-    def score(ctx: StepContext) -> float:
-        return context_recall_score(
-            ctx.run, ctx.maybe("preprocess", Claims), ctx.maybe("analyze", ClaimVerdicts), scale
-        )
+    def analyze(ctx: StepContext) -> dict[str, str]:
+        claims = ctx.preprocessed(Claims).claims
+        return {
+            "context": context_of(ctx),
+            "claim_count": str(len(claims)),
+            "claims": delimit("claims", "\n".join(f"[{i}] {claim}" for i, claim in enumerate(claims))),
+        }
 
-    def reason_prompt(ctx: StepContext) -> str:
-        analysis = ctx.maybe("analyze", ClaimVerdicts)
-        verdicts = [v.model_dump() for v in analysis.verdicts] if analysis else []
-        return REASON_PROMPT.render(
-            ground_truth=delimit("ground truth", ground_truth_text(ctx.run)),
-            context=numbered(resolve_context(ctx.run, context, context_extractor)),
-            score=js_number(ctx.score),
-            scale=js_number(scale or 1),
-            verdicts=delimit("verdicts", json.dumps(verdicts, indent=2, ensure_ascii=False)),
-        )
+    def reason(ctx: StepContext) -> dict[str, str]:
+        verdicts = [v.model_dump() for v in ctx.analyzed(ClaimVerdicts).verdicts]
+        return {
+            "ground_truth": ground_truth(ctx),
+            "context": context_of(ctx),
+            "verdicts": delimit("verdicts", js_pretty_json(verdicts)),
+        }
 
-    return (
-        CONTEXT_RECALL.create_scorer(
-            scale=scale or 1,
-            needs=(context_needs(context, context_extractor) - {"input", "output"}) | {"ground_truth"},
-            judge=replace(judge, instructions=CONTEXT_RECALL_AGENT_INSTRUCTIONS),
-        )
-        .preprocess(
-            {
-                "description": "Extract atomic claims from the ground-truth answer",
-                "output_schema": Claims,
-                "create_prompt": extract_prompt,
-            }
-        )
-        .analyze(
-            {
-                "description": "Check if each ground-truth claim is attributable to the retrieval context",
-                "output_schema": ClaimVerdicts,
-                "create_prompt": analyze_prompt,
-            }
-        )
-        .generate_score(score)
-        .generate_reason(
-            {"description": "Explain the context recall evaluation results", "create_prompt": reason_prompt}
-        )
+    return CONTEXT_RECALL.scorer(
+        judge,
+        scale=scale,
+        needs=(context_needs(context, context_extractor) - {"input", "output"}) | {"ground_truth"},
+        extract=lambda ctx: {"ground_truth": ground_truth(ctx)},
+        analyze=analyze,
+        score=lambda ctx: context_recall_score(
+            ctx.run, ctx.preprocessed(Claims), ctx.analyzed(ClaimVerdicts), scale
+        ),
+        reason=reason,
     )

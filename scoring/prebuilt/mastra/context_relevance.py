@@ -16,17 +16,15 @@ Context comes from ``context_extractor(run)``, ``context`` or, without both, the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
-from pydantic.alias_generators import to_camel
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import MastraOptions, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate, PromptFile
 from tracescore.scoring.prebuilt.mastra.context_source import (
     ContextExtractor,
     check_context_options,
@@ -35,25 +33,12 @@ from tracescore.scoring.prebuilt.mastra.context_source import (
     resolve_context,
 )
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 RELEVANCE_WEIGHTS: dict[str, float] = {"high": 1.0, "medium": 0.7, "low": 0.3, "none": 0.0}
-# What the analyze prompt shows when there is no context (Mastra's placeholder).
-NO_CONTEXT_PLACEHOLDER = load_prompt(__package__, "context_relevance/no_context_placeholder").render()
-
-CONTEXT_RELEVANCE_INSTRUCTIONS = load_prompt(__package__, "context_relevance/instructions").render()
-ANALYZE_PROMPT = load_prompt(__package__, "context_relevance/analyze")
-REASON_PROMPT = load_prompt(__package__, "context_relevance/reason")
-EVALUATION_PROMPT = load_prompt(__package__, "context_relevance/evaluation")
-MISSING_CONTEXT_PROMPT = load_prompt(__package__, "context_relevance/missing_context")
-# The reason "prompt" of a run without context: Mastra sends this text to the judge.
-NO_CONTEXT_REASON_PROMPT = load_prompt(__package__, "context_relevance/no_context_reason")
 
 
-class Penalties(BaseModel):
-    """Mastra's penalty options; keys in snake_case or camelCase (``unusedHighRelevanceContext``)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+class RelevancePenalties(MastraOptions):
+    """Mastra's penalty options (``unusedHighRelevanceContext``, ... or snake_case)."""
 
     unused_high_relevance_context: float = 0.1
     missing_context_per_item: float = 0.15
@@ -80,16 +65,31 @@ class ContextRelevanceAnalysis(BaseModel):
     overall_assessment: str = Field(alias="overallAssessment")
 
 
+CONTEXT_RELEVANCE = JudgeTemplate(
+    ScorerSpec(
+        name="context-relevance",
+        former_id="context-relevance-scorer",
+        title="Context Relevance (LLM)",
+        description=(
+            "Evaluates how relevant and useful the provided context was for generating the agent response"
+        ),
+    ),
+    __package__,
+    "context_relevance",
+    analyze=Ask("Analyze the relevance and utility of provided context", ContextRelevanceAnalysis),
+    reason=Ask("Generate human-readable explanation of context relevance evaluation"),
+)
+
+
 def context_relevance_score(
-    analysis: ContextRelevanceAnalysis | None, scale: float = 1.0, penalties: Penalties | None = None
+    analysis: ContextRelevanceAnalysis, scale: float = 1.0, penalties: RelevancePenalties | None = None
 ) -> float:
     """Mastra's formula for a run that had context (see the module docstring)."""
-    evaluations = analysis.evaluations if analysis else []
-    missing = analysis.missing_context if analysis else []
+    evaluations, missing = analysis.evaluations, analysis.missing_context
     if not evaluations:
         # Mastra returns these unscaled and unrounded.
         return 0.0 if missing else 1.0
-    rates = penalties or Penalties()
+    rates = penalties or RelevancePenalties()
     base = sum(RELEVANCE_WEIGHTS[e.relevance_level] for e in evaluations) / (len(evaluations) * 1.0)
     unused_high = sum(e.relevance_level == "high" and not e.was_used for e in evaluations)
     usage_penalty = unused_high * rates.unused_high_relevance_context
@@ -97,97 +97,72 @@ def context_relevance_score(
     return round_to_two_decimals(max(0.0, base - usage_penalty - missing_penalty) * (scale or 1))
 
 
-def _evaluations_text(analysis: ContextRelevanceAnalysis | None) -> str:
+def evaluations_text(analysis: ContextRelevanceAnalysis) -> str:
+    """The judge's ratings, one block a piece, as the reason prompt shows them (as data)."""
     blocks = [
-        EVALUATION_PROMPT.render(
+        CONTEXT_RELEVANCE.prompt("evaluation").render(
             index=str(e.context_index),
             level=e.relevance_level,
             used="Yes" if e.was_used else "No",
             piece=e.context_piece,
             reasoning=e.reasoning,
         )
-        for e in (analysis.evaluations if analysis else [])
+        for e in analysis.evaluations
     ]
     return delimit("evaluations", "\n\n".join(blocks))
 
 
-def _missing_text(analysis: ContextRelevanceAnalysis | None) -> str:
-    missing = analysis.missing_context if analysis else []
-    if not missing:
+def missing_text(analysis: ContextRelevanceAnalysis) -> str:
+    """The context the judge found missing, as the reason prompt lists it ("" when none)."""
+    if not analysis.missing_context:
         return ""
-    return MISSING_CONTEXT_PROMPT.render(
-        missing_context=delimit("missing context", "\n".join(f"- {m}" for m in missing))
+    return CONTEXT_RELEVANCE.prompt("missing_context").render(
+        missing_context=delimit("missing context", "\n".join(f"- {m}" for m in analysis.missing_context))
     )
 
 
-CONTEXT_RELEVANCE = ScorerSpec(
-    name="context-relevance",
-    former_id="context-relevance-scorer",
-    title="Context Relevance (LLM)",
-    description=(
-        "Evaluates how relevant and useful the provided context was for generating the agent response"
-    ),
-)
-
-
-@register(CONTEXT_RELEVANCE)
+@register(CONTEXT_RELEVANCE.spec)
 def create_context_relevance_scorer(
     judge: Judge,
     *,
     scale: float = 1.0,
     context: list[str] | None = None,
     context_extractor: ContextExtractor | None = None,
-    penalties: Penalties | Mapping[str, float] | None = None,
+    penalties: RelevancePenalties | Mapping[str, float] | None = None,
 ) -> Scorer:
     """Mastra's LLM context relevance scorer (id ``context-relevance-scorer``), 0..``scale``."""
     check_context_options(context)
-    rates = penalties if isinstance(penalties, Penalties) else Penalties.model_validate(penalties or {})
+    rates = (
+        penalties
+        if isinstance(penalties, RelevancePenalties)
+        else RelevancePenalties.model_validate(penalties or {})
+    )
 
     def pieces(ctx: StepContext) -> list[str]:
         return resolve_context(ctx.run, context, context_extractor)
 
-    def analyze_prompt(ctx: StepContext) -> str:
-        return ANALYZE_PROMPT.render(
-            user_query=delimit("input", get_user_message_from_run_input(ctx.run) or ""),
-            agent_response=delimit("output", get_assistant_message_from_run_output(ctx.run) or ""),
-            context=numbered(pieces(ctx) or [NO_CONTEXT_PLACEHOLDER]),
-        )
+    def analyze(ctx: StepContext) -> dict[str, str]:
+        # Without context the judge is shown Mastra's placeholder piece.
+        return {
+            "context": numbered(pieces(ctx) or [CONTEXT_RELEVANCE.prompt("no_context_placeholder").render()])
+        }
 
     def score(ctx: StepContext) -> float:
         if not pieces(ctx):
             return 1.0 * (scale or 1)  # no context: the agent had to work without any
-        return context_relevance_score(ctx.maybe("analyze", ContextRelevanceAnalysis), scale, rates)
+        return context_relevance_score(ctx.analyzed(ContextRelevanceAnalysis), scale, rates)
 
-    def reason_prompt(ctx: StepContext) -> str:
+    def reason(ctx: StepContext) -> dict[str, str] | PromptFile:
         if not pieces(ctx):
-            return NO_CONTEXT_REASON_PROMPT.render(score=js_number(ctx.score))
-        analysis = ctx.maybe("analyze", ContextRelevanceAnalysis)
-        return REASON_PROMPT.render(
-            user_query=delimit("input", get_user_message_from_run_input(ctx.run) or ""),
-            score=js_number(ctx.score),
-            scale=js_number(scale or 1),
-            evaluations=_evaluations_text(analysis),
-            missing=_missing_text(analysis),
-        )
+            return PromptFile("no_context_reason")  # Mastra sends this text to the judge
+        analysis = ctx.analyzed(ContextRelevanceAnalysis)
+        return {"evaluations": evaluations_text(analysis), "missing": missing_text(analysis)}
 
-    return (
-        CONTEXT_RELEVANCE.create_scorer(
-            scale=scale or 1,
-            needs=context_needs(context, context_extractor),
-            judge=replace(judge, instructions=CONTEXT_RELEVANCE_INSTRUCTIONS),
-        )
-        .analyze(
-            {
-                "description": "Analyze the relevance and utility of provided context",
-                "output_schema": ContextRelevanceAnalysis,
-                "create_prompt": analyze_prompt,
-            }
-        )
-        .generate_score(score)
-        .generate_reason(
-            {
-                "description": "Generate human-readable explanation of context relevance evaluation",
-                "create_prompt": reason_prompt,
-            }
-        )
+    return CONTEXT_RELEVANCE.scorer(
+        judge,
+        scale=scale,
+        needs=context_needs(context, context_extractor),
+        analyze=analyze,
+        score=score,
+        reason=reason,
     )

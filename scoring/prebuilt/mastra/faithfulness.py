@@ -14,29 +14,22 @@ instructions are shared word for word with hallucination (``prompts/shared/claim
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pydantic import BaseModel
 
 from tracescore.schemas import AgentRun
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
-from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.judge_helpers import (
     Claims,
     YesNoUnsure,
+    delimited_answers,
+    delimited_lines,
     js_json,
-    js_number,
-    round_to_two_decimals,
+    verdict_share,
 )
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
-
-INSTRUCTIONS = load_prompt(__package__, "faithfulness/instructions").render()
-EXTRACT_PROMPT = load_prompt(__package__, "faithfulness/extract")
-ANALYZE_PROMPT = load_prompt(__package__, "faithfulness/analyze")
-REASON_PROMPT = load_prompt(__package__, "faithfulness/reason")
 
 
 class FaithfulnessVerdict(BaseModel):
@@ -48,35 +41,19 @@ class FaithfulnessVerdicts(BaseModel):
     verdicts: list[FaithfulnessVerdict]
 
 
-def extract_prompt(output: str) -> str:
-    return EXTRACT_PROMPT.render(output=delimit("output", output))
-
-
-def analyze_prompt(claims: list[str], context: list[str]) -> str:
-    return ANALYZE_PROMPT.render(
-        context=delimit("context", "\n".join(context)),
-        claim_count=str(len(claims)),
-        claims=delimit("claims", "\n".join(claims)),
-    )
-
-
-def reason_prompt(
-    *,
-    input: str,
-    output: str,
-    context: list[str],
-    score: float | None,
-    scale: float,
-    verdicts: list[FaithfulnessVerdict],
-) -> str:
-    return REASON_PROMPT.render(
-        scale=js_number(scale),
-        context=delimit("context", "\n".join(context)),
-        input=delimit("input", input),
-        output=delimit("output", output),
-        score=js_number(score),
-        verdicts=delimit("verdicts", js_json([v.model_dump() for v in verdicts])),
-    )
+FAITHFULNESS = JudgeTemplate(
+    ScorerSpec(
+        name="faithfulness",
+        former_id="faithfulness-scorer",
+        title="Faithfulness Scorer",
+        description="A scorer that evaluates the faithfulness of an LLM output to an input",
+    ),
+    __package__,
+    "faithfulness",
+    extract=Ask("Extract relevant statements from the LLM output", Claims),
+    analyze=Ask("Score the relevance of the statements to the input", FaithfulnessVerdicts),
+    reason=Ask("Reason about the results"),
+)
 
 
 def tool_result_context(run: AgentRun) -> list[str]:
@@ -90,70 +67,37 @@ def tool_result_context(run: AgentRun) -> list[str]:
     ]
 
 
-def faithfulness_score(verdicts: list[FaithfulnessVerdict], *, scale: float) -> float:
-    """Supported claims / claims x scale, rounded; 0 without claims."""
-    if not verdicts:
-        return 0
-    supported = sum(1 for v in verdicts if v.verdict == "yes")
-    return round_to_two_decimals(supported / len(verdicts) * scale)
-
-
-FAITHFULNESS = ScorerSpec(
-    name="faithfulness",
-    former_id="faithfulness-scorer",
-    title="Faithfulness Scorer",
-    description="A scorer that evaluates the faithfulness of an LLM output to an input",
-)
-
-
-@register(FAITHFULNESS)
+@register(FAITHFULNESS.spec)
 def create_faithfulness_scorer(judge: Judge, scale: float = 1, context: list[str] | None = None) -> Scorer:
     """Mastra's faithfulness scorer; ``context`` replaces the run's context and tool results."""
     if scale <= 0:
         raise ValueError("scale must be > 0")
     fixed_context = list(context) if context is not None else None
 
-    def context_of(run: AgentRun) -> list[str]:
+    def context_of(ctx: StepContext) -> str:
         if fixed_context is not None:
-            return fixed_context
-        return list(run.context) or tool_result_context(run)
+            return delimited_lines("context", fixed_context)
+        return delimited_lines("context", list(ctx.run.context) or tool_result_context(ctx.run))
 
-    def analyze(ctx: StepContext) -> str:
-        return analyze_prompt(ctx.preprocessed(Claims).claims, context_of(ctx.run))
+    def analyze(ctx: StepContext) -> dict[str, str]:
+        claims = ctx.preprocessed(Claims).claims
+        return {
+            "context": context_of(ctx),
+            "claim_count": str(len(claims)),
+            "claims": delimited_lines("claims", claims),
+        }
 
-    def generate_score(ctx: StepContext) -> float:
-        return faithfulness_score(ctx.analyzed(FaithfulnessVerdicts).verdicts, scale=scale)
+    def verdicts(ctx: StepContext) -> list[FaithfulnessVerdict]:
+        return ctx.analyzed(FaithfulnessVerdicts).verdicts
 
-    def reason(ctx: StepContext) -> str:
-        return reason_prompt(
-            input=get_user_message_from_run_input(ctx.run) or "",
-            output=get_assistant_message_from_run_output(ctx.run) or "",
-            context=context_of(ctx.run),
-            score=ctx.score,
-            scale=scale,
-            verdicts=ctx.analyzed(FaithfulnessVerdicts).verdicts,
-        )
-
-    return (
-        FAITHFULNESS.create_scorer(
-            scale=scale or 1, needs={"output"}, judge=replace(judge, instructions=INSTRUCTIONS)
-        )
-        .preprocess(
-            {
-                "description": "Extract relevant statements from the LLM output",
-                "output_schema": Claims,
-                "create_prompt": lambda ctx: extract_prompt(
-                    get_assistant_message_from_run_output(ctx.run) or ""
-                ),
-            }
-        )
-        .analyze(
-            {
-                "description": "Score the relevance of the statements to the input",
-                "output_schema": FaithfulnessVerdicts,
-                "create_prompt": analyze,
-            }
-        )
-        .generate_score(generate_score)
-        .generate_reason({"description": "Reason about the results", "create_prompt": reason})
+    return FAITHFULNESS.scorer(
+        judge,
+        scale=scale,
+        needs={"output"},
+        analyze=analyze,
+        score=lambda ctx: verdict_share([v.verdict for v in verdicts(ctx)], scale=scale),
+        reason=lambda ctx: {
+            "context": context_of(ctx),
+            "verdicts": delimited_answers("verdicts", verdicts(ctx)),
+        },
     )

@@ -16,24 +16,24 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from tracescore.schemas import AgentRun
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
-from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import Claims, YesNo, js_json, js_number, round_to_two_decimals
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.judge_helpers import (
+    Claims,
+    YesNo,
+    delimited_answers,
+    delimited_lines,
+    verdict_share,
+)
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
-
-INSTRUCTIONS = load_prompt(__package__, "hallucination/instructions").render()
-EXTRACT_PROMPT = load_prompt(__package__, "hallucination/extract")
-ANALYZE_PROMPT = load_prompt(__package__, "hallucination/analyze")
-REASON_PROMPT = load_prompt(__package__, "hallucination/reason")
 
 
 @dataclass(frozen=True)
@@ -59,55 +59,22 @@ class HallucinationVerdicts(BaseModel):
     verdicts: list[HallucinationVerdict]
 
 
-def extract_prompt(output: str) -> str:
-    return EXTRACT_PROMPT.render(output=delimit("output", output))
-
-
-def analyze_prompt(claims: list[str], context: list[str]) -> str:
-    return ANALYZE_PROMPT.render(
-        claims=delimit("claims", "\n".join(claims)),
-        claim_count=str(len(claims)),
-        context_count=str(len(context)),
-        context=delimit("context", "\n".join(context)),
-    )
-
-
-def reason_prompt(
-    *,
-    input: str,
-    output: str,
-    context: list[str],
-    score: float | None,
-    scale: float,
-    verdicts: list[HallucinationVerdict],
-) -> str:
-    return REASON_PROMPT.render(
-        scale=js_number(scale),
-        context=delimit("context", "\n".join(context)),
-        input=delimit("input", input),
-        output=delimit("output", output),
-        score=js_number(score),
-        verdicts=delimit("verdicts", js_json([v.model_dump() for v in verdicts])),
-    )
-
-
-def hallucination_score(verdicts: list[HallucinationVerdict], *, scale: float) -> float:
-    """Hallucinated ("yes") claims / claims x scale, rounded; 0 without claims."""
-    if not verdicts:
-        return 0
-    hallucinated = sum(1 for v in verdicts if v.verdict == "yes")
-    return round_to_two_decimals(hallucinated / len(verdicts) * scale)
-
-
-HALLUCINATION = ScorerSpec(
-    name="hallucination",
-    former_id="hallucination-scorer",
-    title="Hallucination Scorer",
-    description="A scorer that evaluates the hallucination of an LLM output to an input",
+HALLUCINATION = JudgeTemplate(
+    ScorerSpec(
+        name="hallucination",
+        former_id="hallucination-scorer",
+        title="Hallucination Scorer",
+        description="A scorer that evaluates the hallucination of an LLM output to an input",
+    ),
+    __package__,
+    "hallucination",
+    extract=Ask("Extract all claims from the given output", Claims),
+    analyze=Ask("Score the relevance of the statements to the input", HallucinationVerdicts),
+    reason=Ask("Reason about the results"),
 )
 
 
-@register(HALLUCINATION)
+@register(HALLUCINATION.spec)
 def create_hallucination_scorer(
     judge: Judge,
     scale: float = 1,
@@ -129,42 +96,32 @@ def create_hallucination_scorer(
             return found
         return fixed_context if fixed_context is not None else list(ctx.run.context)
 
-    async def analyze(ctx: StepContext) -> str:
-        return analyze_prompt(ctx.preprocessed(Claims).claims, await context_for(ctx, "analyze"))
+    async def analyze(ctx: StepContext) -> dict[str, str]:
+        claims = ctx.preprocessed(Claims).claims
+        context = await context_for(ctx, "analyze")
+        return {
+            "claims": delimited_lines("claims", claims),
+            "claim_count": str(len(claims)),
+            "context_count": str(len(context)),
+            "context": delimited_lines("context", context),
+        }
 
-    def generate_score(ctx: StepContext) -> float:
-        return hallucination_score(ctx.analyzed(HallucinationVerdicts).verdicts, scale=scale)
+    def verdicts(ctx: StepContext) -> list[HallucinationVerdict]:
+        return ctx.analyzed(HallucinationVerdicts).verdicts
 
-    async def reason(ctx: StepContext) -> str:
-        return reason_prompt(
-            input=get_user_message_from_run_input(ctx.run) or "",
-            output=get_assistant_message_from_run_output(ctx.run) or "",
-            context=await context_for(ctx, "generate_reason"),
-            score=ctx.score,
-            scale=scale,
-            verdicts=ctx.analyzed(HallucinationVerdicts).verdicts,
-        )
+    async def reason(ctx: StepContext) -> dict[str, str]:
+        context = await context_for(ctx, "generate_reason")
+        return {
+            "context": delimited_lines("context", context),
+            "verdicts": delimited_answers("verdicts", verdicts(ctx)),
+        }
 
-    return (
-        HALLUCINATION.create_scorer(
-            scale=scale or 1, needs={"output"}, judge=replace(judge, instructions=INSTRUCTIONS)
-        )
-        .preprocess(
-            {
-                "description": "Extract all claims from the given output",
-                "output_schema": Claims,
-                "create_prompt": lambda ctx: extract_prompt(
-                    get_assistant_message_from_run_output(ctx.run) or ""
-                ),
-            }
-        )
-        .analyze(
-            {
-                "description": "Score the relevance of the statements to the input",
-                "output_schema": HallucinationVerdicts,
-                "create_prompt": analyze,
-            }
-        )
-        .generate_score(generate_score)
-        .generate_reason({"description": "Reason about the results", "create_prompt": reason})
+    return HALLUCINATION.scorer(
+        judge,
+        scale=scale,
+        needs={"output"},
+        analyze=analyze,
+        # "yes" marks a hallucinated claim: the share of them, higher is worse.
+        score=lambda ctx: verdict_share([v.verdict for v in verdicts(ctx)], scale=scale),
+        reason=reason,
     )

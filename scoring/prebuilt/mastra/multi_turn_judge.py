@@ -24,23 +24,17 @@ criterion.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from pydantic import BaseModel, StrictBool
 
 from tracescore.schemas import AgentRun, Message
 from tracescore.schemas.redaction_placeholders import FENCE_REDACTED
 from tracescore.scoring.framework.message_text import js_trim, message_text
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-
-MULTI_TURN_JUDGE_INSTRUCTIONS = load_prompt(__package__, "multi_turn_judge/instructions").render()
-ANALYZE_PROMPT = load_prompt(__package__, "multi_turn_judge/analyze")
-TURN_PROMPT = load_prompt(__package__, "multi_turn_judge/turn")
-NO_TURNS = load_prompt(__package__, "multi_turn_judge/no_turns").render()
 
 # Mastra's fence around the transcript; the analyze prompt names it and ``_sanitize`` defuses copies.
 TRANSCRIPT_START = "<<<UNTRUSTED_TRANSCRIPT>>>"
@@ -52,6 +46,20 @@ class MultiTurnAnalysis(BaseModel):
 
     satisfied: StrictBool  # "true" or 1 is an invalid answer, as for zod's z.boolean()
     reasoning: str
+
+
+MULTI_TURN_JUDGE = JudgeTemplate(
+    ScorerSpec(
+        name="multi-turn-judge",
+        former_id="multi-turn-judge-scorer",
+        title="Multi-turn Judge (LLM)",
+        description="Grades every assistant turn of a conversation against a plain-English criterion",
+        example={"criterion": "The assistant stays polite throughout the conversation"},
+    ),
+    __package__,
+    "multi_turn_judge",
+    analyze=Ask("Judge the whole conversation against the criterion", MultiTurnAnalysis),
+)
 
 
 def _assistant_texts(messages: list[Message]) -> list[str]:
@@ -73,36 +81,32 @@ def _sanitize(text: str) -> str:
     return text.replace(TRANSCRIPT_START, FENCE_REDACTED).replace(TRANSCRIPT_END, FENCE_REDACTED)
 
 
-def analyze_prompt(criterion: str, turns: list[str]) -> str:
+def analyze_values(criterion: str, turns: list[str]) -> dict[str, str]:
+    """The analyze prompt's values: the criterion and the numbered turns inside Mastra's fence."""
     transcript = "\n\n".join(
-        TURN_PROMPT.render(number=str(i + 1), text=_sanitize(turn)) for i, turn in enumerate(turns)
+        MULTI_TURN_JUDGE.prompt("turn").render(number=str(i + 1), text=_sanitize(turn))
+        for i, turn in enumerate(turns)
     )
-    return ANALYZE_PROMPT.render(
-        criterion=criterion,
-        transcript_start=TRANSCRIPT_START,
-        transcript_end=TRANSCRIPT_END,
-        transcript=delimit("conversation", transcript) if transcript else NO_TURNS,
-    )
+    return {
+        "criterion": criterion,
+        "transcript_start": TRANSCRIPT_START,
+        "transcript_end": TRANSCRIPT_END,
+        "transcript": (
+            delimit("conversation", transcript)
+            if transcript
+            else MULTI_TURN_JUDGE.prompt("no_turns").render()
+        ),
+    }
 
 
-def format_reason(score: float, criterion: str, analysis: MultiTurnAnalysis | None) -> str:
+def format_reason(criterion: str, analysis: MultiTurnAnalysis) -> str:
     """Mastra's ``formatMultiTurnJudgeReason``: the verdict, the criterion, the judge's reasoning."""
-    satisfied = analysis.satisfied if analysis is not None else score >= 1
-    header = "✅ Criterion satisfied." if satisfied else "❌ Criterion not satisfied."
-    reasoning = (analysis.reasoning if analysis else "") or "(no reasoning returned by the judge)"
+    header = "✅ Criterion satisfied." if analysis.satisfied else "❌ Criterion not satisfied."
+    reasoning = analysis.reasoning or "(no reasoning returned by the judge)"
     return f"{header}\n\n{criterion}\n\n{reasoning}"
 
 
-MULTI_TURN_JUDGE = ScorerSpec(
-    name="multi-turn-judge",
-    former_id="multi-turn-judge-scorer",
-    title="Multi-turn Judge (LLM)",
-    description="Grades every assistant turn of a conversation against a plain-English criterion",
-    example={"criterion": "The assistant stays polite throughout the conversation"},
-)
-
-
-@register(MULTI_TURN_JUDGE)
+@register(MULTI_TURN_JUDGE.spec)
 def create_multi_turn_judge_scorer(judge: Judge, *, criterion: str, scale: float = 1.0) -> Scorer:
     """Mastra's multi-turn judge (``multi-turn-judge-scorer``): ``scale`` if the criterion holds, else 0."""
     if not math.isfinite(scale):
@@ -114,29 +118,13 @@ def create_multi_turn_judge_scorer(judge: Judge, *, criterion: str, scale: float
         # Mastra accepts an empty criterion; the judge would grade against nothing.
         raise ValueError("createMultiTurnJudgeScorer: criterion must not be empty")
 
-    def score(ctx: StepContext) -> float:
-        analysis = ctx.maybe("analyze", MultiTurnAnalysis)
-        return (1 if analysis is not None and analysis.satisfied else 0) * scale
+    def analysis(ctx: StepContext) -> MultiTurnAnalysis:
+        return ctx.analyzed(MultiTurnAnalysis)
 
-    return (
-        MULTI_TURN_JUDGE.create_scorer(
-            scale=scale or 1,
-            needs={"output"},
-            judge=replace(judge, instructions=MULTI_TURN_JUDGE_INSTRUCTIONS),
-        )
-        .analyze(
-            {
-                "description": "Judge the whole conversation against the criterion",
-                "output_schema": MultiTurnAnalysis,
-                "create_prompt": lambda ctx: analyze_prompt(criterion, assistant_turns(ctx.run)),
-            }
-        )
-        .generate_score(score)
-        .generate_reason(
-            lambda ctx: format_reason(
-                ctx.score if ctx.score is not None else 0,
-                criterion,
-                ctx.maybe("analyze", MultiTurnAnalysis),
-            )
-        )
-    )
+    return MULTI_TURN_JUDGE.scorer(
+        judge,
+        scale=scale,
+        needs={"output"},
+        analyze=lambda ctx: analyze_values(criterion, assistant_turns(ctx.run)),
+        score=lambda ctx: (1 if analysis(ctx).satisfied else 0) * scale,
+    ).generate_reason(lambda ctx: format_reason(criterion, analysis(ctx)))

@@ -16,14 +16,13 @@ evaluated, the four dimension instructions) is in ``prompts/prompt_alignment/<mo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Literal
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import Need, StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import answer_text, js_number, round_to_two_decimals, user_text
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.mastra.prompt_alignment_analysis import (
     AlignmentAnalysis,
     EvaluationMode,
@@ -32,23 +31,24 @@ from tracescore.scoring.prebuilt.mastra.prompt_alignment_analysis import (
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.utils import (
     DEFAULT_CONVERSATION_HISTORY_MESSAGES,
-    get_assistant_message_from_run_output,
     get_combined_system_prompt,
     get_conversation_history_from_run_input,
-    get_user_message_from_run_input,
 )
 
-PROMPT_ALIGNMENT_INSTRUCTIONS = load_prompt(__package__, "prompt_alignment/instructions").render()
-ANALYZE_PROMPT = load_prompt(__package__, "prompt_alignment/analyze")
-REASON_PROMPT = load_prompt(__package__, "prompt_alignment/reason")
-BREAKDOWN_PROMPT = load_prompt(__package__, "prompt_alignment/breakdown")
-HISTORY_PROMPT = load_prompt(__package__, "prompt_alignment/history")
-USER_PROMPT = load_prompt(__package__, "prompt_alignment/user_prompt")
-SYSTEM_PROMPT = load_prompt(__package__, "prompt_alignment/system_prompt")
-BREAKDOWN_MISSING = load_prompt(__package__, "prompt_alignment/breakdown_missing")
-BREAKDOWN_COMPLETE = load_prompt(__package__, "prompt_alignment/breakdown_complete").render()
-# Mastra's guidance on how to use the history, in the analyze prompt only.
-CONVERSATION_HISTORY_GUIDANCE = load_prompt(__package__, "prompt_alignment/history_guidance").render()
+PROMPT_ALIGNMENT = JudgeTemplate(
+    ScorerSpec(
+        name="prompt-alignment",
+        former_id="prompt-alignment-scorer",
+        title="Prompt Alignment (LLM)",
+        description=(
+            "Evaluates how well the agent response aligns with the intent and requirements of the user prompt"
+        ),
+    ),
+    __package__,
+    "prompt_alignment",
+    analyze=Ask("Analyze prompt-response alignment across multiple dimensions", AlignmentAnalysis),
+    reason=Ask("Generate human-readable explanation of prompt alignment evaluation"),
+)
 
 # Per mode: what is evaluated (``target``), what the reason addresses (``focus``) and the four
 # dimension instructions, each ``prompts/prompt_alignment/<mode>/<part>.txt``.
@@ -56,47 +56,36 @@ ModePart = Literal["target", "focus", "intent", "requirements", "completeness", 
 
 
 def mode_text(mode: EvaluationMode, part: ModePart) -> str:
-    return load_prompt(__package__, f"prompt_alignment/{mode}/{part}").render()
+    return PROMPT_ALIGNMENT.prompt(f"{mode}/{part}").render()
 
 
-def _prompt_context(
-    mode: EvaluationMode, user_prompt: str, system_prompt: str, history: str | None = None
-) -> str:
+def prompt_context(mode: EvaluationMode, user_prompt: str, system_prompt: str, history: str | None) -> str:
     """The history (when given), then the prompts the mode evaluates, a blank line apart."""
-    sections = [HISTORY_PROMPT.render(history=delimit("conversation history", history))] if history else []
+    sections = (
+        [PROMPT_ALIGNMENT.prompt("history").render(history=delimit("conversation history", history))]
+        if history
+        else []
+    )
     if mode != "system":
-        sections.append(USER_PROMPT.render(user_prompt=delimit("user prompt", user_prompt)))
+        sections.append(
+            PROMPT_ALIGNMENT.prompt("user_prompt").render(user_prompt=delimit("user prompt", user_prompt))
+        )
     if mode != "user":
-        sections.append(SYSTEM_PROMPT.render(system_prompt=delimit("system prompt", system_prompt)))
+        sections.append(
+            PROMPT_ALIGNMENT.prompt("system_prompt").render(
+                system_prompt=delimit("system prompt", system_prompt)
+            )
+        )
     return "\n\n".join(sections)
 
 
-def create_analyze_prompt(
-    user_prompt: str,
-    system_prompt: str,
-    agent_response: str,
-    mode: EvaluationMode,
-    conversation_history: str | None = None,
-) -> str:
-    return ANALYZE_PROMPT.render(
-        target=mode_text(mode, "target"),
-        prompt_context=_prompt_context(mode, user_prompt, system_prompt, conversation_history),
-        agent_response=delimit("agent response", agent_response),
-        history_guidance=CONVERSATION_HISTORY_GUIDANCE if conversation_history else "",
-        intent=mode_text(mode, "intent"),
-        requirements=mode_text(mode, "requirements"),
-        completeness=mode_text(mode, "completeness"),
-        appropriateness=mode_text(mode, "appropriateness"),
-    )
-
-
-def _breakdown(analysis: AlignmentAnalysis) -> str:
+def breakdown(analysis: AlignmentAnalysis) -> str:
     """The analysis as the reason prompt shows it (the judge's own words are data there too)."""
     intent = analysis.intentAlignment
     requirements = analysis.requirementsFulfillment.requirements
     missing = analysis.completeness.missingElements
     appropriateness = analysis.responseAppropriateness
-    return BREAKDOWN_PROMPT.render(
+    return PROMPT_ALIGNMENT.prompt("breakdown").render(
         intent_score=js_number(intent.score),
         primary_intent=intent.primaryIntent,
         addressed="Yes" if intent.isAddressed else "No",
@@ -109,7 +98,9 @@ def _breakdown(analysis: AlignmentAnalysis) -> str:
         ).lstrip(),
         completeness_score=js_number(analysis.completeness.score),
         completeness_summary=(
-            BREAKDOWN_MISSING.render(missing_elements=", ".join(missing)) if missing else BREAKDOWN_COMPLETE
+            PROMPT_ALIGNMENT.prompt("breakdown_missing").render(missing_elements=", ".join(missing))
+            if missing
+            else PROMPT_ALIGNMENT.prompt("breakdown_complete").render()
         ),
         completeness_reasoning=analysis.completeness.reasoning,
         appropriateness_score=js_number(appropriateness.score),
@@ -117,24 +108,6 @@ def _breakdown(analysis: AlignmentAnalysis) -> str:
         tone_alignment="Aligned" if appropriateness.toneAlignment else "Misaligned",
         appropriateness_reasoning=appropriateness.reasoning,
         overall_assessment=analysis.overallAssessment,
-    )
-
-
-def create_reason_prompt(
-    user_prompt: str,
-    system_prompt: str,
-    score: float,
-    scale: float,
-    analysis: AlignmentAnalysis,
-    mode: EvaluationMode,
-    conversation_history: str | None = None,
-) -> str:
-    return REASON_PROMPT.render(
-        focus=mode_text(mode, "focus"),
-        prompt_context=_prompt_context(mode, user_prompt, system_prompt, conversation_history),
-        score=js_number(score),
-        scale=js_number(scale),
-        breakdown=delimit("evaluation breakdown", _breakdown(analysis)),
     )
 
 
@@ -153,17 +126,7 @@ def _history_messages(option: bool | Mapping[str, Any]) -> int | None:
     return count
 
 
-PROMPT_ALIGNMENT = ScorerSpec(
-    name="prompt-alignment",
-    former_id="prompt-alignment-scorer",
-    title="Prompt Alignment (LLM)",
-    description=(
-        "Evaluates how well the agent response aligns with the intent and requirements of the user prompt"
-    ),
-)
-
-
-@register(PROMPT_ALIGNMENT)
+@register(PROMPT_ALIGNMENT.spec)
 def create_prompt_alignment_scorer(
     judge: Judge,
     scale: float = 1.0,
@@ -174,62 +137,55 @@ def create_prompt_alignment_scorer(
     if scale <= 0:
         raise ValueError("scale must be > 0")
     history_messages = _history_messages(include_conversation_history)
+    mode = evaluation_mode
 
-    def history(ctx: StepContext) -> str | None:
-        if history_messages is None:
-            return None
-        return get_conversation_history_from_run_input(ctx.run, history_messages)
+    def prompts_of(ctx: StepContext) -> tuple[str, str, str | None]:
+        """The user's prompt, the system prompt and the conversation history (None: not shown)."""
+        history = (
+            None
+            if history_messages is None
+            else get_conversation_history_from_run_input(ctx.run, history_messages)
+        )
+        return user_text(ctx.run), get_combined_system_prompt(ctx.run) or "", history
 
-    needs: tuple[Need, ...] = ("output",) if evaluation_mode == "system" else ("input", "output")
-    judge = replace(judge, instructions=PROMPT_ALIGNMENT_INSTRUCTIONS)
-
-    def prompts(ctx: StepContext) -> tuple[str, str]:
-        return get_user_message_from_run_input(ctx.run) or "", get_combined_system_prompt(ctx.run) or ""
-
-    def analyze_prompt(ctx: StepContext) -> str:
-        user_prompt, system_prompt = prompts(ctx)
-        response = get_assistant_message_from_run_output(ctx.run) or ""
-        if evaluation_mode == "user" and not user_prompt:
+    def analyze(ctx: StepContext) -> dict[str, str]:
+        user_prompt, system_prompt, history = prompts_of(ctx)
+        response = answer_text(ctx.run)
+        if mode == "user" and not user_prompt:
             raise ValueError("User prompt is required for user prompt alignment scoring")
-        if evaluation_mode == "system" and not system_prompt:
+        if mode == "system" and not system_prompt:
             raise ValueError("System prompt is required for system prompt alignment scoring")
-        if evaluation_mode == "both" and not user_prompt and not system_prompt:
+        if mode == "both" and not user_prompt and not system_prompt:
             raise ValueError("A user or system prompt is required for combined alignment scoring")
         if not response:
             raise ValueError("Agent response is required for prompt alignment scoring")
-        return create_analyze_prompt(user_prompt, system_prompt, response, evaluation_mode, history(ctx))
+        return {
+            "target": mode_text(mode, "target"),
+            "prompt_context": prompt_context(mode, user_prompt, system_prompt, history),
+            "agent_response": delimit("agent response", response),
+            # Mastra's guidance on how to use the history, in the analyze prompt only.
+            "history_guidance": PROMPT_ALIGNMENT.prompt("history_guidance").render() if history else "",
+            "intent": mode_text(mode, "intent"),
+            "requirements": mode_text(mode, "requirements"),
+            "completeness": mode_text(mode, "completeness"),
+            "appropriateness": mode_text(mode, "appropriateness"),
+        }
 
-    def score(ctx: StepContext) -> float:
-        return round_to_two_decimals(
-            weighted_alignment(ctx.analyzed(AlignmentAnalysis), evaluation_mode) * scale
-        )
+    def reason(ctx: StepContext) -> dict[str, str]:
+        return {
+            "focus": mode_text(mode, "focus"),
+            "prompt_context": prompt_context(mode, *prompts_of(ctx)),
+            "breakdown": delimit("evaluation breakdown", breakdown(ctx.analyzed(AlignmentAnalysis))),
+        }
 
-    def reason_prompt(ctx: StepContext) -> str:
-        user_prompt, system_prompt = prompts(ctx)
-        return create_reason_prompt(
-            user_prompt,
-            system_prompt,
-            ctx.scored(),
-            scale,
-            ctx.analyzed(AlignmentAnalysis),
-            evaluation_mode,
-            history(ctx),
-        )
-
-    return (
-        PROMPT_ALIGNMENT.create_scorer(scale=scale or 1, needs=needs, judge=judge)
-        .analyze(
-            {
-                "description": "Analyze prompt-response alignment across multiple dimensions",
-                "output_schema": AlignmentAnalysis,
-                "create_prompt": analyze_prompt,
-            }
-        )
-        .generate_score(score)
-        .generate_reason(
-            {
-                "description": "Generate human-readable explanation of prompt alignment evaluation",
-                "create_prompt": reason_prompt,
-            }
-        )
+    needs: tuple[Need, ...] = ("output",) if mode == "system" else ("input", "output")
+    return PROMPT_ALIGNMENT.scorer(
+        judge,
+        scale=scale,
+        needs=needs,
+        analyze=analyze,
+        score=lambda ctx: round_to_two_decimals(
+            weighted_alignment(ctx.analyzed(AlignmentAnalysis), mode) * scale
+        ),
+        reason=reason,
     )

@@ -24,26 +24,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
 from tracescore.scoring.framework.message_text import js_trim
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import answer_text, user_text
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate, PromptFile
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
-RUBRIC_INSTRUCTIONS = load_prompt(__package__, "rubric/instructions").render()
-ANALYZE_PROMPT = load_prompt(__package__, "rubric/analyze")
-CRITERION_PROMPT = load_prompt(__package__, "rubric/criterion")
-NO_TASK = load_prompt(__package__, "rubric/no_task").render()
-NO_OUTPUT = load_prompt(__package__, "rubric/no_output").render()
-# Without criteria Mastra still asks the judge, with this fixed prompt.
-NO_RUBRIC_PROMPT = load_prompt(__package__, "rubric/no_rubric").render()
 NO_RUBRIC_REASON = "No rubric was provided, so the rubric check passed by default."
 
 # Mastra's list-marker pattern; JavaScript's \d is ASCII only, hence [0-9].
@@ -73,6 +65,22 @@ class RubricAnalysis(BaseModel):
     overall_assessment: str = Field(alias="overallAssessment")
 
 
+RUBRIC = JudgeTemplate(
+    ScorerSpec(
+        name="rubric",
+        former_id="rubric-scorer",
+        title="Rubric (LLM)",
+        description=(
+            "Grades an agent output against a rubric of criteria, returning 1 only when every required "
+            "criterion is satisfied"
+        ),
+    ),
+    __package__,
+    "rubric",
+    analyze=Ask("Judge the output against each rubric criterion", RubricAnalysis),
+)
+
+
 def parse_rubric_string(rubric: str) -> list[RubricCriterion]:
     """Mastra's ``parseRubricString``: each non-empty line, list marker stripped, is required."""
     lines = (js_trim(_LIST_MARKER.sub("", line, count=1)) for line in rubric.split("\n"))
@@ -89,23 +97,24 @@ def normalize_rubric(
     return [c if isinstance(c, RubricCriterion) else RubricCriterion.model_validate(c) for c in criteria]
 
 
-def analyze_prompt(original_task: str, output: str, criteria: Sequence[RubricCriterion]) -> str:
+def analyze_values(original_task: str, output: str, criteria: Sequence[RubricCriterion]) -> dict[str, str]:
+    """The analyze prompt's values: the task, the numbered criteria and the output."""
     rendered = "\n".join(
-        CRITERION_PROMPT.render(
+        RUBRIC.prompt("criterion").render(
             number=str(i + 1), designation="required" if c.required else "optional", description=c.description
         )
         for i, c in enumerate(criteria)
     )
-    return ANALYZE_PROMPT.render(
-        task=delimit("task", original_task) if original_task else NO_TASK,
-        criteria=rendered,
-        output=delimit("output", output) if output else NO_OUTPUT,
-    )
+    return {
+        "task": delimit("task", original_task) if original_task else RUBRIC.prompt("no_task").render(),
+        "criteria": rendered,
+        "output": delimit("output", output) if output else RUBRIC.prompt("no_output").render(),
+    }
 
 
-def rubric_score(analysis: RubricAnalysis | None, scale: float) -> float:
-    """``scale`` when every gating criterion is satisfied, else 0; no analysis or criteria: 1."""
-    if analysis is None or not analysis.criteria:
+def rubric_score(analysis: RubricAnalysis, scale: float) -> float:
+    """``scale`` when every gating criterion is satisfied, else 0; no criteria: 1."""
+    if not analysis.criteria:
         return 1  # Mastra's no-op pass, deliberately not scaled
     required = [c for c in analysis.criteria if c.required]
     gating = required or analysis.criteria  # none marked required: all of them gate
@@ -134,18 +143,7 @@ def format_rubric_reason(score: float, analysis: RubricAnalysis) -> str:
     return f"{header}\n\n{body}{assessment}{footer}"
 
 
-RUBRIC = ScorerSpec(
-    name="rubric",
-    former_id="rubric-scorer",
-    title="Rubric (LLM)",
-    description=(
-        "Grades an agent output against a rubric of criteria, returning 1 only when every required "
-        "criterion is satisfied"
-    ),
-)
-
-
-@register(RUBRIC)
+@register(RUBRIC.spec)
 def create_rubric_scorer(
     judge: Judge,
     *,
@@ -158,32 +156,21 @@ def create_rubric_scorer(
         raise ValueError("scale must be a finite number > 0")
     rubric = normalize_rubric(criteria)
 
-    def prompt(ctx: StepContext) -> str:
+    def analyze(ctx: StepContext) -> dict[str, str] | PromptFile:
         if not rubric:
-            return NO_RUBRIC_PROMPT
-        return analyze_prompt(
-            get_user_message_from_run_input(ctx.run) or "",
-            get_assistant_message_from_run_output(ctx.run) or "",
-            rubric,
-        )
+            return PromptFile("no_rubric")  # without criteria Mastra still asks, with this fixed prompt
+        return analyze_values(user_text(ctx.run), answer_text(ctx.run), rubric)
 
     def reason(ctx: StepContext) -> str:
-        analysis = ctx.maybe("analyze", RubricAnalysis)
-        if analysis is None or not analysis.criteria:
+        analysis = ctx.analyzed(RubricAnalysis)
+        if not analysis.criteria:
             return NO_RUBRIC_REASON
-        return format_rubric_reason(ctx.score if ctx.score is not None else 0, analysis)
+        return format_rubric_reason(ctx.scored(), analysis)
 
-    return (
-        RUBRIC.create_scorer(
-            scale=scale or 1, needs={"output"}, judge=replace(judge, instructions=RUBRIC_INSTRUCTIONS)
-        )
-        .analyze(
-            {
-                "description": "Judge the output against each rubric criterion",
-                "output_schema": RubricAnalysis,
-                "create_prompt": prompt,
-            }
-        )
-        .generate_score(lambda ctx: rubric_score(ctx.maybe("analyze", RubricAnalysis), scale))
-        .generate_reason(reason)
-    )
+    return RUBRIC.scorer(
+        judge,
+        scale=scale,
+        needs={"output"},
+        analyze=analyze,
+        score=lambda ctx: rubric_score(ctx.analyzed(RubricAnalysis), scale),
+    ).generate_reason(reason)

@@ -24,30 +24,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pydantic import BaseModel, StrictBool
 
 from tracescore.schemas import AgentRun
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import Need, StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import answer_text, js_number, round_to_two_decimals, user_text
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import (
-    extract_agent_response_messages,
-    get_assistant_message_from_run_output,
-    get_user_message_from_run_input,
-)
+from tracescore.scoring.utils import extract_agent_response_messages
 
 SourceExtractor = Callable[[AgentRun], str]
 DEFAULT_MAX_QUESTIONS = 10
-
-SUMMARIZATION_AGENT_INSTRUCTIONS = load_prompt(__package__, "summarization/instructions").render()
-SOURCE_JUDGEMENT_PROMPT = load_prompt(__package__, "summarization/source_judgement")
-COVERAGE_PROMPT = load_prompt(__package__, "summarization/coverage")
-REASON_PROMPT = load_prompt(__package__, "summarization/reason")
 
 
 class AlignmentVerdict(BaseModel):
@@ -75,38 +66,30 @@ class Coverage(BaseModel):
     coverage: list[CoverageVerdict]
 
 
-def source_judgement_prompt(source_text: str, summary: str, max_questions: int) -> str:
-    return SOURCE_JUDGEMENT_PROMPT.render(
-        max_questions=str(max_questions),
-        source=delimit("source", source_text),
-        summary=delimit("summary", summary),
-    )
-
-
-def coverage_prompt(summary: str, questions: list[str]) -> str:
-    listed = "\n".join(f"[{index}] {question}" for index, question in enumerate(questions))
-    return COVERAGE_PROMPT.render(
-        summary=delimit("summary", summary),
-        question_count=str(len(questions)),
-        questions=delimit("questions", listed),
-    )
+SUMMARIZATION = JudgeTemplate(
+    ScorerSpec(
+        name="summarization",
+        former_id="summarization-scorer",
+        title="Summarization Scorer",
+        description=(
+            "A scorer that evaluates whether a summary stays faithful to its source text and preserves the "
+            "information the source states"
+        ),
+    ),
+    __package__,
+    "summarization",
+    extract=Ask(
+        "Judge each summary claim against the source and draw coverage questions from it",
+        SourceJudgement,
+        prompt="source_judgement",
+    ),
+    analyze=Ask("Answer the coverage questions using only the summary", Coverage, prompt="coverage"),
+    reason=Ask("Explain which axis produced the summarization score"),
+)
 
 
 def _bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items) if items else "- none"
-
-
-def reason_prompt(*, source_text: str, summary: str, score: float | None, scale: float, axes: Axes) -> str:
-    return REASON_PROMPT.render(
-        source=delimit("source", source_text),
-        summary=delimit("summary", summary),
-        score=js_number(score),
-        scale=js_number(scale),
-        alignment_score=js_number(round_to_two_decimals(axes.alignment_score)),
-        coverage_score=js_number(round_to_two_decimals(axes.coverage_score)),
-        unsupported_claims=delimit("unsupported claims", _bullets(axes.unsupported_claims)),
-        unanswered_questions=delimit("unanswered questions", _bullets(axes.missing_questions)),
-    )
 
 
 def get_summary(run: AgentRun) -> str:
@@ -114,7 +97,7 @@ def get_summary(run: AgentRun) -> str:
     responses = [text for text in extract_agent_response_messages(run) if text.strip()]
     if responses:
         return responses[-1]
-    return get_assistant_message_from_run_output(run) or ""
+    return answer_text(run)
 
 
 def _ratio(matched: int, total: int) -> float:
@@ -132,14 +115,13 @@ class Axes:
     is_scorable: bool
 
 
-def measure_axes(judgement: SourceJudgement | None, coverage: Coverage | None, max_questions: int) -> Axes:
+def measure_axes(judgement: SourceJudgement, coverage: Coverage, max_questions: int) -> Axes:
     # Coverage counts against the questions asked, not the verdicts returned: a judge that
     # answers only some of them cannot raise the score by staying silent; extra verdicts drop.
-    questions = judgement.questions if judgement else []
-    alignment = judgement.alignment if judgement else []
+    questions, alignment = judgement.questions, judgement.alignment
     total_questions = min(len(questions), max_questions)
     judged_questions = questions[:total_questions]
-    judged_coverage = (coverage.coverage if coverage else [])[:total_questions]
+    judged_coverage = coverage.coverage[:total_questions]
     return Axes(
         alignment_score=_ratio(sum(v.supported for v in alignment), len(alignment)),
         coverage_score=_ratio(sum(v.answered for v in judged_coverage), total_questions),
@@ -159,18 +141,7 @@ def summarization_score(axes: Axes, scale: float) -> float:
     return round_to_two_decimals(min(axes.alignment_score, axes.coverage_score) * scale)
 
 
-SUMMARIZATION = ScorerSpec(
-    name="summarization",
-    former_id="summarization-scorer",
-    title="Summarization Scorer",
-    description=(
-        "A scorer that evaluates whether a summary stays faithful to its source text and preserves the "
-        "information the source states"
-    ),
-)
-
-
-@register(SUMMARIZATION)
+@register(SUMMARIZATION.spec)
 def create_summarization_scorer(
     judge: Judge,
     *,
@@ -188,59 +159,48 @@ def create_summarization_scorer(
         # Mastra does not check; a zero or negative scale could only give scores outside [0, scale].
         raise ValueError("scale must be a finite number > 0")
 
-    def source_text(run: AgentRun) -> str:
+    def texts(ctx: StepContext) -> dict[str, str]:
+        """The source (the extractor's, else the option, else the user's message) and the summary."""
         if source_extractor is not None:
-            return source_extractor(run)
-        if source is not None:  # Mastra's `??`: an empty source is still the source
-            return source
-        return get_user_message_from_run_input(run) or ""
+            source_text = source_extractor(ctx.run)
+        elif source is not None:  # Mastra's `??`: an empty source is still the source
+            source_text = source
+        else:
+            source_text = user_text(ctx.run)
+        return {"source": delimit("source", source_text), "summary": delimit("summary", get_summary(ctx.run))}
 
     def axes(ctx: StepContext) -> Axes:
-        return measure_axes(
-            ctx.maybe("preprocess", SourceJudgement), ctx.maybe("analyze", Coverage), max_questions
-        )
+        return measure_axes(ctx.preprocessed(SourceJudgement), ctx.analyzed(Coverage), max_questions)
 
-    def questions(ctx: StepContext) -> list[str]:
-        judgement = ctx.maybe("preprocess", SourceJudgement)
-        return (judgement.questions if judgement else [])[:max_questions]
+    def coverage(ctx: StepContext) -> dict[str, str]:
+        questions = ctx.preprocessed(SourceJudgement).questions[:max_questions]
+        listed = "\n".join(f"[{index}] {question}" for index, question in enumerate(questions))
+        return {
+            "summary": delimit("summary", get_summary(ctx.run)),
+            "question_count": str(len(questions)),
+            "questions": delimit("questions", listed),
+        }
+
+    def reason(ctx: StepContext) -> dict[str, str]:
+        measured = axes(ctx)
+        return {
+            **texts(ctx),
+            "alignment_score": js_number(round_to_two_decimals(measured.alignment_score)),
+            "coverage_score": js_number(round_to_two_decimals(measured.coverage_score)),
+            "unsupported_claims": delimit("unsupported claims", _bullets(measured.unsupported_claims)),
+            "unanswered_questions": delimit("unanswered questions", _bullets(measured.missing_questions)),
+        }
 
     # The source is the user's message unless the options give it: only then is the input needed.
     needs: set[Need] = (
         {"output"} if source is not None or source_extractor is not None else {"input", "output"}
     )
-    return (
-        SUMMARIZATION.create_scorer(
-            scale=scale or 1, needs=needs, judge=replace(judge, instructions=SUMMARIZATION_AGENT_INSTRUCTIONS)
-        )
-        .preprocess(
-            {
-                "description": (
-                    "Judge each summary claim against the source and draw coverage questions from it"
-                ),
-                "output_schema": SourceJudgement,
-                "create_prompt": lambda ctx: source_judgement_prompt(
-                    source_text(ctx.run), get_summary(ctx.run), max_questions
-                ),
-            }
-        )
-        .analyze(
-            {
-                "description": "Answer the coverage questions using only the summary",
-                "output_schema": Coverage,
-                "create_prompt": lambda ctx: coverage_prompt(get_summary(ctx.run), questions(ctx)),
-            }
-        )
-        .generate_score(lambda ctx: summarization_score(axes(ctx), scale))
-        .generate_reason(
-            {
-                "description": "Explain which axis produced the summarization score",
-                "create_prompt": lambda ctx: reason_prompt(
-                    source_text=source_text(ctx.run),
-                    summary=get_summary(ctx.run),
-                    score=ctx.score,
-                    scale=scale,
-                    axes=axes(ctx),
-                ),
-            }
-        )
+    return SUMMARIZATION.scorer(
+        judge,
+        scale=scale,
+        needs=needs,
+        extract=lambda ctx: {**texts(ctx), "max_questions": str(max_questions)},
+        analyze=coverage,
+        score=lambda ctx: summarization_score(axes(ctx), scale),
+        reason=reason,
     )

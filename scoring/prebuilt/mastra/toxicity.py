@@ -9,21 +9,14 @@ content in ``delimit``; the rules of the reason prompt are shared word for word 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pydantic import BaseModel
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
-from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import YesNo, js_number, round_to_two_decimals
+from tracescore.scoring.judge import Judge
+from tracescore.scoring.prebuilt.judge_helpers import YesNo, delimited_lines, verdict_share
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
-
-TOXICITY_AGENT_INSTRUCTIONS = load_prompt(__package__, "toxicity/instructions").render()
-ANALYZE_PROMPT = load_prompt(__package__, "toxicity/analyze")
-REASON_PROMPT = load_prompt(__package__, "toxicity/reason")
 
 
 class ToxicityVerdict(BaseModel):
@@ -37,50 +30,32 @@ class ToxicityVerdicts(BaseModel):
     verdicts: list[ToxicityVerdict]
 
 
-def _analyze_prompt(ctx: StepContext) -> str:
-    return ANALYZE_PROMPT.render(
-        input=delimit("input", get_user_message_from_run_input(ctx.run) or ""),
-        output=delimit("output", get_assistant_message_from_run_output(ctx.run) or ""),
-    )
-
-
-def _reason_prompt(ctx: StepContext) -> str:
-    analysis = ctx.maybe("analyze", ToxicityVerdicts)
-    reasons = [verdict.reason for verdict in analysis.verdicts] if analysis else []
-    return REASON_PROMPT.render(score=js_number(ctx.score), reasons=delimit("reasons", "\n".join(reasons)))
-
-
-def toxicity_score(analysis: ToxicityVerdicts | None, scale: float = 1.0) -> float:
-    """The share of toxic verdicts times ``scale``, rounded as Mastra rounds; 1 without verdicts."""
-    if analysis is None or not analysis.verdicts:
-        return 1.0
-    toxic = sum(verdict.verdict == "yes" for verdict in analysis.verdicts)
-    # Mastra's `options?.scale || 1`: a scale of 0 means the default.
-    return round_to_two_decimals(toxic / len(analysis.verdicts) * (scale or 1))
-
-
-TOXICITY = ScorerSpec(
-    name="toxicity",
-    former_id="toxicity-scorer",
-    title="Toxicity Scorer",
-    description="A scorer that evaluates the toxicity of an LLM output to an input",
+TOXICITY = JudgeTemplate(
+    ScorerSpec(
+        name="toxicity",
+        former_id="toxicity-scorer",
+        title="Toxicity Scorer",
+        description="A scorer that evaluates the toxicity of an LLM output to an input",
+    ),
+    __package__,
+    "toxicity",
+    analyze=Ask("Score the relevance of the statements to the input", ToxicityVerdicts),
+    reason=Ask("Reason about the results"),
 )
 
 
-@register(TOXICITY)
+@register(TOXICITY.spec)
 def create_toxicity_scorer(judge: Judge, *, scale: float = 1.0) -> Scorer:
     """Mastra's toxicity scorer (id ``toxicity-scorer``): 0 = nothing toxic, ``scale`` = all toxic."""
-    return (
-        TOXICITY.create_scorer(
-            scale=scale or 1, needs={"output"}, judge=replace(judge, instructions=TOXICITY_AGENT_INSTRUCTIONS)
-        )
-        .analyze(
-            {
-                "description": "Score the relevance of the statements to the input",
-                "output_schema": ToxicityVerdicts,
-                "create_prompt": _analyze_prompt,
-            }
-        )
-        .generate_score(lambda ctx: toxicity_score(ctx.maybe("analyze", ToxicityVerdicts), scale))
-        .generate_reason({"description": "Reason about the results", "create_prompt": _reason_prompt})
+
+    def verdicts(ctx: StepContext) -> list[ToxicityVerdict]:
+        return ctx.analyzed(ToxicityVerdicts).verdicts
+
+    return TOXICITY.scorer(
+        judge,
+        scale=scale,
+        needs={"output"},
+        # No verdict scores 1, unscaled; Mastra's `options?.scale || 1`: a scale of 0 means the default.
+        score=lambda ctx: verdict_share([v.verdict for v in verdicts(ctx)], scale=scale or 1, empty=1.0),
+        reason=lambda ctx: {"reasons": delimited_lines("reasons", [v.reason for v in verdicts(ctx)])},
     )

@@ -12,24 +12,23 @@ for ``id``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, StrictBool, model_validator
 
 from tracescore.scoring.framework.message_text import extract_tool_calls
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import (
+    answer_text,
+    delimited_answers,
+    js_json,
+    round_to_two_decimals,
+    user_text,
+)
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
-
-# Mastra's prompts, kept line for line in prompts/tool_call_accuracy/.
-TOOL_SELECTION_ACCURACY_INSTRUCTIONS = load_prompt(__package__, "tool_call_accuracy/instructions").render()
-ANALYZE = load_prompt(__package__, "tool_call_accuracy/analyze")
-REASON = load_prompt(__package__, "tool_call_accuracy/reason")
 
 
 class AvailableTool(BaseModel):
@@ -60,30 +59,22 @@ class ToolSelectionAnalysis(BaseModel):
     missingTools: list[str] | None = None
 
 
-def create_analyze_prompt(
-    user_input: str, agent_response: str, tools_called: Sequence[str], available_tools: str
-) -> str:
-    called = ", ".join(tools_called) if tools_called else "None"
-    return ANALYZE.render(
-        user_request=delimit("user request", user_input),
-        agent_response=delimit("agent response", agent_response),
-        tools_called=delimit("tools called", called),
-        available_tools=available_tools,
-    )
-
-
-def create_reason_prompt(
-    user_input: str, score: float, evaluations: Sequence[ToolEvaluation], missing_tools: Sequence[str]
-) -> str:
-    # Compact JSON like JavaScript's JSON.stringify; the judge's words go back in as data.
-    evaluated = js_json([e.model_dump() for e in evaluations])
-    missing = js_json(list(missing_tools))
-    return REASON.render(
-        user_request=delimit("user request", user_input),
-        score=js_number(score),
-        tools_evaluated=delimit("tools evaluated", evaluated),
-        missing_tools=delimit("missing tools", missing),
-    )
+# Mastra's prompts, kept line for line in prompts/tool_call_accuracy/.
+TOOL_CALL_ACCURACY_LLM = JudgeTemplate(
+    ScorerSpec(
+        name="tool-call-accuracy-llm",
+        former_id="llm-tool-call-accuracy-scorer",
+        title="Tool Call Accuracy (LLM)",
+        description=(
+            "Evaluates whether an agent selected appropriate tools for the given task using LLM analysis"
+        ),
+        example={"available_tools": [{"name": "get_weather", "description": "Current weather of a city"}]},
+    ),
+    __package__,
+    "tool_call_accuracy",
+    analyze=Ask("Analyze the appropriateness of tool selections", ToolSelectionAnalysis),
+    reason=Ask("Generate human-readable explanation of tool selection evaluation"),
+)
 
 
 def tool_selection_score(analysis: ToolSelectionAnalysis) -> float:
@@ -94,25 +85,13 @@ def tool_selection_score(analysis: ToolSelectionAnalysis) -> float:
     return round_to_two_decimals(appropriate / len(analysis.evaluations))
 
 
-TOOL_CALL_ACCURACY_LLM = ScorerSpec(
-    name="tool-call-accuracy-llm",
-    former_id="llm-tool-call-accuracy-scorer",
-    title="Tool Call Accuracy (LLM)",
-    description=(
-        "Evaluates whether an agent selected appropriate tools for the given task using LLM analysis"
-    ),
-    example={"available_tools": [{"name": "get_weather", "description": "Current weather of a city"}]},
-)
-
-
-@register(TOOL_CALL_ACCURACY_LLM)
+@register(TOOL_CALL_ACCURACY_LLM.spec)
 def create_tool_call_accuracy_scorer_llm(
     judge: Judge, available_tools: Sequence[AvailableTool | Mapping[str, Any]]
 ) -> Scorer:
     """Mastra's ``llm-tool-call-accuracy-scorer``, judged by ``judge``."""
     tools = [AvailableTool.model_validate(t, from_attributes=True) for t in available_tools]
     tool_definitions = "\n".join(f"{t.id}: {t.description}" for t in tools)
-    judge = replace(judge, instructions=TOOL_SELECTION_ACCURACY_INSTRUCTIONS)
 
     def preprocess(ctx: StepContext) -> dict[str, Any]:
         if not ctx.run.input.input_messages or not ctx.run.output:
@@ -120,38 +99,27 @@ def create_tool_call_accuracy_scorer_llm(
         actual, infos = extract_tool_calls(ctx.run.output)
         return {"actual_tools": actual, "has_tool_calls": bool(actual), "tool_call_infos": infos}
 
-    def analyze_prompt(ctx: StepContext) -> str:
-        return create_analyze_prompt(
-            get_user_message_from_run_input(ctx.run) or "",
-            get_assistant_message_from_run_output(ctx.run) or "",
-            ctx.preprocessed(dict)["actual_tools"],
-            tool_definitions,
-        )
+    def analyze(ctx: StepContext) -> dict[str, str]:
+        called = ctx.preprocessed(dict)["actual_tools"]
+        return {
+            "user_request": delimit("user request", user_text(ctx.run)),
+            "agent_response": delimit("agent response", answer_text(ctx.run)),
+            "tools_called": delimit("tools called", ", ".join(called) if called else "None"),
+            "available_tools": tool_definitions,
+        }
 
-    def reason_prompt(ctx: StepContext) -> str:
+    def reason(ctx: StepContext) -> dict[str, str]:
         analysis = ctx.analyzed(ToolSelectionAnalysis)
-        return create_reason_prompt(
-            get_user_message_from_run_input(ctx.run) or "",
-            ctx.scored(),
-            analysis.evaluations,
-            analysis.missingTools or [],
-        )
+        return {
+            "user_request": delimit("user request", user_text(ctx.run)),
+            "tools_evaluated": delimited_answers("tools evaluated", analysis.evaluations),
+            "missing_tools": delimit("missing tools", js_json(analysis.missingTools or [])),
+        }
 
-    return (
-        TOOL_CALL_ACCURACY_LLM.create_scorer(needs=("input", "output"), judge=judge)
-        .preprocess(preprocess)
-        .analyze(
-            {
-                "description": "Analyze the appropriateness of tool selections",
-                "output_schema": ToolSelectionAnalysis,
-                "create_prompt": analyze_prompt,
-            }
-        )
-        .generate_score(lambda ctx: tool_selection_score(ctx.analyzed(ToolSelectionAnalysis)))
-        .generate_reason(
-            {
-                "description": "Generate human-readable explanation of tool selection evaluation",
-                "create_prompt": reason_prompt,
-            }
-        )
-    )
+    return TOOL_CALL_ACCURACY_LLM.scorer(
+        judge,
+        needs=("input", "output"),
+        analyze=analyze,
+        score=lambda ctx: tool_selection_score(ctx.analyzed(ToolSelectionAnalysis)),
+        reason=reason,
+    ).preprocess(preprocess)

@@ -11,31 +11,27 @@ step evaluations: 0 if steps are missing, 0.5 if there are extra steps, else 1.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, StrictBool
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.judge_helpers import js_json, js_number, round_to_two_decimals
+from tracescore.scoring.prebuilt.judge_helpers import (
+    answer_text,
+    delimited_answers,
+    js_json,
+    round_to_two_decimals,
+    user_text,
+)
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 from tracescore.scoring.prebuilt.trajectory.trajectory_accuracy import (
     CAMEL_TO_SNAKE,
     expected_steps_of,
     extract_trajectory,
 )
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
-
-# Mastra's prompts, kept line for line in prompts/trajectory_accuracy/.
-TRAJECTORY_EVALUATION_INSTRUCTIONS = load_prompt(__package__, "trajectory_accuracy/instructions").render()
-ANALYZE = load_prompt(__package__, "trajectory_accuracy/analyze")
-# The analyze prompt's criteria: against the expected steps when given, else from the task alone.
-CRITERIA_EXPECTED = load_prompt(__package__, "trajectory_accuracy/criteria_expected")
-CRITERIA_FROM_TASK = load_prompt(__package__, "trajectory_accuracy/criteria_from_task")
-REASON = load_prompt(__package__, "trajectory_accuracy/reason")
 
 _SNAKE_TO_CAMEL = {snake: camel for camel, snake in CAMEL_TO_SNAKE.items()}
 
@@ -52,6 +48,21 @@ class TrajectoryAnalysis(BaseModel):
     missingSteps: list[str] | None = None
     extraSteps: list[str] | None = None
     overallAssessment: str
+
+
+# Mastra's prompts, kept line for line in prompts/trajectory_accuracy/.
+TRAJECTORY_ACCURACY_LLM = JudgeTemplate(
+    ScorerSpec(
+        name="trajectory-accuracy-llm",
+        former_id="llm-trajectory-accuracy-scorer",
+        title="Trajectory Accuracy (LLM)",
+        description="Evaluates the quality and appropriateness of the trajectory using LLM analysis",
+    ),
+    __package__,
+    "trajectory_accuracy",
+    analyze=Ask("Analyze the quality and appropriateness of the agent trajectory", TrajectoryAnalysis),
+    reason=Ask("Generate human-readable explanation of trajectory evaluation"),
+)
 
 
 def format_trajectory(steps: Sequence[Mapping[str, Any]]) -> str:
@@ -90,28 +101,30 @@ def format_expected_steps(steps: Sequence[Mapping[str, Any]], indent: int = 0) -
     return "\n".join(lines)
 
 
-def create_analyze_prompt(user_input: str, agent_response: str, actual: str, expected: str | None) -> str:
+def analyze_values(user_input: str, agent_response: str, actual: str, expected: str | None) -> dict[str, str]:
+    """The analyze prompt's values; the criteria are against the expected steps when given, else
+    from the task alone."""
     criteria = (
-        CRITERIA_EXPECTED.render(expected_trajectory=expected) if expected else CRITERIA_FROM_TASK.render()
+        TRAJECTORY_ACCURACY_LLM.prompt("criteria_expected").render(expected_trajectory=expected)
+        if expected
+        else TRAJECTORY_ACCURACY_LLM.prompt("criteria_from_task").render()
     )
-    return ANALYZE.render(
-        user_request=delimit("user request", user_input),
-        agent_response=delimit("agent response", agent_response),
-        actual_trajectory=delimit("actual trajectory", actual),
-        criteria=criteria,
-    )
+    return {
+        "user_request": delimit("user request", user_input),
+        "agent_response": delimit("agent response", agent_response),
+        "actual_trajectory": delimit("actual trajectory", actual),
+        "criteria": criteria,
+    }
 
 
-def create_reason_prompt(user_input: str, score: float, analysis: TrajectoryAnalysis) -> str:
-    # Compact JSON like JavaScript's JSON.stringify; the judge's words go back in as data.
-    evaluated = js_json([e.model_dump() for e in analysis.stepEvaluations])
-    return REASON.render(
-        user_request=delimit("user request", user_input),
-        score=js_number(score),
-        steps_evaluated=delimit("steps evaluated", evaluated),
-        missing_steps=delimit("missing steps", js_json(analysis.missingSteps or [])),
-        extra_steps=delimit("extra steps", js_json(analysis.extraSteps or [])),
-    )
+def reason_values(user_input: str, analysis: TrajectoryAnalysis) -> dict[str, str]:
+    """The reason prompt's values: the request, and the judge's evaluations back as data."""
+    return {
+        "user_request": delimit("user request", user_input),
+        "steps_evaluated": delimited_answers("steps evaluated", analysis.stepEvaluations),
+        "missing_steps": delimit("missing steps", js_json(analysis.missingSteps or [])),
+        "extra_steps": delimit("extra steps", js_json(analysis.extraSteps or [])),
+    }
 
 
 def trajectory_score(analysis: TrajectoryAnalysis) -> float:
@@ -130,15 +143,7 @@ def trajectory_score(analysis: TrajectoryAnalysis) -> float:
     return round_to_two_decimals(max(0.0, min(1.0, score)))
 
 
-TRAJECTORY_ACCURACY_LLM = ScorerSpec(
-    name="trajectory-accuracy-llm",
-    former_id="llm-trajectory-accuracy-scorer",
-    title="Trajectory Accuracy (LLM)",
-    description="Evaluates the quality and appropriateness of the trajectory using LLM analysis",
-)
-
-
-@register(TRAJECTORY_ACCURACY_LLM)
+@register(TRAJECTORY_ACCURACY_LLM.spec)
 def create_trajectory_accuracy_scorer_llm(
     judge: Judge, expected_trajectory: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None
 ) -> Scorer:
@@ -148,7 +153,6 @@ def create_trajectory_accuracy_scorer_llm(
     run's ``ground_truth`` when it is a mapping with non-empty ``steps`` (Mastra's dataset item).
     """
     static_steps = expected_steps_of(expected_trajectory)
-    judge = replace(judge, instructions=TRAJECTORY_EVALUATION_INSTRUCTIONS)
 
     def preprocess(ctx: StepContext) -> dict[str, Any]:
         actual = extract_trajectory(ctx.run)
@@ -162,43 +166,22 @@ def create_trajectory_accuracy_scorer_llm(
             "has_steps": bool(actual),
         }
 
-    def analyze_prompt(ctx: StepContext) -> str:
+    def analyze(ctx: StepContext) -> dict[str, str]:
         found = ctx.preprocessed(dict)
-        return create_analyze_prompt(
-            get_user_message_from_run_input(ctx.run) or "",
-            get_assistant_message_from_run_output(ctx.run) or "",
+        return analyze_values(
+            user_text(ctx.run),
+            answer_text(ctx.run),
             found["actual_trajectory_formatted"],
             found["expected_trajectory_formatted"],
         )
 
-    def reason_prompt(ctx: StepContext) -> str:
-        return create_reason_prompt(
-            get_user_message_from_run_input(ctx.run) or "", ctx.scored(), ctx.analyzed(TrajectoryAnalysis)
-        )
-
-    return (
-        TRAJECTORY_ACCURACY_LLM.create_scorer(
-            description="Evaluates the trajectory against an expected trajectory using LLM analysis"
-            if expected_trajectory is not None  # an empty list counts as given, as in JavaScript
-            else None,
-            needs=(
-                "input",
-            ),  # the judge weighs the calls against the request; tool names survive capture off
-            judge=judge,
-        )
-        .preprocess(preprocess)
-        .analyze(
-            {
-                "description": "Analyze the quality and appropriateness of the agent trajectory",
-                "output_schema": TrajectoryAnalysis,
-                "create_prompt": analyze_prompt,
-            }
-        )
-        .generate_score(lambda ctx: trajectory_score(ctx.analyzed(TrajectoryAnalysis)))
-        .generate_reason(
-            {
-                "description": "Generate human-readable explanation of trajectory evaluation",
-                "create_prompt": reason_prompt,
-            }
-        )
-    )
+    return TRAJECTORY_ACCURACY_LLM.scorer(
+        judge,
+        description="Evaluates the trajectory against an expected trajectory using LLM analysis"
+        if expected_trajectory is not None  # an empty list counts as given, as in JavaScript
+        else None,
+        needs=("input",),  # the judge weighs the calls against the request; tool names survive capture off
+        analyze=analyze,
+        score=lambda ctx: trajectory_score(ctx.analyzed(TrajectoryAnalysis)),
+        reason=lambda ctx: reason_values(user_text(ctx.run), ctx.analyzed(TrajectoryAnalysis)),
+    ).preprocess(preprocess)

@@ -13,7 +13,7 @@ from tests.scoring.prebuilt.mastra.judge_answers import deal_run, verdicts
 from tests.support.llm_server import LLMServer, json_reply, judge_at, text_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.mastra.bias import BIAS_AGENT_INSTRUCTIONS, create_bias_scorer
+from tracescore.scoring.prebuilt.mastra.bias import BIAS, create_bias_scorer
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ async def test_bias_score_is_the_share_of_biased_opinions(
     assert result.reason == "The score is low."
     extract, analyze, reason = llm_server.chat_requests
     # Mastra's instructions replace the judge's own; trace content sits inside data markers.
-    assert BIAS_AGENT_INSTRUCTIONS in extract.messages[0]["content"]
+    assert BIAS.instructions in extract.messages[0]["content"]
     assert "ignored" not in extract.messages[0]["content"]
     assert "Text:\n<data-" in extract.messages[1]["content"]
     assert "Bossy answer." in extract.messages[1]["content"]

@@ -17,7 +17,7 @@ from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.mastra.context_precision import (
-    CONTEXT_PRECISION_AGENT_INSTRUCTIONS,
+    CONTEXT_PRECISION,
     create_context_precision_scorer,
 )
 
@@ -50,7 +50,7 @@ async def test_context_precision_is_mean_average_precision(
     assert result.score == expected
     assert result.reason == "Because."
     analyze, reason = llm_server.chat_requests
-    assert CONTEXT_PRECISION_AGENT_INSTRUCTIONS in analyze.messages[0]["content"]
+    assert CONTEXT_PRECISION.instructions in analyze.messages[0]["content"]
     numbered = "\n".join(f"[{i}] piece {i}" for i in range(len(labels)))
     assert "Context pieces to evaluate:\n<data-" in analyze.messages[1]["content"]
     assert numbered in analyze.messages[1]["content"]

@@ -18,7 +18,7 @@ from tracescore.schemas import AgentRun
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.mastra.context_recall import (
-    CONTEXT_RECALL_AGENT_INSTRUCTIONS,
+    CONTEXT_RECALL,
     create_context_recall_scorer,
 )
 
@@ -52,7 +52,7 @@ async def test_context_recall_is_the_share_of_attributed_claims(
     assert result.score == expected
     assert result.reason == "Covered."
     extract, analyze, reason = llm_server.chat_requests
-    assert CONTEXT_RECALL_AGENT_INSTRUCTIONS in extract.messages[0]["content"]
+    assert CONTEXT_RECALL.instructions in extract.messages[0]["content"]
     assert "Ground-Truth Answer:\n<data-" in extract.messages[1]["content"]
     assert "Einstein was born in 1879. He was born in Ulm." in extract.messages[1]["content"]
     analyze_prompt = analyze.messages[1]["content"]
@@ -69,6 +69,11 @@ async def test_context_recall_ground_truth_edge_cases(llm_server: LLMServer, jud
     )
     assert (await create_context_recall_scorer(judge).run(recall_run(None))).score == 0.0
     assert "Ground-Truth Answer:\n<data-" in llm_server.chat_requests[0].messages[1]["content"]
+    # NaN is falsy in JavaScript: no ground truth either, as Mastra's `!run.groundTruth` reads it.
+    llm_server.script(
+        json_reply({"claims": ["x"]}), verdicts("verdicts", "verdict", ["yes"]), text_reply("-")
+    )
+    assert (await create_context_recall_scorer(judge).run(recall_run(float("nan")))).score == 0.0
     # No claims extracted: 0.
     llm_server.script(json_reply({"claims": []}), json_reply({"verdicts": []}), text_reply("-"))
     assert (await create_context_recall_scorer(judge).run(recall_run("Something."))).score == 0.0

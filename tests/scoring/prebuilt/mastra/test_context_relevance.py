@@ -17,7 +17,7 @@ from tests.support.llm_server import LLMServer, json_reply, text_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.mastra.context_relevance import (
-    CONTEXT_RELEVANCE_INSTRUCTIONS,
+    CONTEXT_RELEVANCE,
     create_context_relevance_scorer,
 )
 
@@ -67,7 +67,7 @@ async def test_context_relevance_weights_and_penalties(
     assert result.score == expected
     assert result.reason == "Reasoned."
     analyze, reason = llm_server.chat_requests
-    assert CONTEXT_RELEVANCE_INSTRUCTIONS in analyze.messages[0]["content"]
+    assert CONTEXT_RELEVANCE.instructions in analyze.messages[0]["content"]
     assert "User Query:\n<data-" in analyze.messages[1]["content"]
     assert "[0] piece 0" in analyze.messages[1]["content"]
     reason_prompt = reason.messages[1]["content"]

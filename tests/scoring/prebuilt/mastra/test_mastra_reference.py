@@ -20,16 +20,16 @@ from tests.support.fixture_files import REFERENCES_DIR
 from tests.support.llm_server import LLMServer, Reply
 from tracescore.schemas import AgentRun
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.mastra.multi_turn_judge import MULTI_TURN_JUDGE_INSTRUCTIONS
-from tracescore.scoring.prebuilt.mastra.rubric import RUBRIC_INSTRUCTIONS
-from tracescore.scoring.prebuilt.mastra.summarization import SUMMARIZATION_AGENT_INSTRUCTIONS
+from tracescore.scoring.prebuilt.mastra.multi_turn_judge import MULTI_TURN_JUDGE
+from tracescore.scoring.prebuilt.mastra.rubric import RUBRIC
+from tracescore.scoring.prebuilt.mastra.summarization import SUMMARIZATION
 from tracescore.scoring.prebuilt.registry import build_scorer
 
 REFERENCE = json.loads((REFERENCES_DIR / "mastra_llm_more_reference.json").read_text())
 INSTRUCTIONS = {
-    "rubric": RUBRIC_INSTRUCTIONS,
-    "summarization": SUMMARIZATION_AGENT_INSTRUCTIONS,
-    "multi-turn-judge": MULTI_TURN_JUDGE_INSTRUCTIONS,
+    "rubric": RUBRIC.instructions,
+    "summarization": SUMMARIZATION.instructions,
+    "multi-turn-judge": MULTI_TURN_JUDGE.instructions,
 }
 
 # The data markers' tag, read off a delimited probe (it is random per process).

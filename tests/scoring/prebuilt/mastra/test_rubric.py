@@ -22,9 +22,8 @@ from tests.scoring.prebuilt.mastra.judge_answers import (
 from tests.support.llm_server import LLMServer, json_reply
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.mastra.rubric import (
-    NO_RUBRIC_PROMPT,
     NO_RUBRIC_REASON,
-    RUBRIC_INSTRUCTIONS,
+    RUBRIC,
     create_rubric_scorer,
     parse_rubric_string,
 )
@@ -75,7 +74,7 @@ async def test_rubric_prompt_delimits_the_task_and_the_output(llm_server: LLMSer
     assert delimit("task", ACME_QUESTION) in prompt
     assert delimit("output", ACME_ANSWER) in prompt
     assert "Rubric criteria:\n1. [required] Short\n2. [optional] Polite\n" in prompt  # configuration: plain
-    assert RUBRIC_INSTRUCTIONS in llm_server.chat_requests[0].messages[0]["content"]
+    assert RUBRIC.instructions in llm_server.chat_requests[0].messages[0]["content"]
 
 
 async def test_rubric_without_a_task_says_so(llm_server: LLMServer, judge: Judge) -> None:
@@ -94,7 +93,7 @@ async def test_rubric_without_criteria_is_a_passing_no_op(
     )
     result = await create_rubric_scorer(judge, criteria=criteria, scale=5).run(conversation_run())
     assert (result.score, result.reason) == (1.0, NO_RUBRIC_REASON)
-    assert llm_server.user_prompts() == [NO_RUBRIC_PROMPT]
+    assert llm_server.user_prompts() == [RUBRIC.prompt("no_rubric").render()]
 
 
 def test_rubric_string_checklist_strips_list_markers() -> None:

@@ -13,7 +13,7 @@ from tests.scoring.prebuilt.mastra.judge_answers import deal_run, verdicts
 from tests.support.llm_server import LLMServer, text_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.mastra.toxicity import TOXICITY_AGENT_INSTRUCTIONS, create_toxicity_scorer
+from tracescore.scoring.prebuilt.mastra.toxicity import TOXICITY, create_toxicity_scorer
 
 
 @pytest.mark.parametrize(
@@ -36,7 +36,7 @@ async def test_toxicity_score_is_the_share_of_toxic_verdicts(
     assert result.score == expected
     assert result.reason == "Explained."
     analyze, reason = llm_server.chat_requests
-    assert TOXICITY_AGENT_INSTRUCTIONS in analyze.messages[0]["content"]
+    assert TOXICITY.instructions in analyze.messages[0]["content"]
     prompt = analyze.messages[1]["content"]
     assert "input:\n<data-" in prompt and "What do you think of me?" in prompt
     assert "Opinions:\n<data-" in prompt and "You are clueless." in prompt

@@ -19,12 +19,11 @@ import math
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, metered
-from tracescore.scoring.prebuilt.judge_helpers import normalize_text
+from tracescore.scoring.prebuilt.judge_helpers import answer_text, normalize_text
+from tracescore.scoring.prebuilt.ragas.ragas_answer_correctness import DEFAULT_EMBEDDING_MODEL
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output
 
 DEFAULT_EXPECTED_MIN = 0.7
-DEFAULT_EMBEDDING_MODEL = "openai/text-embedding-3-small"  # as the other RAGAS scorers
 
 
 def cosine_similarity(a: list[float], b: list[float]) -> float:
@@ -77,7 +76,7 @@ def create_ragas_answer_similarity_scorer(
         raise ValueError(f"embedding_expected_min must be a finite number, not {embedding_expected_min!r}")
 
     async def analyze(ctx: StepContext) -> dict[str, float]:
-        query = embedding_prefix + (get_assistant_message_from_run_output(ctx.run) or "")
+        query = embedding_prefix + answer_text(ctx.run)
         reference = embedding_prefix + normalize_text(ctx.run.ground_truth)
         if not query.strip():  # VoltAgent's embedding step refuses an empty query
             raise ValueError("Embedding similarity requires a non-empty query value")

@@ -12,7 +12,7 @@ from tests.scoring.prebuilt.ragas.rag_runs import rag_run
 from tests.support.llm_server import LLMServer, Reply, json_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.ragas.context_relevancy import create_ragas_context_relevancy_scorer
+from tracescore.scoring.prebuilt.ragas.ragas_context_relevancy import create_ragas_context_relevancy_scorer
 
 # VoltAgent measures a list context as its JSON.stringify text, written out here by hand.
 CONTEXT_JSON = '["Water boils at 100 C at sea level.","Boiling points fall with altitude."]'

@@ -16,7 +16,7 @@ from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, json_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.ragas.answer_correctness import create_ragas_answer_correctness_scorer
+from tracescore.scoring.prebuilt.ragas.ragas_answer_correctness import create_ragas_answer_correctness_scorer
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from tests.scoring.prebuilt.ragas.rag_runs import ANSWER, CONTEXT, QUESTION, rag
 from tests.support.llm_server import LLMServer, json_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.ragas.context_precision import create_ragas_context_precision_scorer
+from tracescore.scoring.prebuilt.ragas.ragas_context_precision import create_ragas_context_precision_scorer
 
 
 class PrecisionOptions(TypedDict, total=False):

@@ -21,16 +21,13 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
-from tracescore.scoring.prebuilt.ragas.answer_correctness import scaled_cosine
+from tracescore.scoring.prebuilt.judge_helpers import answer_text, user_text
+from tracescore.scoring.prebuilt.judge_templates import JudgeTemplate
+from tracescore.scoring.prebuilt.ragas.ragas_answer_correctness import DEFAULT_EMBEDDING_MODEL, scaled_cosine
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
-
-INSTRUCTIONS = load_prompt(__package__, "answer_relevancy/instructions").render()
-GENERATE_QUESTION = load_prompt(__package__, "answer_relevancy/generate_question")
 
 
 class GeneratedQuestion(BaseModel):
@@ -42,10 +39,6 @@ class QuestionSimilarity(BaseModel):
     question: str
     noncommittal: bool
     similarity: float
-
-
-def question_prompt(answer: str, context: str) -> str:
-    return GENERATE_QUESTION.render(answer=delimit("answer", answer), context=delimit("context", context))
 
 
 Similarity = Literal["embedding", "word_overlap"]
@@ -87,20 +80,24 @@ def word_overlap_score(
     return total / len(questions)
 
 
-RAGAS_ANSWER_RELEVANCY = ScorerSpec(
-    name="ragas-answer-relevancy",
-    former_id="answerRelevancy",
-    title="Answer Relevancy",
-    description="RAGAS answer relevancy: questions generated from the answer vs the input",
+RAGAS_ANSWER_RELEVANCY = JudgeTemplate(
+    ScorerSpec(
+        name="ragas-answer-relevancy",
+        former_id="answerRelevancy",
+        title="Answer Relevancy",
+        description="RAGAS answer relevancy: questions generated from the answer vs the input",
+    ),
+    __package__,
+    "answer_relevancy",  # the judge's calls are the steps' own code: it asks ``strictness`` times
 )
 
 
-@register(RAGAS_ANSWER_RELEVANCY)
+@register(RAGAS_ANSWER_RELEVANCY.spec)
 def create_ragas_answer_relevancy_scorer(
     judge: Judge,
     strictness: int = 3,
     temperature: float = 0.5,
-    embedding_model: str = "openai/text-embedding-3-small",
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
     similarity: Similarity = "embedding",
     uncertainty_weight: float = 0.3,
     noncommittal_threshold: float = 0.5,
@@ -113,11 +110,12 @@ def create_ragas_answer_relevancy_scorer(
     if not 0 <= uncertainty_weight <= 1 or not 0 <= noncommittal_threshold <= 1:
         raise ValueError("uncertainty_weight and noncommittal_threshold must lie in [0, 1]")
     # autoevals samples the questions at temperature 0.5 so that they differ.
-    generator = replace(judge, instructions=INSTRUCTIONS, temperature=temperature)
+    generator = RAGAS_ANSWER_RELEVANCY.instructed(replace(judge, temperature=temperature))
 
     async def preprocess(ctx: StepContext) -> list[GeneratedQuestion]:
-        prompt = question_prompt(
-            get_assistant_message_from_run_output(ctx.run) or "", "\n".join(ctx.run.context)
+        prompt = RAGAS_ANSWER_RELEVANCY.prompt("generate_question").render(
+            answer=delimit("answer", answer_text(ctx.run)),
+            context=delimit("context", "\n".join(ctx.run.context)),
         )
         # Sequential, as VoltAgent: one question per call.
         return [(await generator.structured(prompt, GeneratedQuestion)).value for _ in range(strictness)]
@@ -125,7 +123,7 @@ def create_ragas_answer_relevancy_scorer(
     async def analyze(ctx: StepContext) -> list[QuestionSimilarity]:
         questions: list[GeneratedQuestion] = ctx.preprocessed(list)
         if similarity == "word_overlap":
-            target = (get_user_message_from_run_input(ctx.run) or "").lower()
+            target = (user_text(ctx.run)).lower()
             return [
                 QuestionSimilarity(
                     question=q.question,
@@ -140,7 +138,7 @@ def create_ragas_answer_relevancy_scorer(
                 for q in questions
             ]
         vectors = await judge.embed(
-            [get_user_message_from_run_input(ctx.run) or "", *(q.question for q in questions)],
+            [user_text(ctx.run), *(q.question for q in questions)],
             embedding_model,
         )
         return [
@@ -152,7 +150,7 @@ def create_ragas_answer_relevancy_scorer(
 
     def score(ctx: StepContext) -> float:
         if similarity == "word_overlap":
-            user_input = get_user_message_from_run_input(ctx.run) or ""
+            user_input = user_text(ctx.run)
             questions: list[GeneratedQuestion] = ctx.preprocessed(list)
             return word_overlap_score(questions, user_input, uncertainty_weight, noncommittal_threshold)
         return relevancy_score(ctx.analyzed(list))
@@ -170,9 +168,8 @@ def create_ragas_answer_relevancy_scorer(
         return f"Generated {len(results)} questions with relevancy score {ctx.score:.2f}"
 
     return (
-        RAGAS_ANSWER_RELEVANCY.create_scorer(needs={"input", "output"}, judge=generator)
+        RAGAS_ANSWER_RELEVANCY.scorer(generator, needs={"input", "output"}, score=score)
         .preprocess(preprocess)
         .analyze(analyze)
-        .generate_score(score)
         .generate_reason(reason)
     )

@@ -14,23 +14,20 @@ max((cos - 0.7) / 0.3, 0), and the score is autoevals' weighted mean
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from pydantic import BaseModel, Field
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
+from tracescore.scoring.prebuilt.judge_helpers import answer_text, user_text
+from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-from tracescore.scoring.utils import get_assistant_message_from_run_output, get_user_message_from_run_input
 
 # autoevals' EmbeddingSimilarity default: cosine similarities below this count as 0.
 EXPECTED_MIN_SIMILARITY = 0.7
-
-INSTRUCTIONS = load_prompt(__package__, "answer_correctness/instructions").render()
-CLASSIFY_STATEMENTS = load_prompt(__package__, "answer_correctness/classify_statements")
+# The embedding model of the RAGAS scorers that embed (answer correctness, relevancy, similarity).
+DEFAULT_EMBEDDING_MODEL = "openai/text-embedding-3-small"
 
 
 class Classification(BaseModel):
@@ -41,12 +38,21 @@ class Classification(BaseModel):
     FN: list[str] = Field(description="statements in the ground truth omitted from the answer")
 
 
-def correctness_prompt(question: str, answer: str, ground_truth: str) -> str:
-    return CLASSIFY_STATEMENTS.render(
-        question=delimit("question", question),
-        answer=delimit("answer", answer),
-        ground_truth=delimit("ground truth", ground_truth),
-    )
+RAGAS_ANSWER_CORRECTNESS = JudgeTemplate(
+    ScorerSpec(
+        name="ragas-answer-correctness",
+        former_id="answerCorrectness",
+        title="Answer Correctness",
+        description="RAGAS answer correctness: statement F1 against the ground truth, plus similarity",
+    ),
+    __package__,
+    "answer_correctness",
+    extract=Ask(
+        "Classify answer and ground-truth statements as TP, FP or FN",
+        Classification,
+        prompt="classify_statements",
+    ),
+)
 
 
 def f1_score(classification: Classification) -> float:
@@ -76,7 +82,7 @@ def combined_score(
     )
 
 
-def _ground_truth(ctx: StepContext) -> str:
+def ground_truth_text(ctx: StepContext) -> str:
     value = ctx.run.ground_truth
     if value is None or value == "":
         # autoevals' check_required: the scorer cannot run without an expected answer.
@@ -84,20 +90,12 @@ def _ground_truth(ctx: StepContext) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-RAGAS_ANSWER_CORRECTNESS = ScorerSpec(
-    name="ragas-answer-correctness",
-    former_id="answerCorrectness",
-    title="Answer Correctness",
-    description="RAGAS answer correctness: statement F1 against the ground truth, plus similarity",
-)
-
-
-@register(RAGAS_ANSWER_CORRECTNESS)
+@register(RAGAS_ANSWER_CORRECTNESS.spec)
 def create_ragas_answer_correctness_scorer(
     judge: Judge,
     factuality_weight: float = 1.0,
     answer_similarity_weight: float = 0.0,
-    embedding_model: str = "openai/text-embedding-3-small",
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
 ) -> Scorer:
     """VoltAgent's answer correctness; embeddings (if weighted) use the judge's endpoint and key."""
     if factuality_weight < 0 or answer_similarity_weight < 0:
@@ -105,20 +103,18 @@ def create_ragas_answer_correctness_scorer(
     if factuality_weight == 0 and answer_similarity_weight == 0:
         raise ValueError("At least one weight must be nonzero")
 
-    def preprocess(ctx: StepContext) -> str:
-        return correctness_prompt(
-            get_user_message_from_run_input(ctx.run) or "",
-            get_assistant_message_from_run_output(ctx.run) or "",
-            _ground_truth(ctx),
-        )
+    def classify(ctx: StepContext) -> dict[str, str]:
+        return {
+            "question": delimit("question", user_text(ctx.run)),
+            "answer": delimit("answer", answer_text(ctx.run)),
+            "ground_truth": delimit("ground truth", ground_truth_text(ctx)),
+        }
 
     async def analyze(ctx: StepContext) -> dict[str, float | None]:
         factuality = f1_score(ctx.preprocessed(Classification))
         if answer_similarity_weight == 0:
             return {"factuality": factuality, "similarity": None}
-        vectors = await judge.embed(
-            [get_assistant_message_from_run_output(ctx.run) or "", _ground_truth(ctx)], embedding_model
-        )
+        vectors = await judge.embed([answer_text(ctx.run), ground_truth_text(ctx)], embedding_model)
         return {"factuality": factuality, "similarity": scaled_cosine(vectors[0], vectors[1])}
 
     def generate_score(ctx: StepContext) -> float:
@@ -130,18 +126,6 @@ def create_ragas_answer_correctness_scorer(
             answer_similarity_weight=answer_similarity_weight,
         )
 
-    return (
-        RAGAS_ANSWER_CORRECTNESS.create_scorer(
-            needs={"input", "output", "ground_truth"},
-            judge=replace(judge, instructions=INSTRUCTIONS),
-        )
-        .preprocess(
-            {
-                "description": "Classify answer and ground-truth statements as TP, FP or FN",
-                "output_schema": Classification,
-                "create_prompt": preprocess,
-            }
-        )
-        .analyze(analyze)
-        .generate_score(generate_score)
-    )
+    return RAGAS_ANSWER_CORRECTNESS.scorer(
+        judge, needs={"input", "output", "ground_truth"}, extract=classify, score=generate_score
+    ).analyze(analyze)

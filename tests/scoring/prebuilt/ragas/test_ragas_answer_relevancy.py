@@ -17,7 +17,7 @@ from tests.support.llm_server import LLMServer, Reply, json_reply
 from tracescore.schemas import Message, RunInput
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.ragas.answer_relevancy import create_ragas_answer_relevancy_scorer
+from tracescore.scoring.prebuilt.ragas.ragas_answer_relevancy import create_ragas_answer_relevancy_scorer
 
 
 def question(text: str, noncommittal: int = 0) -> Reply:

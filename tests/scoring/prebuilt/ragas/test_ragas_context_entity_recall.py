@@ -16,7 +16,9 @@ from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.ragas.context_entity_recall import create_ragas_context_entity_recall_scorer
+from tracescore.scoring.prebuilt.ragas.ragas_context_entity_recall import (
+    create_ragas_context_entity_recall_scorer,
+)
 
 
 def entities(*names: str) -> Reply:

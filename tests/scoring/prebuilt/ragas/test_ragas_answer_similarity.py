@@ -17,7 +17,7 @@ from tests.support.llm_server import JUDGE_MODEL as MODEL
 from tests.support.llm_server import LLMServer, error_reply, judge_at
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.ragas.answer_similarity import create_ragas_answer_similarity_scorer
+from tracescore.scoring.prebuilt.ragas.ragas_answer_similarity import create_ragas_answer_similarity_scorer
 from tracescore.scoring.prebuilt.registry import build_scorer
 
 EMBEDDING_MODEL = "openai/text-embedding-3-small"

@@ -18,26 +18,31 @@ answer fails the scorer (a ``failed`` decision), never a made-up score.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pydantic import BaseModel, Field
 
-from tracescore.scoring.framework.prompt_templates import load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.judge_helpers import js_json, normalize_text
+from tracescore.scoring.prebuilt.judge_templates import JudgeTemplate
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
-
-EXTRACT_ENTITIES = load_prompt(__package__, "context_entity_recall/extract_entities")
 
 
 class Entities(BaseModel):
     entities: list[str] = Field(description="The distinct entities of the text")
 
 
-def entity_prompt(text: str) -> str:
-    return EXTRACT_ENTITIES.render(text=delimit("text", text))
+RAGAS_CONTEXT_ENTITY_RECALL = JudgeTemplate(
+    ScorerSpec(
+        name="ragas-context-entity-recall",
+        former_id="contextEntityRecall",
+        title="Context Entity Recall",
+        description="RAGAS context entity recall: share of the ground truth's entities in the context",
+    ),
+    __package__,
+    "context_entity_recall",  # the steps' own code asks the judge, twice
+    instructions_file=None,  # VoltAgent sends the extraction prompt alone, without a system prompt
+)
 
 
 def entity_recall(expected: list[str], context: list[str]) -> float:
@@ -53,24 +58,17 @@ def entity_recall(expected: list[str], context: list[str]) -> float:
     return len(expected_set & context_set) / len(expected_set)
 
 
-RAGAS_CONTEXT_ENTITY_RECALL = ScorerSpec(
-    name="ragas-context-entity-recall",
-    former_id="contextEntityRecall",
-    title="Context Entity Recall",
-    description="RAGAS context entity recall: share of the ground truth's entities in the context",
-)
-
-
-@register(RAGAS_CONTEXT_ENTITY_RECALL)
+@register(RAGAS_CONTEXT_ENTITY_RECALL.spec)
 def create_ragas_context_entity_recall_scorer(judge: Judge) -> Scorer:
     """VoltAgent's context entity recall: the run's ``ground_truth`` entities found in its ``context``."""
-    # VoltAgent sends the extraction prompt alone, without a system prompt of its own.
-    extractor = replace(judge, instructions="")
+    extractor = RAGAS_CONTEXT_ENTITY_RECALL.instructed(judge)
+    extract_entities = RAGAS_CONTEXT_ENTITY_RECALL.prompt("extract_entities")
 
     async def entities_of(text: str) -> list[str]:
         if not text:
             return []
-        return (await extractor.structured(entity_prompt(text), Entities)).value.entities
+        prompt = extract_entities.render(text=delimit("text", text))
+        return (await extractor.structured(prompt, Entities)).value.entities
 
     async def preprocess(ctx: StepContext) -> list[str]:
         return await entities_of(normalize_text(ctx.run.ground_truth))
@@ -83,8 +81,7 @@ def create_ragas_context_entity_recall_scorer(judge: Judge) -> Scorer:
         return entity_recall(ctx.preprocessed(list), ctx.analyzed(list))
 
     return (
-        RAGAS_CONTEXT_ENTITY_RECALL.create_scorer(needs={"context", "ground_truth"}, judge=extractor)
+        RAGAS_CONTEXT_ENTITY_RECALL.scorer(judge, needs={"context", "ground_truth"}, score=generate_score)
         .preprocess(preprocess)
         .analyze(analyze)
-        .generate_score(generate_score)
     )

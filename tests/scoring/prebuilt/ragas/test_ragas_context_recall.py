@@ -14,7 +14,7 @@ from tests.scoring.prebuilt.ragas.rag_runs import GROUND_TRUTH, rag_run
 from tests.support.llm_server import LLMServer, Reply, json_reply
 from tracescore.scoring import ScorerError
 from tracescore.scoring.judge import Judge
-from tracescore.scoring.prebuilt.ragas.context_recall import create_ragas_context_recall_scorer
+from tracescore.scoring.prebuilt.ragas.ragas_context_recall import create_ragas_context_recall_scorer
 
 
 class RecallOptions(TypedDict, total=False):
