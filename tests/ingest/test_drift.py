@@ -220,7 +220,7 @@ async def test_the_monitor_starts_once_and_shuts_down_safely_whenever(store: Sto
         return sum(task.get_name() == "drift" and not task.done() for task in asyncio.all_tasks())
 
     registry = CollectorRegistry()
-    monitor = DriftMonitor(store, DriftConfig(interval="0.05s"), registry=registry)
+    monitor = DriftMonitor(store, DriftConfig(interval=0.05), registry=registry)
     await monitor.shutdown()  # before start: nothing to stop
     await monitor.start()
     await monitor.start()  # started already: still one loop
