@@ -59,6 +59,7 @@ SERIAL_E2E_MODULES = frozenset(
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``make test`` runs two pytest-xdist workers (``--dist loadgroup``, scopes in collection order).
     The end-to-end tests with time or memory bounds (real ``tracescore serve`` processes under load) go
