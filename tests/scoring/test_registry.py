@@ -32,7 +32,8 @@ def test_importing_scoring_loads_no_scorer_module_nor_scipy() -> None:
         "import sys, tracescore.scoring as scoring\n"
         "from tracescore.scoring import create_scorer, run_evals, Judge\n"
         "registry = 'tracescore.scoring.prebuilt.registry'  # the catalogue of names, not a scorer\n"
-        "prebuilt = [m for m in sys.modules if m.startswith('tracescore.scoring.prebuilt.') and m != registry]\n"
+        "prebuilt = [m for m in sys.modules\n"
+        "            if m.startswith('tracescore.scoring.prebuilt.') and m != registry]\n"
         "loaded = prebuilt + [m for m in sys.modules if m.split('.')[0] == 'scipy']\n"
         "print(len(loaded), loaded[:5])\n"
     )
