@@ -169,6 +169,31 @@ async def test_a_step_measured_slow_moves_to_a_worker_process_and_stays_there_on
     assert place_of(larger.preprocess_step_result) == "worker"
 
 
+async def test_the_loop_keeps_turning_while_a_step_runs_slow_for_the_first_time() -> None:
+    def busy(ctx: StepContext) -> float:
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:  # Python code holding the interpreter lock
+            pass
+        return 0.5
+
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        scorer = create_scorer(id="busy", description="d").generate_score(busy)
+        assert (await scorer.run(agent_run("q", "a"))).score == 0.5
+    finally:
+        ticker.cancel()
+    # On the loop the step would have allowed no tick at all; in its thread it shares the lock.
+    assert ticks >= 5
+
+
 async def test_a_step_cancelled_by_a_timeout_in_its_thread_runs_in_a_worker_process_next() -> None:
     calls = 0
 
