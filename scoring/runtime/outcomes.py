@@ -1,5 +1,5 @@
-"""What a scorer run leaves: its score row, its decision row, and the judge spend it is counted with
-in the metrics."""
+"""What a scorer run leaves: its score row (validated against the scorer's scale), its decision row,
+and the judge spend it is counted with in the metrics."""
 
 from __future__ import annotations
 
