@@ -112,7 +112,9 @@ class PromptStep:
             raise ValueError(f"{name}: a prompt object needs a judge (create_scorer(judge=...) or its own)")
         return cls(name, prompt_object, judge)
 
-    async def execute(self, context: StepContext) -> StepOutcome:
+    async def execute(self, context: StepContext, run_chars: int) -> StepOutcome:
+        """Render the prompt and ask the judge (on the event loop: the judge call is I/O, whatever
+        the run's size)."""
         prompt = self.definition.create_prompt(context)
         if inspect.isawaitable(prompt):
             prompt = await prompt

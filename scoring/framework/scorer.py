@@ -22,15 +22,15 @@ typed accessors (``ctx.preprocessed(dict)``, ``ctx.analyzed(Verdicts)``) and, in
 ``ctx.score``. Steps may be sync or async. The score must be a finite number in [0, ``scale``];
 anything else fails the run with a ``ScorerError`` naming the value, so it is never stored.
 
-Where steps run: a sync step runs inline on the event loop, so it must be cheap. Declare a CPU-heavy
-sync step with ``heavy=True`` and it runs in a worker process (``scoring.framework.step_workers``), off the
-loop and
-its interpreter lock; when the scorer's timeout fires, the worker is killed and the work stops. A
-heavy step whose cost is bounded by its input (a text comparison) may say so with
-``inline_below_chars=N``: on runs of fewer characters it runs in a thread instead, sparing the trip
-to the worker (tracescore's own text comparisons use ``SMALL_RUN_CHARS``); and with
-``loop_below_chars=M``: on runs of fewer still it runs on the loop, where the step costs less than
-the thread hop (~0.1 ms) would.
+Where steps run is measured, not declared: an async step runs on the event loop; a sync step runs
+on the loop while it is measured cheap at the run's size, and in a worker process
+(``scoring.framework.step_workers``, off the loop and its interpreter lock) once it is measured
+slow, where the scorer's timeout kills the worker and the work stops; a size it has not run at
+yet is tried in a thread (``scoring.framework.step_placement``). So a sync step must be a function of
+what it sees: return its result rather than change shared state. A step whose running time its
+input does not bound (a user's regular expression, a solver) declares ``killable=True`` and always
+runs in a worker process: a step that never returns gives no measurement, and a thread cannot be
+stopped.
 
 A scorer is an immutable builder: each chained call returns a new scorer and the scorer keeps no
 per-run state, so one instance may score many runs concurrently.
@@ -41,7 +41,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-import os
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -101,7 +101,7 @@ class ScorerResult(BaseModel):
     reason: str | None = None
     # The scored run's label where the scorer gives one (a classifier's choice, a check's pass/fail).
     label: str | None = None
-    # The score lies in [0, scale].
+    # The score lies in [0, scale] (``Scorer.run`` checks it).
     scale: float = 1.0
     preprocess_step_result: Any = None
     analyze_step_result: Any = None
@@ -127,7 +127,7 @@ class ScorerResult(BaseModel):
         return {key: value for key, value in data.items() if value is not None}
 
     def to_score(self, name: str | None = None) -> Score:
-        """This result as a validated ``schemas.Score`` (raises if the score lies outside [0, scale])."""
+        """This result as a ``schemas.Score``, its step results as its metadata."""
         return Score(
             name=name or self.scorer_id,
             value=self.score,
@@ -138,30 +138,15 @@ class ScorerResult(BaseModel):
         )
 
 
-# What steps return most, never awaitable (their exact types): spares inspect.isawaitable's ABC check.
-_NEVER_AWAITABLE = frozenset({float, int, str, dict, list, tuple, type(None)})
 _RESULT_KEYS: dict[StepName, str] = {name: result_key(name) for name in STEP_ORDER}
 _REASON_KEY = _RESULT_KEYS["generate_reason"]
 _PREPROCESS_KEY = _RESULT_KEYS["preprocess"]
 _ANALYZE_KEY = _RESULT_KEYS["analyze"]
-# The variant nibble of a random UUID: 10xx, the low two bits random.
-_UUID_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
-
-
-def random_run_id() -> str:
-    """``str(uuid.uuid4())``, for a run without trace and span ids, at a third of its cost: the same
-    16 random bytes from ``os.urandom`` with the version (4) and variant (10) bits set."""
-    digits = os.urandom(16).hex()
-    return (
-        f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-"
-        f"{_UUID_VARIANT[digits[16]]}{digits[17:20]}-{digits[20:]}"
-    )
 
 
 def _check_score(scorer_id: str, value: Any, scale: float) -> float:
-    """The step's value as a score in [0, scale], or a ``ScorerError`` naming the value."""
-    if type(value) in (float, int) and 0 <= value <= scale:  # the common case (NaN fails the test)
-        return float(value)
+    """The step's value as a score in [0, scale], or a ``ScorerError`` naming the value: the one
+    check of a score's range in the pipeline (a ``ScorerResult`` holds only scores that passed it)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ScorerError(
             scorer_id, "generate_score", f"returned {value!r} ({type(value).__name__}), not a number"
@@ -217,44 +202,35 @@ class Scorer:
         }
         return sorted(need for need in self.needs if not present[need])
 
-    def preprocess(
-        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
-    ) -> Scorer:
-        """A new scorer with this preprocess step (replacing any earlier one)."""
-        return self._with_step("preprocess", fn, heavy, inline_below_chars, loop_below_chars)
+    def preprocess(self, fn: StepDef, *, killable: bool = False) -> Scorer:
+        """A new scorer with this preprocess step (replacing any earlier one); ``killable``: a sync
+        step that always runs in a worker process, which the scorer's timeout kills."""
+        return self._with_step("preprocess", fn, killable)
 
-    def analyze(
-        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
-    ) -> Scorer:
-        return self._with_step("analyze", fn, heavy, inline_below_chars, loop_below_chars)
+    def analyze(self, fn: StepDef, *, killable: bool = False) -> Scorer:
+        return self._with_step("analyze", fn, killable)
 
-    def generate_score(
-        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
-    ) -> Scorer:
-        return self._with_step("generate_score", fn, heavy, inline_below_chars, loop_below_chars)
+    def generate_score(self, fn: StepDef, *, killable: bool = False) -> Scorer:
+        return self._with_step("generate_score", fn, killable)
 
-    def generate_reason(
-        self, fn: StepDef, *, heavy: bool = False, inline_below_chars: int = 0, loop_below_chars: int = 0
-    ) -> Scorer:
-        return self._with_step("generate_reason", fn, heavy, inline_below_chars, loop_below_chars)
+    def generate_reason(self, fn: StepDef, *, killable: bool = False) -> Scorer:
+        return self._with_step("generate_reason", fn, killable)
 
-    def _with_step(
-        self, name: StepName, fn: StepDef, heavy: bool, inline_below_chars: int, loop_below_chars: int
-    ) -> Scorer:
+    def _with_step(self, name: StepName, fn: StepDef, killable: bool) -> Scorer:
         new_step: Step
         if isinstance(fn, PromptObject | Mapping):
-            if heavy:
-                raise ValueError(f"{name} of scorer {self.id!r}: heavy=True is for function steps")
+            if killable:
+                raise ValueError(f"{name} of scorer {self.id!r}: killable=True is for function steps")
             try:
                 new_step = PromptStep.build(name, fn, self.judge)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"scorer {self.id!r}: {exc}") from exc
         elif callable(fn):
-            if heavy and inspect.iscoroutinefunction(fn):
+            if killable and inspect.iscoroutinefunction(fn):
                 raise ValueError(
-                    f"{name} of scorer {self.id!r}: heavy=True is for sync functions, not async ones"
+                    f"{name} of scorer {self.id!r}: killable=True is for sync functions, not async ones"
                 )
-            new_step = FunctionStep(name, fn, heavy, inline_below_chars, loop_below_chars)
+            new_step = FunctionStep(name, fn, killable)
         else:
             raise TypeError(
                 f"{name} of scorer {self.id!r} must be a function or a prompt object, got {type(fn).__name__}"
@@ -276,7 +252,8 @@ class Scorer:
         with metered() as usage:
             results, prompts, score = await self._run_steps(agent_run)
         label = None if self.label is None else self._label(StepContext(agent_run, results, score))
-        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else random_run_id()
+        # A run without trace and span ids (an eval item, a CLI run) gets a random id, as Mastra's.
+        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else str(uuid.uuid4())
         # Only the fields that differ from their defaults: pydantic validates each field given, and
         # for a heuristic scorer that validation cost as much as the scoring.
         optional: dict[str, Any] = {
@@ -300,33 +277,26 @@ class Scorer:
         results: dict[str, Any] = {}
         prompts: dict[str, str] = {}
         score: float | None = None
+        run_chars = agent_run.text_chars()
         for step in self.steps:
             visible = dict(results)
             if step.name == "generate_reason":
                 visible["score"] = score
             context = StepContext(agent_run, visible, score)
-            prompt = None
             try:
-                if isinstance(step, FunctionStep) and step.on_loop(agent_run.text_chars):
-                    # A code step that runs on the loop (the common case) is called right here,
-                    # without the coroutine and the outcome object of ``step.execute``.
-                    value = step.fn(context)
-                    if type(value) not in _NEVER_AWAITABLE and inspect.isawaitable(value):
-                        value = await value
-                else:
-                    outcome = await step.execute(context)
-                    value, prompt = outcome.value, outcome.prompt
+                outcome = await step.execute(context, run_chars)
             except Exception as exc:  # re-raised with the scorer and the step named
                 # Our own errors say what failed ("judge ... failed: ..."); others need their type.
                 why = str(exc) if isinstance(exc, TracescoreError) else f"{type(exc).__name__}: {exc}"
                 raise ScorerError(self.id, step.name, why, retriable=is_retriable(exc)) from exc
+            value = outcome.value
             if step.name == "generate_score":
                 score = _check_score(self.id, value, self.scale)
             if step.name == "generate_reason" and value is not None and not isinstance(value, str):
                 raise ScorerError(self.id, step.name, f"returned {type(value).__name__}, not a string")
             results[_RESULT_KEYS[step.name]] = value
-            if prompt is not None:
-                prompts[f"{step.name}_prompt"] = prompt
+            if outcome.prompt is not None:
+                prompts[f"{step.name}_prompt"] = outcome.prompt
         if score is None:  # unreachable: generate_score ran (checked in run) or raised
             raise ScorerError(self.id, "generate_score", "produced no score")
         return results, prompts, score

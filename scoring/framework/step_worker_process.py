@@ -1,5 +1,5 @@
-"""A heavy-step worker process (started by ``scoring.framework.step_workers``): run each pickled step it is
-sent.
+"""A step worker process (started by ``scoring.framework.step_workers``): run each pickled step it is
+sent, and time it.
 
 python -m tracescore.scoring.framework.step_worker_process REQUESTS_FD ANSWERS_FD
 """
@@ -14,9 +14,12 @@ from typing import Any
 
 import cloudpickle
 
+from tracescore.scoring.framework.step_placement import timed_call
+
 
 def _serve(requests: Connection, answers: Connection) -> None:
-    """A worker's loop: run each pickled (fn, argument), answer (ok, value or error, error text)."""
+    """A worker's loop: run each pickled (fn, argument), answer (ok, (value, seconds) or error, error
+    text)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the service decides
     while True:
         try:
@@ -25,7 +28,7 @@ def _serve(requests: Connection, answers: Connection) -> None:
             return  # the service is gone
         try:
             fn, argument = cloudpickle.loads(payload)
-            reply: tuple[bool, Any, str] = (True, fn(argument), "")
+            reply: tuple[bool, Any, str] = (True, timed_call(fn, argument), "")
         except Exception as exc:
             reply = (False, exc, "".join(traceback.format_exception_only(exc)).strip())
         try:

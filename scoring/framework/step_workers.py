@@ -1,7 +1,7 @@
-"""Heavy scorer steps in worker processes, so a step that outlives its timeout is really stopped.
+"""Scorer steps in worker processes, so a step that outlives its timeout is really stopped.
 
-A CPU-heavy sync step (``heavy=True``: text comparisons, JSON diffs) runs in one of
-``HEAVY_STEP_WORKERS`` worker processes: off the service's event loop and off its interpreter lock,
+A sync step measured slow (``scoring.framework.step_placement``), or declared ``killable``, runs in
+one of ``STEP_WORKERS`` worker processes: off the service's event loop and off its interpreter lock,
 so scoring cannot starve intake. The step and what it sees travel pickled with cloudpickle (a
 scorer's steps are often closures over its options). When the wait for a step is cancelled -- the
 scorer's timeout fired, or the service stops -- the worker running it is killed and a new one takes
@@ -16,7 +16,10 @@ process. Each waits on its pipe and exits when the service process is gone (the 
 after a SIGKILL.
 
 A step that cannot be pickled (it holds a lock or a socket) runs in a thread instead, with one
-warning per step function; a thread cannot be stopped, so such a step must stay cheap.
+warning per step function; a thread cannot be stopped, so such a step must stay cheap. The same
+threads run the steps not yet measured (``in_thread``).
+
+Both return the step's value with the seconds it ran, measured where it ran.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -37,9 +41,11 @@ from typing import Any
 
 import cloudpickle
 
+from tracescore.scoring.framework.step_placement import timed_call
+
 log = logging.getLogger(__name__)
 
-HEAVY_STEP_WORKERS = 2  # worker processes for CPU-heavy steps, shared by all scorers
+STEP_WORKERS = 2  # worker processes (and threads) for the steps run off the loop, shared by all scorers
 KILL_GRACE_SECONDS = 2.0
 
 
@@ -116,18 +122,19 @@ class _Job:
 class StepWorkers:
     """A fixed number of worker processes; ``run`` sends a step to an idle one and awaits its answer."""
 
-    def __init__(self, size: int = HEAVY_STEP_WORKERS) -> None:
+    def __init__(self, size: int = STEP_WORKERS) -> None:
         self._size = size
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         # One thread per worker waits for its answer; a job beyond them waits for a free worker.
         self._waiters = ThreadPoolExecutor(max_workers=size, thread_name_prefix="tracescore-step-wait")
-        self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="tracescore-heavy-step")
+        self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="tracescore-step")
         self._unpicklable: set[str] = set()
         self.started = 0  # worker processes started so far (a replaced worker counts again)
 
-    async def run(self, fn: Callable[[Any], Any], argument: Any) -> Any:
-        """``fn(argument)`` in a worker process; cancelling the wait kills the worker running it."""
+    async def run(self, fn: Callable[[Any], Any], argument: Any) -> tuple[Any, float]:
+        """``fn(argument)`` in a worker process, and the seconds it ran there; cancelling the wait
+        kills the worker running it."""
         try:
             payload = cloudpickle.dumps((fn, argument))
         except Exception as exc:
@@ -140,7 +147,8 @@ class StepWorkers:
             job.cancel()
             raise
         if ok:
-            return value
+            timed: tuple[Any, float] = value
+            return timed
         if isinstance(value, BaseException):
             raise value
         raise RuntimeError(text)
@@ -180,27 +188,29 @@ class StepWorkers:
         self.started += 1
         return _Worker()
 
-    async def _in_thread(self, fn: Callable[[Any], Any], argument: Any, why: Exception) -> Any:
+    async def _in_thread(self, fn: Callable[[Any], Any], argument: Any, why: Exception) -> tuple[Any, float]:
         name = getattr(fn, "__qualname__", repr(fn))
         if name not in self._unpicklable:
             self._unpicklable.add(name)
             log.warning(
-                "heavy step %s cannot be sent to a worker process (%s); it runs in a thread, "
+                "step %s cannot be sent to a worker process (%s); it runs in a thread, "
                 "where a timeout cannot stop it",
                 name,
                 why,
             )
         return await self.in_thread(fn, argument)
 
-    async def in_thread(self, fn: Callable[[Any], Any], argument: Any) -> Any:
-        """``fn(argument)`` in one of the heavy steps' threads (for work known to be short)."""
+    async def in_thread(self, fn: Callable[[Any], Any], argument: Any) -> tuple[Any, float]:
+        """``fn(argument)`` in one of the steps' threads, in the caller's context (its judge usage
+        meter, its trace), and the seconds it ran there."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._threads, functools.partial(fn, argument))
+        call = functools.partial(contextvars.copy_context().run, timed_call, fn, argument)
+        return await loop.run_in_executor(self._threads, call)
 
 
 @functools.cache
 def step_workers() -> StepWorkers:
-    """The process's heavy-step workers (started on first use, shared by every event loop, stopped
+    """The process's step workers (started on first use, shared by every event loop, stopped
     when the process exits)."""
     workers = StepWorkers()
     atexit.register(workers.close)

@@ -11,12 +11,15 @@ through typed accessors::
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from tracescore.schemas import AgentRun
+from tracescore.scoring.framework.step_placement import Place, StepCost, size_class, timed_call
 from tracescore.scoring.framework.step_workers import step_workers
 
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
@@ -28,17 +31,6 @@ NEEDS: frozenset[Need] = frozenset({"input", "output", "context", "ground_truth"
 DEFAULT_NEEDS: frozenset[Need] = frozenset({"input", "output"})
 
 T = TypeVar("T")
-
-# Runs under this many characters of text are small: a text comparison on one takes milliseconds
-# (textual-difference at 20,000 characters: about 2 ms of CPU, measured), so nothing is left to stop.
-SMALL_RUN_CHARS = 20_000
-# On runs under this many characters a heavy step runs on the event loop itself (``loop_below_chars``)
-# when its cost grows with the square of the text (LCS, Levenshtein, matching every pair of list
-# items): at 8,000 characters such a step takes 0.1-0.3 ms, measured, no more than the hop to a
-# thread and back costs (~0.1 ms), and a thread would hold the interpreter lock while it ran anyway.
-# A step linear in its text stays under ~0.5 ms up to SMALL_RUN_CHARS, and runs on the loop up to
-# there.
-QUADRATIC_LOOP_CHARS = 8_000
 
 
 def result_key(step: StepName) -> str:
@@ -100,8 +92,7 @@ class StepContext:
         return self.score
 
 
-@dataclass(frozen=True, slots=True)
-class StepOutcome:
+class StepOutcome(NamedTuple):
     """A step's value; for a prompt-object step also the prompt it sent."""
 
     value: Any
@@ -114,7 +105,10 @@ class Step(Protocol):
     @property
     def name(self) -> StepName: ...
 
-    async def execute(self, context: StepContext) -> StepOutcome: ...
+    async def execute(self, context: StepContext, run_chars: int) -> StepOutcome:
+        """The step's value on ``context``; ``run_chars``, the run's characters of text, tells a
+        function step where to run."""
+        ...
 
 
 StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
@@ -122,35 +116,45 @@ StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
 
 @dataclass(frozen=True, slots=True)
 class FunctionStep:
-    """A step backed by a sync or async function; ``heavy`` sync functions run in a worker process
-    (``scoring.framework.step_workers``), where a timeout stops them.
+    """A step backed by a sync or async function.
 
-    A heavy step whose cost is bounded by its input may run closer: in a thread on runs under
-    ``inline_below_chars`` characters, and right on the event loop on runs under
-    ``loop_below_chars`` (where the step costs less than the thread hop would, ~0.1 ms).
+    An async function runs on the event loop. A sync one runs where its measured cost puts it
+    (``scoring.framework.step_placement``): on the loop, in a thread or in a worker process. A sync
+    step declared ``killable`` always runs in a worker process, which the scorer's timeout kills.
     """
 
     name: StepName
     fn: StepFn
-    heavy: bool = False
-    inline_below_chars: int = 0  # a heavy step bounded by its input runs in a thread on smaller runs
-    loop_below_chars: int = 0  # ... and on the event loop on runs smaller than this
+    killable: bool = False
+    # How long the step has taken, by size of run: where it runs next (shared by every run of the
+    # scorer; a measurement, never a result).
+    cost: StepCost = field(default_factory=StepCost, compare=False, repr=False)
+    is_async: bool = field(init=False, compare=False, repr=False)
 
-    def on_loop(self, run_chars: Callable[[], int]) -> bool:
-        """Whether the step runs on the event loop itself for a run of ``run_chars()`` characters
-        (else ``execute`` sends it to a thread or a worker process)."""
-        return not self.heavy or (self.loop_below_chars > 0 and run_chars() < self.loop_below_chars)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
 
-    async def execute(self, context: StepContext) -> StepOutcome:
-        run = context.run
-        if self.on_loop(run.text_chars):
-            value = self.fn(context)
-        elif self.inline_below_chars and run.text_chars() < self.inline_below_chars:
-            value = await step_workers().in_thread(self.fn, context)
+    async def execute(self, context: StepContext, run_chars: int) -> StepOutcome:
+        if self.is_async:
+            return StepOutcome(await self.fn(context))
+        size = size_class(run_chars)
+        place = Place.WORKER if self.killable else self.cost.place(size)
+        if place is Place.LOOP:
+            value, seconds = timed_call(self.fn, context)
         else:
-            # Off the event loop and its interpreter lock, in a worker process that is killed if
-            # the scorer's timeout fires while it runs.
-            value = await step_workers().run(self.fn, context)
-        if inspect.isawaitable(value):
+            value, seconds = await self._off_the_loop(place, context, size)
+        self.cost.record(size, seconds)
+        if inspect.isawaitable(value):  # a sync function may hand back a coroutine to await
             value = await value
         return StepOutcome(value)
+
+    async def _off_the_loop(self, place: Place, context: StepContext, size: int) -> tuple[Any, float]:
+        workers = step_workers()
+        started = time.perf_counter()
+        try:
+            if place is Place.THREAD:
+                return await workers.in_thread(self.fn, context)
+            return await workers.run(self.fn, context)
+        except asyncio.CancelledError:  # the scorer timed out: the step took at least this long
+            self.cost.record(size, time.perf_counter() - started)
+            raise

@@ -10,7 +10,7 @@ from tracescore.schemas import AgentRun, Decision, DecisionKind, ScoreRecord, Sc
 from tracescore.schemas.score import JudgeExchange
 from tracescore.schemas.secrets import scrub
 from tracescore.schemas.version import __version__
-from tracescore.scoring.framework.scorer import ScorerError, ScorerResult
+from tracescore.scoring.framework.scorer import ScorerResult
 from tracescore.scoring.judge import JudgeUsage
 from tracescore.scoring.runtime.rule_routing import Rule
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
@@ -47,13 +47,9 @@ class OutcomeRows:
 def score_record(
     run: AgentRun, rule: Rule, result: ScorerResult, latency_ms: float, source: ScoreSource
 ) -> ScoreRecord:
-    """The score row of a result: its ``Score`` validated against the scorer's scale first."""
-    try:
-        score = result.to_score(rule.scorer_id)
-    except ValueError as exc:  # out of range or not finite: a failed run, never a stored score
-        raise ScorerError(rule.scorer_id, "generate_score", f"invalid score: {exc}") from exc
+    """The score row of a result (``Scorer.run`` has checked its score against the scorer's scale)."""
     return ScoreRecord.from_score(
-        score,
+        result.to_score(rule.scorer_id),
         trace_id=run.trace_id,
         span_id=run.span_id,
         judge_model=result.judge_model or "",

@@ -289,7 +289,7 @@ async def test_a_scorer_over_its_timeout_fails() -> None:
     assert (decision.decision, decision.detail) == ("failed", "timed out after 0.1 s")
 
 
-async def test_a_heavy_step_over_its_timeout_fails_and_stops(tmp_path: Path) -> None:
+async def test_a_killable_step_over_its_timeout_fails_and_stops(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     sink = RecordingSink()
     scorers = registry_of(spinner=spinning_scorer(pid_file))

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.support.runs import agent_run
-from tracescore.scoring import ScorerError, StepContext, create_scorer
+from tracescore.scoring import Judge, ScorerError, StepContext, create_scorer
 
 
 def answer(ctx: StepContext) -> str:
@@ -129,53 +130,100 @@ async def test_concurrent_runs_keep_their_own_results() -> None:
         assert result.run_id == f"{i:032x}:{'b' * 16}"
 
 
-async def test_heavy_sync_steps_run_in_a_worker_process() -> None:
-    seen: dict[str, int] = {}
+def where(ctx: StepContext) -> dict[str, int]:
+    return {"pid": os.getpid(), "thread": threading.get_ident()}
 
-    def where(ctx: StepContext) -> dict[str, int]:
-        return {"pid": os.getpid()}
 
-    def score(ctx: StepContext) -> float:
-        seen["heavy"], seen["cheap"] = ctx.preprocessed(dict)["pid"], os.getpid()
+def place_of(ran: dict[str, int]) -> str:
+    """Where a ``where`` step ran, seen from the test's event loop."""
+    if ran["pid"] != os.getpid():
+        return "worker"
+    return "loop" if ran["thread"] == threading.get_ident() else "thread"
+
+
+async def test_a_killable_step_runs_in_a_worker_process_every_time() -> None:
+    scorer = create_scorer(id="where", description="d").preprocess(where, killable=True)
+    scorer = scorer.generate_score(lambda ctx: 0.5)
+    places = [place_of((await scorer.run(agent_run("q", "a"))).preprocess_step_result) for _ in range(3)]
+    assert places == ["worker", "worker", "worker"]
+
+
+async def test_a_sync_step_is_tried_in_a_thread_then_runs_on_the_loop_once_measured_cheap() -> None:
+    scorer = create_scorer(id="where", description="d").preprocess(where).generate_score(lambda ctx: 0.5)
+    places = [place_of((await scorer.run(agent_run("q", "a"))).preprocess_step_result) for _ in range(3)]
+    assert places == ["thread", "loop", "loop"]
+    # A run ten times the size is of another size class: tried in a thread again, then on the loop.
+    longer = [place_of((await scorer.run(agent_run("q", "a" * 40))).preprocess_step_result) for _ in range(2)]
+    assert longer == ["thread", "loop"]
+
+
+async def test_a_step_measured_slow_moves_to_a_worker_process_and_stays_there_on_larger_runs() -> None:
+    def slow(ctx: StepContext) -> dict[str, int]:
+        time.sleep(0.005)  # five times the loop's budget of a step
+        return where(ctx)
+
+    scorer = create_scorer(id="slow", description="d").preprocess(slow).generate_score(lambda ctx: 0.5)
+    places = [place_of((await scorer.run(agent_run("q", "a"))).preprocess_step_result) for _ in range(3)]
+    assert places == ["thread", "worker", "worker"]
+    # Slow on small runs is slow on larger ones: no thread first.
+    larger = await scorer.run(agent_run("q", "a" * 1_000))
+    assert place_of(larger.preprocess_step_result) == "worker"
+
+
+async def test_the_loop_keeps_turning_while_a_step_runs_slow_for_the_first_time() -> None:
+    def busy(ctx: StepContext) -> float:
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:  # Python code holding the interpreter lock
+            pass
         return 0.5
 
-    scorer = create_scorer(id="where", description="d").preprocess(where, heavy=True).generate_score(score)
-    assert (await scorer.run(agent_run("q", "a"))).score == 0.5
-    assert seen["cheap"] == os.getpid() and seen["heavy"] != os.getpid()
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        scorer = create_scorer(id="busy", description="d").generate_score(busy)
+        assert (await scorer.run(agent_run("q", "a"))).score == 0.5
+    finally:
+        ticker.cancel()
+    # On the loop the step would have allowed no tick at all; in its thread it shares the lock.
+    assert ticks >= 5
 
 
-@pytest.mark.parametrize(
-    ("answer_chars", "place"),
-    [(10, "loop"), (1_000, "thread"), (5_000, "process")],
-)
-async def test_a_heavy_step_runs_by_the_size_of_the_run(answer_chars: int, place: str) -> None:
-    # On the loop under loop_below_chars, in a thread under inline_below_chars, else in a worker.
-    def where(ctx: StepContext) -> dict[str, Any]:
-        return {"pid": os.getpid(), "thread": threading.get_ident()}
+async def test_a_step_cancelled_by_a_timeout_in_its_thread_runs_in_a_worker_process_next() -> None:
+    calls = 0
 
-    def score(ctx: StepContext) -> float:
-        return 0.5
+    def first_slow(ctx: StepContext) -> dict[str, int]:
+        nonlocal calls
+        calls += 1  # in this process's thread on the first run only
+        if calls == 1:
+            time.sleep(0.3)
+        return where(ctx)
 
-    scorer = (
-        create_scorer(id="where", description="d")
-        .preprocess(where, heavy=True, inline_below_chars=2_000, loop_below_chars=100)
-        .generate_score(score)
-    )
-    result = await scorer.run(agent_run("q", "a" * answer_chars))
-    ran = result.preprocess_step_result
-    on_loop = ran == {"pid": os.getpid(), "thread": threading.get_ident()}
-    in_thread = ran["pid"] == os.getpid() and ran["thread"] != threading.get_ident()
-    assert {"loop": on_loop, "thread": in_thread, "process": ran["pid"] != os.getpid()} == {
-        key: key == place for key in ("loop", "thread", "process")
-    }
+    scorer = create_scorer(id="stuck", description="d").preprocess(first_slow).generate_score(lambda ctx: 1)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await scorer.run(agent_run("q", "a"))
+    again = await scorer.run(agent_run("q", "a"))
+    assert place_of(again.preprocess_step_result) == "worker"
 
 
-def test_heavy_is_refused_for_async_functions() -> None:
+def test_killable_is_refused_for_async_functions_and_prompt_objects() -> None:
     async def fn(ctx: StepContext) -> float:
         return 1.0
 
-    with pytest.raises(ValueError, match="heavy=True is for sync functions"):
-        create_scorer(id="x", description="d").generate_score(fn, heavy=True)
+    with pytest.raises(ValueError, match="killable=True is for sync functions"):
+        create_scorer(id="x", description="d").generate_score(fn, killable=True)
+    prompt = {"description": "d", "create_prompt": lambda ctx: "p"}
+    with pytest.raises(ValueError, match="killable=True is for function steps"):
+        create_scorer(id="x", description="d", judge=Judge("openai/gpt-4o-mini")).generate_reason(
+            prompt, killable=True
+        )
 
 
 async def test_a_failing_step_raises_scorer_error_naming_scorer_and_step() -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from tracescore.schemas import AgentRun
 from tracescore.scoring.framework.message_text import message_text
 from tracescore.scoring.framework.scorer import Scorer
-from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.checks.js_regex import JsRegExp
 from tracescore.scoring.prebuilt.checks.pass_fail import pass_fail, passed
 from tracescore.scoring.prebuilt.heuristic.content_similarity import compare_two_strings
@@ -206,7 +206,5 @@ def create_similarity_check(
             label=None if threshold is None else pass_fail,
         )
         .preprocess(preprocess)
-        .generate_score(
-            generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
-        )
+        .generate_score(generate_score)
     )

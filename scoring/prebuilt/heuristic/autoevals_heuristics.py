@@ -18,7 +18,7 @@ from rapidfuzz.distance import Levenshtein as _Levenshtein
 
 from tracescore.scoring.framework.message_text import output_text
 from tracescore.scoring.framework.scorer import Scorer
-from tracescore.scoring.framework.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.ground_truth import expected_value
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
@@ -128,9 +128,7 @@ def create_levenshtein_scorer() -> Scorer:
     def score(ctx: StepContext) -> float:
         return levenshtein_similarity(output_text(ctx.run), expected_value(ctx, "levenshtein"))
 
-    return LEVENSHTEIN.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
-    )
+    return LEVENSHTEIN.create_scorer(needs={"output", "ground_truth"}).generate_score(score)
 
 
 NUMERIC_DIFF = ScorerSpec(

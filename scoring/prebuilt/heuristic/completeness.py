@@ -20,7 +20,7 @@ from typing import TypedDict
 
 from tracescore.scoring.framework.message_text import input_text, js_trim, output_text
 from tracescore.scoring.framework.scorer import Scorer
-from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -229,12 +229,4 @@ def create_completeness_scorer() -> Scorer:
         result = await create_completeness_scorer().run(run)
         result.score  # 1.0: "eclipse" covers "eclipses" (7 of 8 letters)
     """
-    return (
-        COMPLETENESS.create_scorer()
-        .preprocess(
-            _preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
-        )
-        .generate_score(
-            _score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
-        )
-    )
+    return COMPLETENESS.create_scorer().preprocess(_preprocess).generate_score(_score)

@@ -17,7 +17,7 @@ from tracescore.scoring.framework.message_text import (
     utf16_units,
 )
 from tracescore.scoring.framework.scorer import Scorer
-from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 # Under this many characters in the two texts together, strings and a Counter of bigrams are the
@@ -123,10 +123,4 @@ def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace
         texts: dict[str, str] = ctx.preprocessed(dict)
         return compare_two_strings(texts["processed_input"], texts["processed_output"])
 
-    return (
-        CONTENT_SIMILARITY.create_scorer()
-        .preprocess(preprocess)
-        .generate_score(
-            generate_score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
-        )
-    )
+    return CONTENT_SIMILARITY.create_scorer().preprocess(preprocess).generate_score(generate_score)

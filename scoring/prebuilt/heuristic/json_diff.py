@@ -11,7 +11,7 @@ import re
 
 from tracescore.scoring.framework.message_text import output_text
 from tracescore.scoring.framework.scorer import Scorer
-from tracescore.scoring.framework.steps import SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.ground_truth import expected_value
 from tracescore.scoring.prebuilt.heuristic.autoevals_heuristics import levenshtein_similarity, numeric_diff
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
@@ -90,6 +90,4 @@ def create_json_diff_scorer() -> Scorer:
     def score(ctx: StepContext) -> float:
         return json_diff(output_text(ctx.run), expected_value(ctx, "json-diff"))
 
-    return JSON_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=SMALL_RUN_CHARS
-    )
+    return JSON_DIFF.create_scorer(needs={"output", "ground_truth"}).generate_score(score)

@@ -21,7 +21,7 @@ from rapidfuzz.process import cdist
 
 from tracescore.scoring.framework.message_text import output_text
 from tracescore.scoring.framework.scorer import Scorer
-from tracescore.scoring.framework.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.ground_truth import expected_value
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
@@ -101,6 +101,4 @@ def create_list_contains_scorer(allow_extra_entities: bool = False) -> Scorer:
         expected = expected_items(expected_value(ctx, "list-contains"))
         return list_contains(output_items(output_text(ctx.run)), expected, allow_extra_entities)
 
-    return LIST_CONTAINS.create_scorer(needs={"output", "ground_truth"}).generate_score(
-        score, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
-    )
+    return LIST_CONTAINS.create_scorer(needs={"output", "ground_truth"}).generate_score(score)

@@ -15,7 +15,7 @@ from tracescore.scoring.framework.message_text import (
     utf16_units,
 )
 from tracescore.scoring.framework.scorer import Scorer
-from tracescore.scoring.framework.steps import QUADRATIC_LOOP_CHARS, SMALL_RUN_CHARS, StepContext
+from tracescore.scoring.framework.steps import StepContext
 from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 
@@ -81,8 +81,6 @@ def create_textual_difference_scorer() -> Scorer:
     """
     return (
         TEXTUAL_DIFFERENCE.create_scorer()
-        .preprocess(
-            _preprocess, heavy=True, inline_below_chars=SMALL_RUN_CHARS, loop_below_chars=QUADRATIC_LOOP_CHARS
-        )
+        .preprocess(_preprocess)
         .generate_score(lambda ctx: ctx.preprocessed(dict)["ratio"])
     )
