@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import TypeAlias, TypeVar
 
+from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue, JsonValue
 
 _Value = TypeVar("_Value")
@@ -133,3 +134,10 @@ def as_text(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (ValueError, TypeError, RecursionError):
         return str(value)
+
+
+def clean_text(value: object) -> str:
+    """Text of a content value (``as_text``); a redaction placeholder is no content: empty text, so a run
+    of placeholders reads as content-less."""
+    text = as_text(value)
+    return "" if is_placeholder(text) else text

@@ -19,7 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
-from tracescore.ingest.transform.jsonvalue import AttributeMap, as_list, as_text, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import (
+    AttributeMap,
+    as_list,
+    as_text,
+    clean_text,
+    parse_json_value,
+    plain_json,
+)
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
 from tracescore.schemas.redaction_placeholders import is_placeholder
@@ -32,12 +39,6 @@ _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 _ITEM_KEYS = frozenset(
     {"type", "kind", "text", "toolUse", "toolResult", "reasoningContent", "image", "document", "video"}
 )
-
-
-def clean_text(value: object) -> str:
-    """Text of a content value; a redaction placeholder is empty text, so the run reads as content-less."""
-    text = as_text(value)
-    return "" if is_placeholder(text) else text
 
 
 def plain_result(value: AttributeValue) -> JsonValue:

@@ -22,10 +22,9 @@ from collections.abc import Mapping
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
 from tracescore.ingest.transform.adapters.genai_semconv import convert_part as convert_semconv_part
-from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import as_text, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue, JsonValue
 
 # Semconv part types the exporter's conversion writes; read by the semconv adapter's converter.
@@ -36,12 +35,6 @@ _SEMCONV_TYPES = frozenset(
 _NOISE_TYPES = frozenset({"step-start", "step-finish", "source", "source-url", "source-document"})
 # Keys that mark a generation result (as opposed to a message).
 _RESULT_KEYS = ("text", "reasoningText", "reasoning", "toolCalls", "toolResults", "files", "object")
-
-
-def clean_text(value: object) -> str:
-    """Text of a content value; a redaction placeholder is no content."""
-    text = as_text(value)
-    return "" if is_placeholder(text) else text
 
 
 def _text_part(value: object) -> Part:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
-from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import as_text, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
 from tracescore.schemas.redaction_placeholders import is_placeholder
@@ -50,11 +50,6 @@ _IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
 _BARE_OBJECT = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>")
 # ``ChatMessage(role=...)``, ``AgentWorkflowStartEvent()``: a class name, then keyword fields or none.
 _DATACLASS_REPR = re.compile(r"[A-Z]\w*\((?:\)|[a-z_]\w*=)")
-
-
-def clean_text(value: object) -> str:
-    """Text of a value; the redaction placeholder reads as missing content."""
-    return "" if value is None or is_placeholder(value) else as_text(value)
 
 
 def lenient(value: _Value) -> _Value | JsonValue:

@@ -14,20 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
-from tracescore.ingest.transform.jsonvalue import as_list, as_text, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import as_list, as_text, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue, JsonValue
 
 # v5+ tool-result ``output`` types whose ``value`` is the result itself.
 _VALUE_OUTPUTS = frozenset({"text", "json", "error-text", "error-json", "content"})
-
-
-def clean_text(value: object) -> str:
-    """Text content; a redaction placeholder reads as empty."""
-    text = as_text(value)
-    return "" if is_placeholder(text) else text
 
 
 def _tool_args(raw: AttributeValue) -> JsonValue:
