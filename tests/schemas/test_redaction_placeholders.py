@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 
 from tracescore.ingest.receivers.disclosure import public_health, without_paths
+from tracescore.ingest.transform import jsonvalue
 from tracescore.ingest.transform.adapters import (
-    genai_semconv_messages,
-    mastra_messages,
-    openinference_values,
     openllmetry_messages,
     pydantic_ai_messages,
-    vercel_ai_messages,
 )
 from tracescore.schemas.redaction_placeholders import PLACEHOLDERS, is_placeholder
 from tracescore.schemas.secrets import register_secret, scrub
@@ -61,10 +58,8 @@ def test_text_around_a_placeholder_is_content() -> None:
 
 # How each convention adapter reads a content value: "" or no parts for no content.
 READERS: dict[str, Callable[[str], Any]] = {
-    "gen_ai semantic conventions": genai_semconv_messages.clean_text,
-    "Vercel AI SDK": vercel_ai_messages.clean_text,
-    "Mastra": mastra_messages.clean_text,
-    "OpenInference": openinference_values.clean_text,
+    # gen_ai semantic conventions, Vercel AI SDK, Mastra, OpenInference: one reader of content text
+    "content text": jsonvalue.clean_text,
     "OpenLLMetry": openllmetry_messages.content_parts,
     "Pydantic AI tool results": lambda text: (
         pydantic_ai_messages.tool_result_part("call-1", text).model_extra or {}

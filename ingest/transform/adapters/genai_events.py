@@ -24,14 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tracescore.ingest.transform.adapters.genai_semconv_messages import (
-    clean_text,
     convert_message,
     convert_messages,
     convert_system_instructions,
     plain_result,
 )
 from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE
-from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, SpanEvent
 from tracescore.schemas.agent_run import Role
 from tracescore.schemas.spans import AttributeValue

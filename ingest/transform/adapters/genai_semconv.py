@@ -34,7 +34,6 @@ from tracescore.ingest.transform.adapters.genai_events import (
     tool_from_events,
 )
 from tracescore.ingest.transform.adapters.genai_semconv_messages import (
-    clean_text,
     content_parts,
     convert_message,
     convert_messages,
@@ -43,7 +42,14 @@ from tracescore.ingest.transform.adapters.genai_semconv_messages import (
     plain_result,
     tool_call_parts,
 )
-from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_str, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import (
+    as_int,
+    as_list,
+    as_str,
+    clean_text,
+    parse_json_value,
+    plain_json,
+)
 from tracescore.schemas import Message, Span, Usage
 from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 

@@ -30,12 +30,11 @@ from tracescore.ingest.transform.adapters.base import (
 )
 from tracescore.ingest.transform.adapters.genai_semconv import usage_of
 from tracescore.ingest.transform.adapters.mastra_messages import (
-    clean_text,
     convert_messages,
     split_new_turn,
     system_messages,
 )
-from tracescore.ingest.transform.jsonvalue import as_str, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import as_str, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Span
 from tracescore.schemas.spans import STATUS_ERROR, AttributeValue, JsonValue
 

@@ -55,11 +55,10 @@ from tracescore.ingest.transform.adapters.openinference_messages import (
 )
 from tracescore.ingest.transform.adapters.openinference_payloads import request_messages, response_message
 from tracescore.ingest.transform.adapters.openinference_values import (
-    clean_text,
     lenient,
     unwrap_tool_output,
 )
-from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage
 from tracescore.schemas.agent_run import Role
 from tracescore.schemas.redaction_placeholders import is_placeholder

@@ -14,10 +14,9 @@ from tracescore.ingest.transform.adapters.openinference_payloads import response
 from tracescore.ingest.transform.adapters.openinference_values import (
     call_part,
     chat_message,
-    clean_text,
     first_of,
 )
-from tracescore.ingest.transform.jsonvalue import as_list
+from tracescore.ingest.transform.jsonvalue import as_list, clean_text
 from tracescore.schemas import Message, Part
 from tracescore.schemas.spans import AttributeValue
 

@@ -20,12 +20,11 @@ from tracescore.ingest.transform.adapters.openinference_values import (
     as_tool_result,
     block_parts,
     call_part,
-    clean_text,
     lenient,
     media_part,
     text_part,
 )
-from tracescore.ingest.transform.jsonvalue import as_int
+from tracescore.ingest.transform.jsonvalue import as_int, clean_text
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
 from tracescore.schemas.spans import AttributeValue

@@ -15,11 +15,10 @@ from tracescore.ingest.transform.adapters.base import make_message
 from tracescore.ingest.transform.adapters.openinference_values import (
     block_parts,
     chat_message,
-    clean_text,
     first_of,
     lenient,
 )
-from tracescore.ingest.transform.jsonvalue import as_text, plain_json
+from tracescore.ingest.transform.jsonvalue import as_text, clean_text, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.redaction_placeholders import is_placeholder
 from tracescore.schemas.spans import AttributeValue

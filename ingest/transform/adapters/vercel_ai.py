@@ -27,7 +27,7 @@ from tracescore.ingest.transform.adapters.base import (
     SpanRole,
     ToolExecution,
 )
-from tracescore.ingest.transform.jsonvalue import as_int, as_str, parse_json_value, plain_json
+from tracescore.ingest.transform.jsonvalue import as_int, as_str, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage
 from tracescore.schemas.spans import STATUS_ERROR, AttributeValue
 
@@ -222,7 +222,7 @@ class VercelAiAdapter(ConventionAdapter):
         text_prompt = prompt.get("prompt")
         if isinstance(text_prompt, list):
             messages += sdk.convert_messages(text_prompt, span_id, "prompt")
-        elif text_prompt is not None and (text := sdk.clean_text(text_prompt)):
+        elif text_prompt is not None and (text := clean_text(text_prompt)):
             user_prompt: dict[str, AttributeValue] = {"role": "user", "content": text}
             messages.append(sdk.convert_message(user_prompt, f"{span_id}-prompt-0", "user"))
         if prompt.get("messages") is not None:
