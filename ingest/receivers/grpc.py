@@ -45,7 +45,7 @@ from tracescore.ingest.receivers.intake import (
     retry_status,
 )
 from tracescore.ingest.receivers.listening import bind_error, cannot_listen
-from tracescore.ingest.receivers.memory_admission import MemoryGuard, RequestTooLarge, Reservation
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, MemoryReservation, RequestTooLarge
 from tracescore.ingest.receivers.tls import grpc_server_credentials, tls_files
 from tracescore.schemas.config import ReceiverConfig
 from tracescore.schemas.consumers import SpanConsumer
@@ -221,10 +221,10 @@ class GrpcReceiver:
 
         return export_signal
 
-    def _reserve(self, size: int) -> Reservation:
+    def _reserve(self, size: int) -> MemoryReservation:
         """Hold what a message of ``size`` bytes, already read, costs until it is stored."""
         if self._memory is None:
-            return Reservation.unbounded()
+            return MemoryReservation.unbounded()
         cost = request_cost("otlp_proto", size, (MESSAGE_COPIES - 1) * size)
         try:
             return self._memory.reserve(cost, f"a request of {size} bytes")

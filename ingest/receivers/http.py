@@ -52,7 +52,7 @@ from tracescore.ingest.receivers.intake import (
     retry_status,
 )
 from tracescore.ingest.receivers.listening import GatedSite, cannot_listen
-from tracescore.ingest.receivers.memory_admission import MemoryGuard, RequestTooLarge, Reservation
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, MemoryReservation, RequestTooLarge
 from tracescore.ingest.receivers.request_body import ExportFailed, compressed_body, read_body, too_large
 from tracescore.ingest.receivers.tls import server_ssl_context
 from tracescore.schemas.config import ReceiverConfig
@@ -235,14 +235,14 @@ class HttpReceiver:
             # The client cannot read a type it did not send; an unsupported one is answered in JSON.
             return _message_response(failed.status, status, encoding or "otlp_json", headers)
 
-    def _reserve(self, request: web.Request, encoding: str) -> Reservation:
+    def _reserve(self, request: web.Request, encoding: str) -> MemoryReservation:
         """What the request will cost, held before its body is read: a refused request costs nothing."""
         size = request.content_length or 0
         limit = self._config.max_request_bytes
         if size > limit:  # over the size limit: refused as such, whatever memory is free
             raise too_large(f"request body of {size} bytes is over the limit of {limit}")
         if self._memory is None:
-            return Reservation.unbounded()
+            return MemoryReservation.unbounded()
         compressed = size if compressed_body(request) else 0
         what = f"a request of {size} bytes" if size else "a request of unknown size"
         try:
@@ -255,7 +255,7 @@ class HttpReceiver:
             raise too_large(str(exc)) from None
 
     async def _export(
-        self, request: web.Request, signal: str, encoding: str, reservation: Reservation
+        self, request: web.Request, signal: str, encoding: str, reservation: MemoryReservation
     ) -> web.Response:
         """Read, decode and store the request under its reservation (released once this returns and
         the body is gone)."""

@@ -52,7 +52,7 @@ from tracescore.ingest.receivers.intake import (
 from tracescore.ingest.receivers.kafka_backoff import KAFKA_RETRY, BatchHolds
 from tracescore.ingest.receivers.kafka_dead_letters import DEAD_LETTER_OVERHEAD_BYTES, DeadLetters
 from tracescore.ingest.receivers.kafka_security import kafka_client_options
-from tracescore.ingest.receivers.memory_admission import MemoryGuard, RequestTooLarge, Reservation
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, MemoryReservation, RequestTooLarge
 from tracescore.schemas.config import KafkaConfig, ReceiverConfig
 from tracescore.schemas.consumers import SpanConsumer
 from tracescore.schemas.errors import Overloaded
@@ -291,9 +291,9 @@ class KafkaReceiver:
     def _cost(self, size: int, largest_item: int = 0) -> int:
         return request_cost(self._config.encoding, size, largest_item=largest_item)
 
-    def _reserve(self, total: int, count: int) -> Reservation:
+    def _reserve(self, total: int, count: int) -> MemoryReservation:
         if self._memory is None or not count:
-            return Reservation.unbounded()
+            return MemoryReservation.unbounded()
         return self._memory.reserve(self._cost(total), f"a Kafka batch of {count} record(s), {total} bytes")
 
     def _store_records(
@@ -301,7 +301,7 @@ class KafkaReceiver:
         records: list[ConsumerRecord],
         dead_letters: DeadLetters,
         parked: list[FutureRecordMetadata],
-        reservation: Reservation,
+        reservation: MemoryReservation,
         total: int,
     ) -> None:
         """Decode the records slice by slice, merging small ones, and store each merged slice."""

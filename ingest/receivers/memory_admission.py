@@ -141,7 +141,7 @@ class Rest:
         return self.resident + self.working
 
 
-class Reservation:
+class MemoryReservation:
     """Memory held for one request from before its body is read until its last slice is stored."""
 
     def __init__(self, guard: MemoryGuard | None, size: int, what: str) -> None:
@@ -151,7 +151,7 @@ class Reservation:
         self.compressed = 0  # bytes of its body as sent, when that was compressed
 
     @classmethod
-    def unbounded(cls) -> Reservation:
+    def unbounded(cls) -> MemoryReservation:
         """A reservation that holds nothing and always grows (no memory guard)."""
         return cls(None, 0, "a request")
 
@@ -167,7 +167,7 @@ class Reservation:
         if self._guard is not None:
             self._guard._release(self)
 
-    def __enter__(self) -> Reservation:
+    def __enter__(self) -> MemoryReservation:
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -199,7 +199,7 @@ class MemoryGuard:
         self._sampled_at = -1.0
         self._resident = 0
         self._reserved = 0
-        self._reservations: set[Reservation] = set()
+        self._reservations: set[MemoryReservation] = set()
         self._refusing = False
         self._relieved_at = -RELIEVE_EVERY_SECONDS
         self._warned_idle = False
@@ -247,15 +247,15 @@ class MemoryGuard:
         that reserves nothing of its own)."""
         self.reserve(0, "a batch").release()
 
-    def reserve(self, cost: int, what: str) -> Reservation:
+    def reserve(self, cost: int, what: str) -> MemoryReservation:
         """Hold ``cost`` bytes for a request (``what`` names it in messages). Raises Overloaded when it
         does not fit now but could once the requests in flight are done, RequestTooLarge when it
         could never fit under the limit."""
-        reservation = Reservation(self, 0, what)
+        reservation = MemoryReservation(self, 0, what)
         self._resize(reservation, cost)
         return reservation
 
-    def _resize(self, reservation: Reservation, size: int) -> None:
+    def _resize(self, reservation: MemoryReservation, size: int) -> None:
         with self._lock:
             growth = size - reservation.size
             self._admit(max(0, growth), size, reservation)
@@ -266,14 +266,14 @@ class MemoryGuard:
             else:
                 self._reservations.discard(reservation)
 
-    def _release(self, reservation: Reservation) -> None:
+    def _release(self, reservation: MemoryReservation) -> None:
         with self._lock:
             if reservation in self._reservations:
                 self._reservations.discard(reservation)
                 self._reserved -= reservation.size
                 reservation.size = 0
 
-    def _admit(self, growth: int, size: int, reservation: Reservation) -> None:
+    def _admit(self, growth: int, size: int, reservation: MemoryReservation) -> None:
         """Return if ``growth`` more bytes fit for ``reservation`` (now ``size``); raise otherwise."""
         admittable = self.admittable
         if size > admittable:

@@ -25,7 +25,7 @@ from tracescore.ingest.receivers.intake import (
     OUTCOME_TOO_LARGE,
     OUTCOME_UNSUPPORTED,
 )
-from tracescore.ingest.receivers.memory_admission import RequestTooLarge, Reservation
+from tracescore.ingest.receivers.memory_admission import MemoryReservation, RequestTooLarge
 from tracescore.schemas.config import ReceiverConfig
 from tracescore.schemas.errors import Overloaded
 
@@ -72,7 +72,7 @@ def _content_encoding(request: web.Request) -> str:
 
 
 async def read_body(
-    request: web.Request, config: ReceiverConfig, encoding: str, reservation: Reservation
+    request: web.Request, config: ReceiverConfig, encoding: str, reservation: MemoryReservation
 ) -> bytearray:
     """The request body, decompressed if need be, never holding more than the size limit nor more
     than ``reservation`` covers (it grows as a body of unknown size arrives or is inflated)."""
@@ -117,7 +117,7 @@ async def read_body(
     return await asyncio.to_thread(_decompress, body, content_encoding, limit, grow)
 
 
-def _grow(reservation: Reservation, cost: int, arrived: int) -> None:
+def _grow(reservation: MemoryReservation, cost: int, arrived: int) -> None:
     """Reserve ``cost`` for a body of which ``arrived`` bytes are in: 429 or 413 when it does not fit."""
     try:
         reservation.resize(cost)

@@ -26,7 +26,7 @@ from opentelemetry import trace
 
 from tracescore.scoring.judge.breaker import Breakers
 from tracescore.scoring.judge.redact import Redactor
-from tracescore.scoring.runtime.judge_budgets import Budget, Reservation
+from tracescore.scoring.runtime.judge_budgets import Budget, BudgetReservation
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class GuardedCall:
     def __init__(self, guard: JudgeGuard | None, model: str) -> None:
         self._guard = guard
         self._model = model
-        self._reservations: list[Reservation] = []
+        self._reservations: list[BudgetReservation] = []
 
     def begin(self, estimate: float) -> None:
         """Reserve the call in every budget and ask the model's breaker; raises ``BudgetExceeded``

@@ -47,7 +47,7 @@ class Spend:
 
 
 @dataclass(frozen=True)
-class Reservation:
+class BudgetReservation:
     budget: Budget
     hour: int
     usd: float
@@ -110,7 +110,7 @@ class Budget:
                 return f"{self.label}: ${max_usd:g} per {window} spent (resets {at})"
         return None
 
-    def reserve(self, usd: float) -> Reservation:
+    def reserve(self, usd: float) -> BudgetReservation:
         """Count one call costing about ``usd`` now, or raise ``BudgetExceeded``."""
         now = self.clock()
         why = self.refusal(usd, now=now)
@@ -121,15 +121,15 @@ class Budget:
         spend.calls += 1
         spend.usd += usd
         self._dirty.add(hour)
-        return Reservation(self, hour, usd)
+        return BudgetReservation(self, hour, usd)
 
-    def settle(self, reservation: Reservation, usd: float) -> None:
+    def settle(self, reservation: BudgetReservation, usd: float) -> None:
         """Replace the reservation's estimate with the call's real cost."""
         spend = self._own.setdefault(reservation.hour, Spend())
         spend.usd = max(0.0, spend.usd + usd - reservation.usd)
         self._dirty.add(reservation.hour)
 
-    def cancel(self, reservation: Reservation) -> None:
+    def cancel(self, reservation: BudgetReservation) -> None:
         """Take back a reservation whose call was not made."""
         spend = self._own.setdefault(reservation.hour, Spend())
         spend.calls = max(0, spend.calls - 1)

@@ -188,7 +188,11 @@ def test_an_unreachable_broker_is_logged_once_and_once_more_when_reached(tmp_pat
     broker = None
     try:
         wait_healthy(proc, http_port)
-        time.sleep(5)  # several attempts, at most 0.5, 1, 2 s apart (kafka-python logs each many times)
+        deadline = time.monotonic() + 60
+        while not _lines_about_kafka(log):  # the first attempt failed
+            assert time.monotonic() < deadline, "no line about the unreachable broker"
+            time.sleep(0.2)
+        time.sleep(5)  # several more attempts, at most 0.5, 1, 2 s apart (kafka-python logs each many times)
         down = _lines_about_kafka(log)
         assert len(down) == 1, down
         assert (

@@ -28,7 +28,7 @@ from tests.support.otlp import (
 from tracescore.ingest.decode.cost import request_cost
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.kafka import KafkaReceiver
-from tracescore.ingest.receivers.memory_admission import MemoryGuard, Reservation
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, MemoryReservation
 from tracescore.schemas.config import KafkaConfig, ReceiverConfig
 from tracescore.schemas.spans import SpanBatch
 
@@ -77,7 +77,7 @@ async def test_http_holds_the_cost_until_the_spans_are_stored_then_releases_it()
 async def test_http_asks_a_request_that_fits_later_to_come_back_and_takes_it_then() -> None:
     metrics = Metrics()
     guard = await settled_guard(metrics)
-    held: Reservation = guard.reserve(guard.admittable - 100, "requests in flight")
+    held: MemoryReservation = guard.reserve(guard.admittable - 100, "requests in flight")
     async with running_http(memory=guard, metrics=metrics) as running:
         url = f"{running.url}/v1/traces"
         refused = await http_request("POST", url, data=body(), headers=PROTOBUF)
