@@ -1,5 +1,6 @@
 """``make bench``: every benchmark as a ratio to a baseline measured in the same run, written to
-``bench/report.json`` and printed as a table (see ``bench.report``). ``python -m bench --peers`` adds the
+``bench/report.json`` and printed as a table (see ``bench.report``); a whole run also rewrites the
+table of docs/performance.md (``bench.performance_page``). ``python -m bench --peers`` adds the
 peer rows (``make bench-peers`` installs the peers first).
 
 Each module below measures its rows and returns them as ``Metric``s; run one alone with
@@ -13,6 +14,7 @@ import importlib
 
 from rich.console import Console
 
+from bench import performance_page
 from bench.report import Metric, machine, print_report, write_report
 
 PARTS = ("micro", "judge", "e2e", "recovery", "kafka_path", "watch", "store_path")
@@ -38,6 +40,9 @@ def main() -> None:
         metrics.extend(found)
     write_report(metrics, start)
     print_report(metrics, console)
+    if not args.only:  # a whole run: the performance page shows it
+        performance_page.update()
+        console.print(f"written: {performance_page.PAGE.relative_to(performance_page.PAGE.parents[1])}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import performance_page
 from bench.report import Metric, machine, write_report
 
 
@@ -70,3 +71,34 @@ def test_the_report_file_has_every_row_with_its_baseline_ratio_goal_and_peer(tmp
         True,
         {"load": "16 clients"},
     )
+
+
+def test_a_whole_run_rewrites_the_performance_pages_table_and_nothing_else(tmp_path: Path) -> None:
+    rows = [
+        Metric("span_store", 9_000.0, "spans/CPU-s", 10_000.0, ">= 0.9", baseline_label="bare inserts"),
+        Metric("watch: full drift pass (window 1h)", 0.8, "s", 0.3, "value <= 1", baseline_label="FINAL"),
+        Metric("watch: panel a", 1.5, "s", 0.25, "value <= 2", baseline_label="FINAL"),
+    ]
+    report_path, page_path = tmp_path / "report.json", tmp_path / "performance.md"
+    write_report(rows, machine(), report_path)
+    old_table = f"{performance_page.START}\nan old table\n{performance_page.END}"
+    page_path.write_text(f"# Performance\n\nBefore.\n\n{old_table}\n\nAfter.\n")
+
+    performance_page.update(report_path, page_path)
+
+    page = page_path.read_text()
+    assert page.startswith("# Performance\n\nBefore.\n\n") and page.endswith("\n\nAfter.\n")
+    assert "an old table" not in page
+    table = page.split(performance_page.START)[1].split(performance_page.END)[0]
+    lines = [line for line in table.splitlines() if line.startswith("| `")]
+    assert lines[0].startswith("| `span_store` |") and "| 0.9 | >= 0.9 | yes |" in lines[0]
+    # The watch rows are one line: the drift pass, the slowest panel, the cheapest baseline.
+    assert len(lines) == 2 and lines[1].startswith("| `watch: …` (2 rows) |")
+    assert "drift pass 0.80 s (goal value <= 1)" in lines[1] and "slowest panel 1.50 s" in lines[1]
+    assert "`FINAL` count of the week: 0.25 s" in lines[1] and lines[1].endswith("| yes |")
+
+
+def test_the_performance_page_has_the_markers_a_whole_run_writes_between() -> None:
+    page = performance_page.PAGE.read_text()
+    assert page.count(performance_page.START) == 1 and page.count(performance_page.END) == 1
+    assert page.index(performance_page.START) < page.index(performance_page.END)
