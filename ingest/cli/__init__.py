@@ -7,7 +7,9 @@ mistake; a traceback only with ``-v``. The libraries' own log lines show only wi
 (``ingest.cli.terminal``); a reader that stops early ends the command quietly, exit 0.
 
 The command modules are imported when the parser is built, after the native libraries' logging is
-set (gRPC reads ``GRPC_VERBOSITY`` once, when it is first imported).
+set (gRPC reads ``GRPC_VERBOSITY`` once, when it is first imported); only the named command's module
+when the command line names one (each pulls in what it runs: the store, the service, litellm), every
+module for ``tracescore --help`` or a command that is not there.
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ COMMAND_MODULES = (
 VERBOSE_HELP = "log at debug level; show tracebacks and the libraries' own lines (litellm, Kafka, gRPC, chDB)"
 
 
-def commands() -> list[ModuleType]:
-    return [importlib.import_module(f".{name}_command", __package__) for name in COMMAND_MODULES]
+def commands(argv: list[str] | None = None) -> list[ModuleType]:
+    """The command modules the parser needs for ``argv``: the one it names, else all of them."""
+    named = next((arg for arg in argv or [] if not arg.startswith("-")), None)
+    names = [named] if named in COMMAND_MODULES else COMMAND_MODULES
+    return [importlib.import_module(f".{name}_command", __package__) for name in names]
 
 
 class Parser(argparse.ArgumentParser):
@@ -67,7 +72,8 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv`` (all commands when it is None: what ``--help`` lists)."""
     parser = Parser(
         prog="tracescore",
         description="Score live LLM-agent traces.",
@@ -76,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     parser.add_argument("-V", "--version", action="version", version=f"tracescore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    for command in commands():
+    for command in commands(argv):
         command.add_parser(sub)
     for subparser in sub.choices.values():  # the global flags work after the command too
         subparser.add_argument(
@@ -87,8 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    quiet_native_logs(wants_verbose(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    quiet_native_logs(wants_verbose(argv))
+    args = build_parser(argv).parse_args(argv)
     setup_logging(args.verbose)
     for name, guess in unknown_variables(os.environ):
         log.warning(

@@ -284,3 +284,29 @@ def test_the_rules_together_are_checked_once_each_rule_is_right(tmp_path: Path) 
         f"  {config}:2: scoring.rules: scoring rules 0 and 1 both store scores as 'tone' for the same runs; "
         "give one of them a distinct name\n"
     )
+
+
+def test_a_command_imports_its_own_module_only_and_help_lists_every_command() -> None:
+    """Each command pulls in what it runs (the service, the store, litellm): a command started as a
+    process pays for its own module, not for the others'."""
+    probe = (
+        "import sys\n"
+        "from tracescore.ingest.cli import COMMAND_MODULES, build_parser\n"
+        "build_parser(sys.argv[1:])\n"
+        "print(' '.join(n for n in COMMAND_MODULES if f'tracescore.ingest.cli.{n}_command' in sys.modules))\n"
+    )
+
+    def imported(*argv: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=ENV, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert imported("-v", "schema", "--database", "x") == ["schema"]
+    assert imported("scorers") == ["scorers"]
+    every = imported("--help")
+    assert len(every) == 11 and {"serve", "score", "eval", "schema"} <= set(every)
+    assert imported("scorer") == every  # a mistyped command: every command, for "did you mean"
+    done = tracescore("scorer")
+    assert done.returncode == 2 and "did you mean 'scorers'" in done.stderr, done.stderr
