@@ -214,12 +214,12 @@ class Scorer:
         agent_run = self._as_run(run)
         if not self._has_score_step:
             raise ScorerError(self.id, "generate_score", "the scorer has no generate_score step")
-        with metered() as usage:
-            results, prompts, score = await self._run_steps(agent_run)
+        results, prompts, score, usage = await self._run_steps(agent_run)
         label = None if self.label is None else self._label(StepContext(agent_run, results, score))
         # A run without trace and span ids (an eval item, a CLI run) gets a random id, as Mastra's:
         # None here, drawn when the result's ``run_id`` is first read.
         run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else None
+        judged = prompts or (usage is not None and usage.models)
         return ScorerResult(
             self.id,
             run_id,
@@ -229,44 +229,57 @@ class Scorer:
             label,
             results.get(_PREPROCESS_KEY),
             results.get(_ANALYZE_KEY),
-            _judge_details(prompts, usage) if prompts or usage.models else NO_JUDGE,
+            _judge_details(prompts, usage) if judged else NO_JUDGE,
         )
 
-    async def _run_steps(self, agent_run: AgentRun) -> tuple[dict[str, Any], dict[str, str], float]:
+    async def _run_steps(
+        self, agent_run: AgentRun
+    ) -> tuple[dict[str, Any], dict[str, str], float, JudgeUsage | None]:
+        """The steps' results, the prompts sent, the score and the judge usage of the run (None:
+        nothing was awaited, so no judge was asked)."""
         results: dict[str, Any] = {}
         prompts: dict[str, str] = {}
         score: float | None = None
         run_chars = agent_run.text_chars() if self._reads_size else 0
         size = size_class(run_chars)
-        for step in self.steps:
-            if step.name == "generate_reason":
-                visible: Mapping[str, Any] = {**results, "score": score}
-            else:  # no copy before the first step: nothing to protect from it yet
-                visible = dict(results) if results else NO_RESULTS
-            context = StepContext(agent_run, visible, score)
-            prompt = None
-            try:
-                # A sync function step measured cheap runs right here: no coroutine, no outcome.
-                if isinstance(step, FunctionStep) and step.runs_here(size):
-                    value = step.call_here(context, size)
-                    if maybe_awaitable(value):
-                        value = await value
-                else:
-                    value, prompt = await step.execute(context, run_chars)
-            except Exception as exc:  # re-raised with the scorer and the step named
-                # Our own errors say what failed ("judge ... failed: ..."); others need their type.
-                why = str(exc) if isinstance(exc, TracescoreError) else f"{type(exc).__name__}: {exc}"
-                raise ScorerError(self.id, step.name, why, retriable=is_retriable(exc)) from exc
-            if step.name == "generate_score":
-                score = _check_score(self.id, value, self.scale)
-            elif step.name == "generate_reason" and value is not None and not isinstance(value, str):
-                raise ScorerError(self.id, step.name, f"returned {type(value).__name__}, not a string")
-            results[_RESULT_KEYS[step.name]] = value
-            if prompt is not None:
-                prompts[f"{step.name}_prompt"] = prompt
+        # The run's judge meter, entered before its first await: judge calls are coroutines, so a
+        # sync step called right here cannot make one, and a heuristic run skips the meter's cost.
+        meter: metered | None = None
+        try:
+            for step in self.steps:
+                if step.name == "generate_reason":
+                    visible: Mapping[str, Any] = {**results, "score": score}
+                else:  # no copy before the first step: nothing to protect from it yet
+                    visible = dict(results) if results else NO_RESULTS
+                context = StepContext(agent_run, visible, score)
+                prompt = None
+                try:
+                    # A sync function step measured cheap runs right here: no coroutine, no outcome.
+                    if isinstance(step, FunctionStep) and step.runs_here(size):
+                        value = step.call_here(context, size)
+                        if maybe_awaitable(value):
+                            meter = meter or _entered(metered())
+                            value = await value
+                    else:
+                        meter = meter or _entered(metered())
+                        value, prompt = await step.execute(context, run_chars)
+                except Exception as exc:  # re-raised with the scorer and the step named
+                    # Our own errors say what failed ("judge ... failed: ..."); others need their type.
+                    why = str(exc) if isinstance(exc, TracescoreError) else f"{type(exc).__name__}: {exc}"
+                    raise ScorerError(self.id, step.name, why, retriable=is_retriable(exc)) from exc
+                if step.name == "generate_score":
+                    score = _check_score(self.id, value, self.scale)
+                elif step.name == "generate_reason" and value is not None and not isinstance(value, str):
+                    raise ScorerError(self.id, step.name, f"returned {type(value).__name__}, not a string")
+                results[_RESULT_KEYS[step.name]] = value
+                if prompt is not None:
+                    prompts[f"{step.name}_prompt"] = prompt
+        finally:
+            if meter is not None:
+                meter.__exit__(None, None, None)
         if score is None:  # unreachable: generate_score ran (checked in run) or raised
             raise ScorerError(self.id, "generate_score", "produced no score")
-        return results, prompts, score
+        return results, prompts, score, None if meter is None else meter.usage
 
     def _label(self, context: StepContext) -> str | None:
         if self.label is None:
@@ -288,10 +301,16 @@ class Scorer:
             raise ScorerError(self.id, None, f"the run is not a valid AgentRun: {exc}") from exc
 
 
-def _judge_details(prompts: dict[str, str], usage: JudgeUsage) -> JudgeDetails:
+def _entered(meter: metered) -> metered:
+    """``meter``, entered (``Scorer._run_steps`` exits it)."""
+    meter.__enter__()
+    return meter
+
+
+def _judge_details(prompts: dict[str, str], usage: JudgeUsage | None) -> JudgeDetails:
     """The prompts a run's judge steps sent and its judges' usage (a judge answered when
     ``usage.models`` is set, though its usage may still be zero tokens)."""
-    if not usage.models:
+    if usage is None or not usage.models:
         return JudgeDetails(**prompts)
     return JudgeDetails(
         **prompts,
