@@ -63,10 +63,13 @@ def size_class(chars: int) -> int:
 class StepCost:
     """The measured running time of one step, by size class of run (see the module docstring)."""
 
-    __slots__ = ("_seconds", "_held", "_until_sample")
+    __slots__ = ("_seconds", "_held", "_until_sample", "loop_sizes")
 
     def __init__(self) -> None:
         self._seconds: dict[int, float] = {}
+        # The size classes where the step runs on the loop (measured under the budget): a set
+        # lookup per run, where ``place`` would cost a call and a comparison.
+        self.loop_sizes: set[int] = set()
         # Size classes where the last timed run of a step measured cheap was slow (held back).
         self._held: set[int] = set()
         self._until_sample = 1
@@ -91,14 +94,16 @@ class StepCost:
         """Count one run of the step: ``seconds`` on a run of size class ``size``."""
         seconds = min(seconds, LONGEST_COUNTED_SECONDS)
         mean = self._seconds.get(size)
-        if mean is None:
-            self._seconds[size] = seconds
-            return
-        if seconds >= LOOP_BUDGET_SECONDS > mean and size not in self._held:
+        if mean is not None and seconds >= LOOP_BUDGET_SECONDS > mean and size not in self._held:
             self._held.add(size)  # one slow run of a cheap step: counted if the next is slow too
             return
         self._held.discard(size)
-        self._seconds[size] = mean + NEWEST_WEIGHT * (seconds - mean)
+        mean = seconds if mean is None else mean + NEWEST_WEIGHT * (seconds - mean)
+        self._seconds[size] = mean
+        if mean < LOOP_BUDGET_SECONDS:
+            self.loop_sizes.add(size)
+        else:
+            self.loop_sizes.discard(size)
 
     def seconds(self, size: int) -> float | None:
         """The mean running time at size class ``size`` (None: not measured there)."""

@@ -154,7 +154,7 @@ class FunctionStep:
     def runs_here(self, size: int) -> bool:
         """Whether the step runs right here on the loop on a run of size class ``size``: a sync step
         (not ``killable``) measured cheap at that size."""
-        return self.maybe_here and self.cost.place(size) is Place.LOOP
+        return self.maybe_here and size in self.cost.loop_sizes
 
     def call_here(self, context: StepContext, size: int) -> Any:
         """The step's value, called right here on the loop; a sampled run is timed (the time places
