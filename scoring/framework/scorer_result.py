@@ -113,6 +113,8 @@ class ScorerResult:
 
     def step_results(self) -> dict[str, Any]:
         """The step results as JSON-safe data (non-finite floats become null)."""
+        if self._preprocess_step_result is None and self._analyze_step_result is None:
+            return {}  # most code scorers keep none: no conversion to run
         raw = {
             "preprocess_step_result": self._preprocess_step_result,
             "analyze_step_result": self._analyze_step_result,
