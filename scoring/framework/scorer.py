@@ -51,7 +51,8 @@ from pydantic import ValidationError
 from tracescore.schemas import AgentRun
 from tracescore.schemas.errors import TracescoreError, is_retriable
 from tracescore.scoring.framework.prompt_step import PromptObject, PromptStep
-from tracescore.scoring.framework.scorer_result import NO_JUDGE, JudgeDetails, ScorerResult
+from tracescore.scoring.framework.scorer_result import NO_JUDGE, JudgeDetails
+from tracescore.scoring.framework.scorer_result import ScorerResult as ScorerResult  # its home before
 from tracescore.scoring.framework.step_placement import size_class
 from tracescore.scoring.framework.steps import (
     DEFAULT_NEEDS,
@@ -308,16 +309,17 @@ def _entered(meter: metered) -> metered:
 
 
 def _judge_details(prompts: dict[str, str], usage: JudgeUsage | None) -> JudgeDetails:
-    """The prompts a run's judge steps sent and its judges' usage (a judge answered when
-    ``usage.models`` is set, though its usage may still be zero tokens)."""
-    if usage is None or not usage.models:
-        return JudgeDetails(**prompts)
+    """The prompts a run's judge steps sent and its judges' usage (``usage`` None: nothing was
+    awaited; a judge answered when ``usage.models`` is set, though maybe with zero tokens)."""
     return JudgeDetails(
-        **prompts,
-        judge_model=",".join(usage.models),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cost_usd=usage.cost_usd,
+        preprocess_prompt=prompts.get("preprocess_prompt"),
+        analyze_prompt=prompts.get("analyze_prompt"),
+        generate_score_prompt=prompts.get("generate_score_prompt"),
+        generate_reason_prompt=prompts.get("generate_reason_prompt"),
+        judge_model=",".join(usage.models) if usage is not None and usage.models else None,
+        input_tokens=usage.input_tokens if usage is not None else 0,
+        output_tokens=usage.output_tokens if usage is not None else 0,
+        cost_usd=usage.cost_usd if usage is not None else 0.0,
     )
 
 

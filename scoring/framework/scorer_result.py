@@ -146,7 +146,7 @@ class ScorerResult:
             "analyze_step_result": self._analyze_step_result,
             **{name: getattr(self._judge, name) for name in JudgeDetails.__dataclass_fields__},
         }
-        return to_jsonable_python(fields) if mode == "json" else fields  # type: ignore[no-any-return]
+        return to_jsonable_python(fields) if mode == "json" else fields
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ScorerResult):

@@ -19,10 +19,10 @@ time it ran, so its next run goes to a worker process, where a timeout stops it.
 
 On the loop, where a cheap step runs, its time is sampled: one run in ``SAMPLE_EVERY`` is timed (two
 clock reads and a mean cost as much as a trivial step itself), which keeps the estimate current. And
-one slow run of a step measured cheap is held back until the next timed run: a process that was
-preempted mid-step (a loaded machine) or a garbage collection would otherwise send a cheap step to a
-worker process, whose round trips cost a hundred times the step, until the mean came down again. A
-step that really became slow is slow again on its next timed run, and moves then.
+one slow run of a step measured cheap is held back until the next run, which is timed: a process that
+was preempted mid-step (a loaded machine) or a garbage collection would otherwise send a cheap step
+to a worker process, whose round trips cost a hundred times the step, until the mean came down
+again. A step that really became slow is slow again on that next run, and moves then.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ LOOP_BUDGET_SECONDS = 0.001
 # The weight of the newest measurement in the mean: one slow run (a preempted process, a garbage
 # collection) moves the mean a quarter of the way, not all of it.
 NEWEST_WEIGHT = 0.25
-# On the loop, one run in this many is timed.
-SAMPLE_EVERY = 16
+# On the loop, one run in this many is timed (a step that slows down is seen within this many runs).
+SAMPLE_EVERY = 8
 # A measurement counts as at most this long: the mean only decides loop or worker, and one very
 # slow run (a library imported on first use, hundreds of ms) would otherwise keep a cheap step in
 # a worker for dozens of runs while the mean came down a quarter at a time (now about nine).
@@ -95,7 +95,8 @@ class StepCost:
         seconds = min(seconds, LONGEST_COUNTED_SECONDS)
         mean = self._seconds.get(size)
         if mean is not None and seconds >= LOOP_BUDGET_SECONDS > mean and size not in self._held:
-            self._held.add(size)  # one slow run of a cheap step: counted if the next is slow too
+            self._held.add(size)  # one slow run of a cheap step: counted if the next is slow too,
+            self._until_sample = 1  # and the next is timed, so a step that really slowed moves now
             return
         self._held.discard(size)
         mean = seconds if mean is None else mean + NEWEST_WEIGHT * (seconds - mean)

@@ -60,9 +60,11 @@ def test_a_step_measured_cheap_again_comes_back_to_the_loop() -> None:
 
 def test_one_slow_run_of_a_cheap_step_waits_for_the_next_to_count() -> None:
     cost = StepCost()
+    assert cost.sampled()  # timed; the next SAMPLE_EVERY - 1 runs are not
     cost.record(7, 0.000_002)
-    cost.record(7, 0.005)  # preempted mid-step, say: held back
-    assert (cost.place(7), cost.seconds(7)) == (Place.LOOP, 0.000_002)
+    assert not cost.sampled()
+    cost.record(7, 0.005)  # preempted mid-step, say: held back, and the next run is timed
+    assert (cost.place(7), cost.seconds(7), cost.sampled()) == (Place.LOOP, 0.000_002, True)
     cost.record(7, 0.000_002)  # cheap again: the slow run is forgotten
     cost.record(7, 0.005)
     assert cost.place(7) is Place.LOOP
