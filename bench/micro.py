@@ -46,6 +46,7 @@ from tracescore.scoring.prebuilt import (
 )
 
 TARGET_SECONDS = 0.005  # a timed batch lasts at least this long
+WARMUP_PASSES = 20  # untimed passes over a cell's inputs before its batches are timed
 CELL_SECONDS = 0.4  # the batches of one side of one cell last about this long together
 MIN_REPEATS, MAX_REPEATS = 3, 40
 
@@ -81,10 +82,14 @@ class Cell:
 def best_per_call(batch: Callable[[int], float], size: int) -> float:
     """The best batch's seconds per call; ``batch(n)`` times n passes over ``size`` inputs.
 
-    Passes double until a batch lasts TARGET_SECONDS (warming up on the way); then as many
+    First WARMUP_PASSES untimed passes: a first call's one-time costs (a library imported on first
+    use, in this process and in a step worker, for hundreds of ms) would otherwise make the first
+    batch long enough to end the warm-up, and the timed batches would still be warming. Passes
+    double until a batch lasts TARGET_SECONDS (warming up on the way); then as many
     batches as fit in CELL_SECONDS (MIN_REPEATS to MAX_REPEATS) are timed. Short batches, many
     of them: on a loaded machine some run without being preempted, and the best shows the cost.
     """
+    batch(WARMUP_PASSES)
     calls = 1
     elapsed = batch(calls)
     while elapsed < TARGET_SECONDS:

@@ -87,13 +87,21 @@ class AgentRun(_Model):
 
     def text_chars(self) -> int:
         """Characters of text a scorer may read: messages (this turn, history, system) and context."""
-        messages = [
-            *self.input.input_messages,
-            *self.input.remembered_messages,
-            *self.input.system_messages,
-            *self.output,
-        ]
-        return sum(len(m.content) + len(m.reasoning or "") for m in messages) + sum(map(len, self.context))
+        # A plain loop: every scorer run of a sync step reads it, and a generator over a joined list
+        # cost twice as much on the one- or two-message runs most are.
+        chars = sum(map(len, self.context))
+        run_input = self.input
+        for messages in (
+            run_input.input_messages,
+            run_input.remembered_messages,
+            run_input.system_messages,
+            self.output,
+        ):
+            for message in messages:
+                chars += len(message.content)
+                if message.reasoning:
+                    chars += len(message.reasoning)
+        return chars
 
     def to_json_dict(self) -> dict[str, Any]:
         """The AgentRun JSON shape of ARCHITECTURE.md (snake_case, ISO times)."""

@@ -41,21 +41,23 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic import ValidationError
 
-from tracescore.schemas import AgentRun, Score
+from tracescore.schemas import AgentRun
 from tracescore.schemas.errors import TracescoreError, is_retriable
 from tracescore.scoring.framework.prompt_step import PromptObject, PromptStep
+from tracescore.scoring.framework.scorer_result import NO_JUDGE, JudgeDetails
+from tracescore.scoring.framework.scorer_result import ScorerResult as ScorerResult  # its home before
+from tracescore.scoring.framework.step_placement import size_class
 from tracescore.scoring.framework.steps import (
     DEFAULT_NEEDS,
     NEEDS,
+    NO_RESULTS,
     STEP_ORDER,
     FunctionStep,
     Need,
@@ -63,9 +65,10 @@ from tracescore.scoring.framework.steps import (
     StepContext,
     StepFn,
     StepName,
+    maybe_awaitable,
     result_key,
 )
-from tracescore.scoring.judge import Judge, metered
+from tracescore.scoring.judge import Judge, JudgeUsage, metered
 
 # A step: a function, or a prompt object (``PromptObject`` or a dict of its keys) answered by a judge.
 StepDef = StepFn | PromptObject | Mapping[str, Any]
@@ -90,54 +93,6 @@ class ScorerError(TracescoreError):
         self.reason = message
 
 
-class ScorerResult(BaseModel):
-    """The outcome of one scorer run (Mastra's run result, snake_case)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    scorer_id: str
-    run_id: str
-    score: float
-    reason: str | None = None
-    # The scored run's label where the scorer gives one (a classifier's choice, a check's pass/fail).
-    label: str | None = None
-    # The score lies in [0, scale] (``Scorer.run`` checks it).
-    scale: float = 1.0
-    preprocess_step_result: Any = None
-    analyze_step_result: Any = None
-    # Filled by prompt-object (LLM judge) steps; None for function steps.
-    preprocess_prompt: str | None = None
-    analyze_prompt: str | None = None
-    generate_score_prompt: str | None = None
-    generate_reason_prompt: str | None = None
-    # Usage summed over every judge call of the run, prompt-object steps and the steps' own code
-    # alike (distinct models comma-joined, in first-use order).
-    judge_model: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def step_results(self) -> dict[str, Any]:
-        """The step results as JSON-safe data (non-finite floats become null)."""
-        raw = {
-            "preprocess_step_result": self.preprocess_step_result,
-            "analyze_step_result": self.analyze_step_result,
-        }
-        data = to_jsonable_python(raw, inf_nan_mode="null", fallback=repr)
-        return {key: value for key, value in data.items() if value is not None}
-
-    def to_score(self, name: str | None = None) -> Score:
-        """This result as a ``schemas.Score``, its step results as its metadata."""
-        return Score(
-            name=name or self.scorer_id,
-            value=self.score,
-            label=self.label,
-            reason=self.reason,
-            scale=self.scale,
-            metadata=self.step_results(),
-        )
-
-
 _RESULT_KEYS: dict[StepName, str] = {name: result_key(name) for name in STEP_ORDER}
 _REASON_KEY = _RESULT_KEYS["generate_reason"]
 _PREPROCESS_KEY = _RESULT_KEYS["preprocess"]
@@ -147,6 +102,12 @@ _ANALYZE_KEY = _RESULT_KEYS["analyze"]
 def _check_score(scorer_id: str, value: Any, scale: float) -> float:
     """The step's value as a score in [0, scale], or a ``ScorerError`` naming the value: the one
     check of a score's range in the pipeline (a ``ScorerResult`` holds only scores that passed it)."""
+    # The common case first, without the ABC check of ``numbers.Real`` (a tenth of a heuristic
+    # scorer's run): a float or int in range (NaN fails the comparison and goes the long way).
+    if type(value) is float or type(value) is int:
+        score = float(value)
+        if 0.0 <= score <= scale:
+            return score
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ScorerError(
             scorer_id, "generate_score", f"returned {value!r} ({type(value).__name__}), not a number"
@@ -243,63 +204,83 @@ class Scorer:
     def _has_score_step(self) -> bool:
         return any(step.name == "generate_score" for step in self.steps)
 
+    @cached_property
+    def _reads_size(self) -> bool:
+        """Whether a step is placed by the run's size (a sync function step)."""
+        return any(isinstance(step, FunctionStep) and not step.is_async for step in self.steps)
+
     async def run(self, run: AgentRun | Mapping[str, Any]) -> ScorerResult:
         """Score one run. Raises ``ScorerError`` naming the step when a step fails or the score is
         not a number in [0, scale]."""
         agent_run = self._as_run(run)
         if not self._has_score_step:
             raise ScorerError(self.id, "generate_score", "the scorer has no generate_score step")
-        with metered() as usage:
-            results, prompts, score = await self._run_steps(agent_run)
+        results, prompts, score, usage = await self._run_steps(agent_run)
         label = None if self.label is None else self._label(StepContext(agent_run, results, score))
-        # A run without trace and span ids (an eval item, a CLI run) gets a random id, as Mastra's.
-        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else str(uuid.uuid4())
-        # Only the fields that differ from their defaults: pydantic validates each field given, and
-        # for a heuristic scorer that validation cost as much as the scoring.
-        optional: dict[str, Any] = {
-            "reason": results.get(_REASON_KEY),
-            "label": label,
-            "preprocess_step_result": results.get(_PREPROCESS_KEY),
-            "analyze_step_result": results.get(_ANALYZE_KEY),
-            **prompts,
-        }
-        given = {key: value for key, value in optional.items() if value is not None}
-        if usage.models:  # a judge answered (its usage may still be zero tokens)
-            given.update(
-                judge_model=",".join(usage.models),
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cost_usd=usage.cost_usd,
-            )
-        return ScorerResult(scorer_id=self.id, run_id=run_id, score=score, scale=self.scale, **given)
+        # A run without trace and span ids (an eval item, a CLI run) gets a random id, as Mastra's:
+        # None here, drawn when the result's ``run_id`` is first read.
+        run_id = agent_run.run_id if (agent_run.trace_id or agent_run.span_id) else None
+        judged = prompts or (usage is not None and usage.models)
+        return ScorerResult(
+            self.id,
+            run_id,
+            score,
+            self.scale,
+            results.get(_REASON_KEY),
+            label,
+            results.get(_PREPROCESS_KEY),
+            results.get(_ANALYZE_KEY),
+            _judge_details(prompts, usage) if judged else NO_JUDGE,
+        )
 
-    async def _run_steps(self, agent_run: AgentRun) -> tuple[dict[str, Any], dict[str, str], float]:
+    async def _run_steps(
+        self, agent_run: AgentRun
+    ) -> tuple[dict[str, Any], dict[str, str], float, JudgeUsage | None]:
+        """The steps' results, the prompts sent, the score and the judge usage of the run (None:
+        nothing was awaited, so no judge was asked)."""
         results: dict[str, Any] = {}
         prompts: dict[str, str] = {}
         score: float | None = None
-        run_chars = agent_run.text_chars()
-        for step in self.steps:
-            visible = dict(results)
-            if step.name == "generate_reason":
-                visible["score"] = score
-            context = StepContext(agent_run, visible, score)
-            try:
-                outcome = await step.execute(context, run_chars)
-            except Exception as exc:  # re-raised with the scorer and the step named
-                # Our own errors say what failed ("judge ... failed: ..."); others need their type.
-                why = str(exc) if isinstance(exc, TracescoreError) else f"{type(exc).__name__}: {exc}"
-                raise ScorerError(self.id, step.name, why, retriable=is_retriable(exc)) from exc
-            value = outcome.value
-            if step.name == "generate_score":
-                score = _check_score(self.id, value, self.scale)
-            if step.name == "generate_reason" and value is not None and not isinstance(value, str):
-                raise ScorerError(self.id, step.name, f"returned {type(value).__name__}, not a string")
-            results[_RESULT_KEYS[step.name]] = value
-            if outcome.prompt is not None:
-                prompts[f"{step.name}_prompt"] = outcome.prompt
+        run_chars = agent_run.text_chars() if self._reads_size else 0
+        size = size_class(run_chars)
+        # The run's judge meter, entered before its first await: judge calls are coroutines, so a
+        # sync step called right here cannot make one, and a heuristic run skips the meter's cost.
+        meter: metered | None = None
+        try:
+            for step in self.steps:
+                if step.name == "generate_reason":
+                    visible: Mapping[str, Any] = {**results, "score": score}
+                else:  # no copy before the first step: nothing to protect from it yet
+                    visible = dict(results) if results else NO_RESULTS
+                context = StepContext(agent_run, visible, score)
+                prompt = None
+                try:
+                    # A sync function step measured cheap runs right here: no coroutine, no outcome.
+                    if isinstance(step, FunctionStep) and step.runs_here(size):
+                        value = step.call_here(context, size)
+                        if maybe_awaitable(value):
+                            meter = meter or _entered(metered())
+                            value = await value
+                    else:
+                        meter = meter or _entered(metered())
+                        value, prompt = await step.execute(context, run_chars)
+                except Exception as exc:  # re-raised with the scorer and the step named
+                    # Our own errors say what failed ("judge ... failed: ..."); others need their type.
+                    why = str(exc) if isinstance(exc, TracescoreError) else f"{type(exc).__name__}: {exc}"
+                    raise ScorerError(self.id, step.name, why, retriable=is_retriable(exc)) from exc
+                if step.name == "generate_score":
+                    score = _check_score(self.id, value, self.scale)
+                elif step.name == "generate_reason" and value is not None and not isinstance(value, str):
+                    raise ScorerError(self.id, step.name, f"returned {type(value).__name__}, not a string")
+                results[_RESULT_KEYS[step.name]] = value
+                if prompt is not None:
+                    prompts[f"{step.name}_prompt"] = prompt
+        finally:
+            if meter is not None:
+                meter.__exit__(None, None, None)
         if score is None:  # unreachable: generate_score ran (checked in run) or raised
             raise ScorerError(self.id, "generate_score", "produced no score")
-        return results, prompts, score
+        return results, prompts, score, None if meter is None else meter.usage
 
     def _label(self, context: StepContext) -> str | None:
         if self.label is None:
@@ -319,6 +300,27 @@ class Scorer:
             return AgentRun.model_validate(run)
         except ValidationError as exc:
             raise ScorerError(self.id, None, f"the run is not a valid AgentRun: {exc}") from exc
+
+
+def _entered(meter: metered) -> metered:
+    """``meter``, entered (``Scorer._run_steps`` exits it)."""
+    meter.__enter__()
+    return meter
+
+
+def _judge_details(prompts: dict[str, str], usage: JudgeUsage | None) -> JudgeDetails:
+    """The prompts a run's judge steps sent and its judges' usage (``usage`` None: nothing was
+    awaited; a judge answered when ``usage.models`` is set, though maybe with zero tokens)."""
+    return JudgeDetails(
+        preprocess_prompt=prompts.get("preprocess_prompt"),
+        analyze_prompt=prompts.get("analyze_prompt"),
+        generate_score_prompt=prompts.get("generate_score_prompt"),
+        generate_reason_prompt=prompts.get("generate_reason_prompt"),
+        judge_model=",".join(usage.models) if usage is not None and usage.models else None,
+        input_tokens=usage.input_tokens if usage is not None else 0,
+        output_tokens=usage.output_tokens if usage is not None else 0,
+        cost_usd=usage.cost_usd if usage is not None else 0.0,
+    )
 
 
 def create_scorer(

@@ -16,10 +16,11 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from tracescore.schemas import AgentRun
-from tracescore.scoring.framework.step_placement import Place, StepCost, size_class, timed_call
+from tracescore.scoring.framework.step_placement import Place, StepCost, size_class
 from tracescore.scoring.framework.step_workers import step_workers
 
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
@@ -36,6 +37,10 @@ T = TypeVar("T")
 def result_key(step: StepName) -> str:
     """The key of a step's result in ``StepContext.results`` (Mastra's ``analyzeStepResult``, snake_case)."""
     return f"{step}_step_result"
+
+
+# What the first step sees: no results yet (shared, read-only: a step cannot change it).
+NO_RESULTS: Mapping[str, Any] = MappingProxyType({})
 
 
 class StepResultError(TypeError):
@@ -113,6 +118,15 @@ class Step(Protocol):
 
 StepFn = Callable[[StepContext], Any] | Callable[[StepContext], Awaitable[Any]]
 
+# What step functions return almost always: values of these types are never awaitable, and a
+# set lookup is a tenth of ``inspect.isawaitable``'s cost on them (its ABC check).
+_PLAIN_TYPES = frozenset({float, int, str, bool, dict, list, tuple, type(None)})
+
+
+def maybe_awaitable(value: object) -> bool:
+    """Whether a sync step's value is awaitable (a coroutine the step handed back)."""
+    return type(value) not in _PLAIN_TYPES and inspect.isawaitable(value)
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionStep:
@@ -130,25 +144,44 @@ class FunctionStep:
     # scorer; a measurement, never a result).
     cost: StepCost = field(default_factory=StepCost, compare=False, repr=False)
     is_async: bool = field(init=False, compare=False, repr=False)
+    # A sync step that is not killable: it runs right on the loop once measured cheap.
+    maybe_here: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
+        object.__setattr__(self, "maybe_here", not (self.is_async or self.killable))
+
+    def runs_here(self, size: int) -> bool:
+        """Whether the step runs right here on the loop on a run of size class ``size``: a sync step
+        (not ``killable``) measured cheap at that size."""
+        return self.maybe_here and size in self.cost.loop_sizes
+
+    def call_here(self, context: StepContext, size: int) -> Any:
+        """The step's value, called right here on the loop; a sampled run is timed (the time places
+        its next runs). A sync function may hand back a coroutine: the caller awaits it
+        (``maybe_awaitable``)."""
+        if not self.cost.sampled():
+            return self.fn(context)
+        started = time.perf_counter()
+        value = self.fn(context)
+        self.cost.record(size, time.perf_counter() - started)
+        return value
 
     async def execute(self, context: StepContext, run_chars: int) -> StepOutcome:
         if self.is_async:
             return StepOutcome(await self.fn(context))
         size = size_class(run_chars)
-        place = Place.WORKER if self.killable else self.cost.place(size)
-        if place is Place.LOOP:
-            value, seconds = timed_call(self.fn, context)
+        if self.runs_here(size):
+            value = self.call_here(context, size)
         else:
-            value, seconds = await self._off_the_loop(place, context, size)
-        self.cost.record(size, seconds)
-        if inspect.isawaitable(value):  # a sync function may hand back a coroutine to await
+            value, seconds = await self._off_the_loop(context, size)
+            self.cost.record(size, seconds)
+        if maybe_awaitable(value):
             value = await value
         return StepOutcome(value)
 
-    async def _off_the_loop(self, place: Place, context: StepContext, size: int) -> tuple[Any, float]:
+    async def _off_the_loop(self, context: StepContext, size: int) -> tuple[Any, float]:
+        place = Place.WORKER if self.killable else self.cost.place(size)
         workers = step_workers()
         started = time.perf_counter()
         try:

@@ -4,7 +4,9 @@ and counts each in its metrics as it is made."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from prometheus_client import Counter, Histogram
 
 from tracescore.schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
 from tracescore.schemas.score import JudgeExchange
@@ -24,11 +26,32 @@ class OutcomeRows:
 
     metrics: ScoringMetrics
     source: ScoreSource
+    # The metrics' children by label values, kept: prometheus' ``labels(...)`` costs four times the
+    # count itself, and every scorer run counts a decision and a score (as many children as
+    # prometheus keeps anyway).
+    _decision_counts: dict[tuple[str, str], Counter] = field(default_factory=dict, repr=False)
+    _scores: dict[tuple[str, str, str], Histogram] = field(default_factory=dict, repr=False)
+    _score_outcomes: dict[tuple[str, str, str, str], Counter] = field(default_factory=dict, repr=False)
 
     def score(self, run: AgentRun, rule: Rule, result: ScorerResult, latency_ms: float) -> ScoreRecord:
-        """The score row of a result (``score_record``), in the score histogram and pass/fail counts."""
+        """The score row of a result (``score_record``), in the score histogram and pass/fail counts
+        if its rule has a threshold."""
         record = score_record(run, rule, result, latency_ms, self.source)
-        count_score(self.metrics, rule, record)
+        key = (record.scorer_id, record.service_name, record.agent_name)
+        if (histogram := self._scores.get(key)) is None:
+            scorer, service, agent = key
+            histogram = self._scores[key] = self.metrics.score.labels(
+                scorer=scorer, service=service, agent=agent
+            )
+        histogram.observe(record.score)
+        if (passed := rule.passes(record.score)) is not None:
+            outcome_key = (*key, "pass" if passed else "fail")
+            if (outcomes := self._score_outcomes.get(outcome_key)) is None:
+                scorer, service, agent, outcome = outcome_key
+                outcomes = self._score_outcomes[outcome_key] = self.metrics.score_outcomes.labels(
+                    scorer=scorer, service=service, agent=agent, outcome=outcome
+                )
+            outcomes.inc()
         return record
 
     def decision(
@@ -40,7 +63,12 @@ class OutcomeRows:
         judge_io: tuple[JudgeExchange, ...] = (),
     ) -> Decision:
         """The decision row of a (unit, rule) (``decision``), counted by scorer and kind."""
-        self.metrics.decisions.labels(scorer=rule.scorer_id, decision=kind).inc()
+        key = (rule.scorer_id, kind)
+        if (count := self._decision_counts.get(key)) is None:
+            count = self._decision_counts[key] = self.metrics.decisions.labels(
+                scorer=rule.scorer_id, decision=kind
+            )
+        count.inc()
         return decision(run, rule, kind, detail, self.source, judge_io)
 
 
@@ -80,7 +108,7 @@ def decision(
         span_id=run.span_id,
         scorer_id=rule.scorer_id,
         decision=kind,
-        detail=scrub(detail)[:MAX_DETAIL_CHARS],
+        detail=scrub(detail)[:MAX_DETAIL_CHARS] if detail else "",  # most are empty: no scan
         sample_rate=rule.sample_rate,
         source=source,
         agent_name=run.agent_name or "",
@@ -107,11 +135,3 @@ def with_round(detail: str, round: TraceRound | None) -> str:
         return detail
     note = "released at max_wait: the trace's root span had not ended"
     return f"{detail}; {note}" if detail else note
-
-
-def count_score(metrics: ScoringMetrics, rule: Rule, record: ScoreRecord) -> None:
-    """A produced score in the score histogram, and in the pass/fail counts if its rule has a threshold."""
-    labels = {"scorer": record.scorer_id, "service": record.service_name, "agent": record.agent_name}
-    metrics.score.labels(**labels).observe(record.score)
-    if (passed := rule.passes(record.score)) is not None:
-        metrics.score_outcomes.labels(**labels, outcome="pass" if passed else "fail").inc()

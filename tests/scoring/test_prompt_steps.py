@@ -334,6 +334,20 @@ async def test_judge_calls_in_a_steps_own_code_are_counted(llm_server: LLMServer
     assert result.judge_model == f"{MODEL},openai/test-embed"
 
 
+async def test_judge_calls_of_a_coroutine_a_sync_step_hands_back_are_counted(llm_server: LLMServer) -> None:
+    judge = judge_for(llm_server)
+
+    def verify(ctx: StepContext) -> Any:  # sync: hands back its judge call's coroutine
+        return judge.structured(delimit("claim", output_text(ctx.run)), Verdict)
+
+    scorer = create_scorer(id="handed", description="d").analyze(verify).generate_score(lambda ctx: 1.0)
+    # The first run tries the step in a thread; measured cheap, the second calls it right on the loop.
+    for _ in range(2):
+        llm_server.script(json_reply({"claim": "a", "verdict": "yes"}, prompt_tokens=11, completion_tokens=2))
+        result = await scorer.run(make_run())
+        assert (result.judge_model, result.input_tokens, result.output_tokens) == (MODEL, 11, 2)
+
+
 async def test_one_scorer_instance_scores_many_runs_concurrently(llm_server: LLMServer) -> None:
     # Run n's answer has n true sentences ("Paris ...") and one false one ("Lyon ..."); the judge
     # answers by content, with a delay so that every run's calls interleave with the others'.

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from tests.support.runs import agent_run
 from tracescore.scoring import Judge, ScorerError, StepContext, create_scorer
+from tracescore.scoring.framework.evals import EvalItemResult
 
 
 def answer(ctx: StepContext) -> str:
@@ -304,6 +304,34 @@ async def test_a_run_without_ids_gets_a_fresh_run_id() -> None:
     assert first.run_id and second.run_id and first.run_id != second.run_id
 
 
+async def test_a_drawn_run_id_stays_the_same_once_read() -> None:
+    result = await create_scorer(id="v", description="d").generate_score(lambda ctx: 1).run({})
+    assert result.run_id == result.run_id == result.model_dump()["run_id"]
+
+
+async def test_a_result_dumps_alone_and_inside_a_pydantic_model() -> None:
+    scorer = (
+        create_scorer(id="dump", description="d")
+        .preprocess(lambda ctx: {"words": 2})
+        .generate_score(lambda ctx: 0.5)
+        .generate_reason(lambda ctx: "half")
+    )
+    result = await scorer.run(agent_run("q", "a b"))
+    dumped = result.model_dump(mode="json")
+    assert {key: dumped[key] for key in ("scorer_id", "score", "reason", "preprocess_step_result")} == {
+        "scorer_id": "dump",
+        "score": 0.5,
+        "reason": "half",
+        "preprocess_step_result": {"words": 2},
+    }
+    assert (dumped["judge_model"], dumped["input_tokens"], dumped["cost_usd"]) == (None, 0, 0.0)
+    item = EvalItemResult(index=0, scores={"dump": result})
+    assert item.model_dump(mode="json")["scores"]["dump"] == dumped
+    assert item.scores["dump"] is result
+    assert result == await scorer.run(agent_run("q", "a b"))
+    assert "score=0.5" in repr(result)
+
+
 @dataclass(frozen=True)
 class Found:
     name: str
@@ -357,7 +385,7 @@ async def test_result_is_frozen() -> None:
     result = (
         await create_scorer(id="f", description="d").generate_score(lambda ctx: 1).run(agent_run("q", "a"))
     )
-    with pytest.raises(ValidationError):
+    with pytest.raises(AttributeError):
         result.score = 0.0  # type: ignore[misc]
 
 

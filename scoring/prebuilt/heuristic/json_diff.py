@@ -18,13 +18,26 @@ from tracescore.scoring.prebuilt.registry import ScorerSpec, register
 
 # Only text that opens with { or [ after JSON's own whitespace can parse to an object or an array.
 _MAY_HOLD_CONTAINER = re.compile(r"[ \t\n\r]*[{\[]")
+_CONTAINER_OPENERS = ("{", "[")
+_JSON_WHITESPACE = (" ", "\t", "\n", "\r")
+# The leaf types compared as numbers (bools count, as in Python).
+_NUMBER_TYPES = frozenset({int, float, bool})
+
+
+def _may_hold_container(text: str) -> bool:
+    """Whether ``text`` may parse to an object or array: its first character decides, but for
+    leading whitespace (the regular expression's match cost more than most leaves' comparison)."""
+    first = text[:1]
+    if first in _CONTAINER_OPENERS:
+        return True
+    return first in _JSON_WHITESPACE and _MAY_HOLD_CONTAINER.match(text) is not None
 
 
 def _parse_container(value: object) -> object:
     """JSON text holding an object or array becomes that value (autoevals' ``valid_json`` check)."""
     # Every string leaf is tried: skipping those that cannot hold a container spares a failed
     # json.loads (the JSONDecodeError alone costs more than the leaf's comparison).
-    if isinstance(value, str) and _MAY_HOLD_CONTAINER.match(value):
+    if isinstance(value, str) and _may_hold_container(value):
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
@@ -46,6 +59,8 @@ def json_diff(output: object, expected: object) -> float:
     >>> json_diff('{"name": "John", "age": 30}', {"name": "Jon", "age": 30, "extra": 1})
     0.5833333333333334
     """
+    if type(output) in _NUMBER_TYPES and type(expected) in _NUMBER_TYPES:  # most leaves: no parsing
+        return numeric_diff(output, expected)  # type: ignore[arg-type]
     output, expected = _parse_container(output), _parse_container(expected)
     if isinstance(output, dict) and isinstance(expected, dict):
         if not output and not expected:
