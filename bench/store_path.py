@@ -45,7 +45,7 @@ from tracescore.ingest.decode.otlp_json import parse_trace_request
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
-from tracescore.ingest.store.rows import OTEL_TRACES_COLUMNS, span_row
+from tracescore.ingest.store.rows import OTEL_TRACES_COLUMNS, span_rows
 from tracescore.ingest.store.span_sink import SpanSink
 from tracescore.ingest.transform.runs import build_runs
 from tracescore.schemas import Span, SpanBatch
@@ -220,7 +220,7 @@ async def _span_store(payload: bytes, data: str) -> Metric:
             "AND table IN ('otel_traces', 'span_ledger')"
         )
         types = {(row["table"], row["name"]): row["type"] for row in column_types}
-        trace_rows = [span_row(span) for span in spans]
+        trace_rows = span_rows(spans)
         ledger = ledger_rows(SpanBatch(spans=spans), time.time_ns())
         tables = [("span_ledger", LEDGER_COLUMNS, ledger), ("otel_traces", OTEL_TRACES_COLUMNS, trace_rows)]
 

@@ -28,7 +28,7 @@ from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store, TableRows
 from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
 from tracescore.ingest.store.replica_table import HANDOFF_COLUMNS, handoff_row
-from tracescore.ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_row
+from tracescore.ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_rows
 from tracescore.schemas import LogRecord, Span, SpanBatch
 from tracescore.schemas.consumers import SpanConsumer
 from tracescore.schemas.errors import Overloaded
@@ -109,7 +109,7 @@ def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows
     for batch in batches:
         batch.arrived_unix_nano = arrived_ns
         ledger.extend(ledger_rows(batch, arrived_ns))
-        traces.extend(span_row(span) for span in batch.spans)
+        traces.extend(span_rows(batch.spans))
         logs.extend(log_row(record) for record in batch.logs)
     return [
         ("otel_logs", OTEL_LOGS_COLUMNS, logs),
