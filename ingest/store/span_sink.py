@@ -6,9 +6,9 @@ that arrive meanwhile gather into the next, so the store sees few large inserts 
 advice) however many clients send. The clients the last commit acknowledged are about to send
 again: until their batches join those that arrived while it ran, the next commit waits a moment
 for them (``MAX_GATHER_SECONDS``, at most a quarter of the last commit's time), as PostgreSQL's
-``commit_delay`` does. Otherwise clients that send back to back split into two groups that take
-turns, each commit carrying part of them: 16 one-trace clients got 12 requests a commit, not 16. A batch is acknowledged -- its ``consume_spans`` returns --
-only once the insert that holds it has committed, and it carries the commit's time
+``commit_delay`` does. Otherwise clients that send back to back split into groups that take
+turns, each commit carrying only part of them. A batch is acknowledged -- its ``consume_spans``
+returns -- only once the insert that holds it has committed, and it carries the commit's time
 (``arrived_unix_nano``, the ledger's ``Arrived``). When too many items wait for a commit, new batches
 are refused with ``Overloaded`` (the client slows down) instead of growing memory.
 """
@@ -165,7 +165,7 @@ class SpanSink:
         self._uncommitted_items = 0  # waiting for a commit, or in the one under way
         self._wake = asyncio.Event()
         self._arrived = asyncio.Event()  # a batch joined the waiting ones
-        self._expected = 0  # batches the next commit waits for: the last commit's, and those that came meanwhile
+        self._expected = 0  # batches the next commit waits for: the last one's and those that came meanwhile
         self._last_commit_seconds = 0.0
         self._flusher: asyncio.Task[None] | None = None
         self._stopping = False
