@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -51,6 +51,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNSPECIFIED_KIND = SPAN_KIND_NAMES[0]
 _UNSET_STATUS = STATUS_NAMES[0]
 _encode_string = json.encoder.encode_basestring
+_NO_EVENTS: tuple[tuple[()], ...] = ((), (), ())  # Events.Timestamp, .Name, .Attributes
+_NO_LINKS: tuple[tuple[()], ...] = ((), (), (), ())  # Links.TraceId, .SpanId, .TraceState, .Attributes
 
 
 class _NotJson(ValueError):
@@ -149,9 +151,26 @@ def attribute_map(attributes: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def span_row(span: Span) -> list[Any]:
-    """One ``otel_traces`` row in OTEL_TRACES_COLUMNS order; times stay integer nanoseconds."""
+def span_rows(spans: Iterable[Span]) -> list[list[Any]]:
+    """The ``otel_traces`` rows of spans. Spans decoded from one resource share its attribute dict:
+    its strings are built once (by the dict's id, stable while the spans hold it) and shared by the
+    rows, which the insert only reads."""
+    resources: dict[int, dict[str, str]] = {}
+    rows = []
+    for span in spans:
+        resource = resources.get(id(span.resource_attributes))
+        if resource is None:
+            resource = resources[id(span.resource_attributes)] = attribute_map(span.resource_attributes)
+        rows.append(span_row(span, resource))
+    return rows
+
+
+def span_row(span: Span, resource_attributes: dict[str, str] | None = None) -> list[Any]:
+    """One ``otel_traces`` row in OTEL_TRACES_COLUMNS order; times stay integer nanoseconds.
+    ``resource_attributes``: the span's resource attributes as strings, when built already."""
     events, links = span.events, span.links
+    if resource_attributes is None:
+        resource_attributes = attribute_map(span.resource_attributes)
     return [
         span.start_time_unix_nano,
         span.trace_id,
@@ -161,16 +180,17 @@ def span_row(span: Span) -> list[Any]:
         span.name,
         SPAN_KIND_NAMES.get(span.kind, _UNSPECIFIED_KIND),
         span.service_name,
-        attribute_map(span.resource_attributes),
+        resource_attributes,
         span.scope_name,
         span.scope_version,
         attribute_map(span.attributes),
         span.duration_ns,
         STATUS_NAMES.get(span.status_code, _UNSET_STATUS),
         span.status_message,
-        # Most spans have neither events nor links: skip the seven comprehensions then.
-        *(_event_columns(events) if events else ([], [], [])),
-        *(_link_columns(links) if links else ([], [], [], [])),
+        # Most spans have neither events nor links: skip the seven comprehensions, and the seven
+        # empty lists (shared empty tuples: fewer allocations, fewer collector passes per commit).
+        *(_event_columns(events) if events else _NO_EVENTS),
+        *(_link_columns(links) if links else _NO_LINKS),
     ]
 
 

@@ -3,12 +3,12 @@
 
 Concurrent export requests (and Kafka batches) wait together: while one insert runs, the batches
 that arrive meanwhile gather into the next, so the store sees few large inserts (ClickHouse's
-advice) however many clients send. When fewer batches wait than the last commit carried -- the
-clients it acknowledged are about to send again -- the next commit waits a moment for them
-(``MAX_GATHER_SECONDS``, at most a quarter of the last commit's time), as PostgreSQL's
-``commit_delay`` does: otherwise clients that send back to back split into two groups that take
-turns, each commit carrying half of them. A batch is acknowledged -- its ``consume_spans`` returns --
-only once the insert that holds it has committed, and it carries the commit's time
+advice) however many clients send. The clients the last commit acknowledged are about to send
+again: until their batches join those that arrived while it ran, the next commit waits a moment
+for them (``MAX_GATHER_SECONDS``, at most a quarter of the last commit's time), as PostgreSQL's
+``commit_delay`` does. Otherwise clients that send back to back split into groups that take
+turns, each commit carrying only part of them. A batch is acknowledged -- its ``consume_spans``
+returns -- only once the insert that holds it has committed, and it carries the commit's time
 (``arrived_unix_nano``, the ledger's ``Arrived``). When too many items wait for a commit, new batches
 are refused with ``Overloaded`` (the client slows down) instead of growing memory.
 """
@@ -28,7 +28,7 @@ from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store, TableRows
 from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
 from tracescore.ingest.store.replica_table import HANDOFF_COLUMNS, handoff_row
-from tracescore.ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_row
+from tracescore.ingest.store.rows import OTEL_LOGS_COLUMNS, OTEL_TRACES_COLUMNS, log_row, span_rows
 from tracescore.schemas import LogRecord, Span, SpanBatch
 from tracescore.schemas.consumers import SpanConsumer
 from tracescore.schemas.errors import Overloaded
@@ -109,7 +109,7 @@ def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows
     for batch in batches:
         batch.arrived_unix_nano = arrived_ns
         ledger.extend(ledger_rows(batch, arrived_ns))
-        traces.extend(span_row(span) for span in batch.spans)
+        traces.extend(span_rows(batch.spans))
         logs.extend(log_row(record) for record in batch.logs)
     return [
         ("otel_logs", OTEL_LOGS_COLUMNS, logs),
@@ -165,7 +165,7 @@ class SpanSink:
         self._uncommitted_items = 0  # waiting for a commit, or in the one under way
         self._wake = asyncio.Event()
         self._arrived = asyncio.Event()  # a batch joined the waiting ones
-        self._last_window = 0  # batches in the last commit
+        self._expected = 0  # batches the next commit waits for: the last one's and those that came meanwhile
         self._last_commit_seconds = 0.0
         self._flusher: asyncio.Task[None] | None = None
         self._stopping = False
@@ -227,18 +227,24 @@ class SpanSink:
                 return
 
     async def _gather(self) -> None:
-        """Wait a moment for the batches of the clients the last commit acknowledged."""
-        if len(self._waiting) >= self._last_window or self._stopping:
+        """Wait a moment for the batches of the clients the last commit acknowledged, to join those
+        that arrived while it ran."""
+        if self._gathered():
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(MAX_GATHER_SECONDS, self._last_commit_seconds / 4)
-        while len(self._waiting) < self._last_window and not self._stopping:
+        while not self._gathered():
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
             self._arrived.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrived.wait(), remaining)
+
+    def _gathered(self) -> bool:
+        # Nothing is in flight while the flusher gathers: the uncommitted items are the waiting ones.
+        full = self._uncommitted_items >= self._max_commit_items
+        return full or self._stopping or len(self._waiting) >= self._expected
 
     def _take_window(self) -> list[_Waiting]:
         """The oldest waiting batches, up to the item bound (at least one)."""
@@ -257,7 +263,7 @@ class SpanSink:
             await self._insert(window)
         finally:
             self._uncommitted_items -= items
-            self._last_window = len(window)
+            self._expected = len(window) + len(self._waiting)
             self._last_commit_seconds = time.monotonic() - started
 
     async def _insert(self, window: list[_Waiting]) -> None:

@@ -179,6 +179,28 @@ async def test_clients_acknowledged_together_are_committed_together(store: Store
     assert metrics.registry.get_sample_value("tracescore_spans_stored_total") == senders * rounds
 
 
+async def test_senders_that_came_during_a_commit_wait_for_those_it_acknowledged(store: Store) -> None:
+    # Half the senders arrive while the first commit runs. The next commit waits for the half it
+    # acknowledged to send again, rather than taking the late half alone: the two halves would
+    # then take turns for good, one commit each per round.
+    metrics = Metrics()
+    sink = SpanSink(store, Recorder(), metrics)
+    senders, rounds = 8, 4
+
+    async def sender(index: int) -> None:
+        for round in range(rounds):
+            span = agent_span().model_copy(update={"span_id": f"{index:08x}{round:08x}"})
+            await sink.consume_spans(SpanBatch(spans=[span]))
+
+    early = [asyncio.create_task(sender(index)) for index in range(senders // 2)]
+    await asyncio.sleep(0.001)  # the first commit, of the early half, is under way
+    await asyncio.gather(*early, *(sender(index) for index in range(senders // 2, senders)))
+    await sink.shutdown()
+    commits = metrics.registry.get_sample_value("tracescore_store_commits_total")
+    assert commits is not None and commits <= rounds + 2  # not 2 * rounds
+    assert metrics.registry.get_sample_value("tracescore_spans_stored_total") == senders * rounds
+
+
 async def test_a_commit_cut_after_its_first_insert_leaves_no_span_to_score_that_otel_traces_lacks(
     store: Store,
 ) -> None:
