@@ -14,6 +14,9 @@ the rest goes: the same request bodies sent with plain aiohttp (the server's and
 close to the ideal, so the server is not the bottleneck; litellm's own CPU time per call is) and the
 same runs scored through the service's ``ScoringExecutor`` (its workers, guards, redaction and score
 rows) instead of ``Scorer.run``; both are measured once, after the alternating repeats.
+
+``metrics`` also gives ``bench.judge_throughput``'s row (judge calls per second at concurrency 256
+against plain aiohttp), which builds on the sides defined here.
 """
 
 from __future__ import annotations
