@@ -14,6 +14,9 @@ the rest goes: the same request bodies sent with plain aiohttp (the server's and
 close to the ideal, so the server is not the bottleneck; litellm's own CPU time per call is) and the
 same runs scored through the service's ``ScoringExecutor`` (its workers, guards, redaction and score
 rows) instead of ``Scorer.run``; both are measured once, after the alternating repeats.
+
+``metrics`` also gives ``bench.judge_throughput``'s row (judge calls per second at concurrency 256
+against plain aiohttp), which builds on the sides defined here.
 """
 
 from __future__ import annotations
@@ -113,10 +116,10 @@ class Sides:
             ]
         return {"score": result.score, "cost_usd_per_run": result.cost_usd, "tokens": [22, 14]}
 
-    async def ours(self, runs: int) -> Timing:
-        return await in_pool(runs, CONCURRENCY, lambda _: self.scorer.run(RUN))
+    async def ours(self, runs: int, concurrency: int = CONCURRENCY) -> Timing:
+        return await in_pool(runs, concurrency, lambda _: self.scorer.run(RUN))
 
-    async def bare(self, runs: int) -> Timing:
+    async def bare(self, runs: int, concurrency: int = CONCURRENCY) -> Timing:
         options = {
             "model": MODEL,
             "temperature": self.judge.temperature,
@@ -133,20 +136,21 @@ class Sides:
             )
             await self.litellm.acompletion(messages=self.messages["reason"], **options)
 
-        return await in_pool(runs, CONCURRENCY, one_run)
+        return await in_pool(runs, concurrency, one_run)
 
-    async def aiohttp(self, runs: int) -> Timing:
-        """The same request bodies with plain aiohttp: what the server and the loopback allow."""
+    async def aiohttp(self, runs: int, concurrency: int = CONCURRENCY, api_base: str | None = None) -> Timing:
+        """The same request bodies with plain aiohttp, each answer's JSON parsed: what the server
+        and the loopback allow (on ``api_base``, this benchmark's server unless given)."""
         import aiohttp
 
-        url = f"{self.api_base}/chat/completions"
+        url = f"{api_base or self.api_base}/chat/completions"
         headers = {"Authorization": f"Bearer {API_KEY}"}
         common = {"model": "gpt-4o-mini", "temperature": self.judge.temperature}
         bodies = [
             {**common, "messages": self.messages["verdicts"], "response_format": self.response_format},
             {**common, "messages": self.messages["reason"]},
         ]
-        connector = aiohttp.TCPConnector(limit=CONCURRENCY)
+        connector = aiohttp.TCPConnector(limit=concurrency)
         async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
 
             async def one_run(_: int) -> None:
@@ -154,7 +158,7 @@ class Sides:
                     async with session.post(url, json=body) as response:
                         await response.json()
 
-            return await in_pool(runs, CONCURRENCY, one_run)
+            return await in_pool(runs, concurrency, one_run)
 
     async def executor(self, runs: int) -> Timing:
         """The runs scored by the service's executor: ``CONCURRENCY`` workers, the judge guards (circuit
@@ -272,6 +276,8 @@ def summary(measured: dict[str, Any], runs: int = RUNS) -> dict[str, Any]:
 
 
 def metrics() -> list[Metric]:
+    from bench import judge_throughput  # it builds on this module's sides
+
     server = JudgeServer(VERDICTS, REASON, LATENCY_S)
     server.start()
     try:
@@ -298,4 +304,4 @@ def metrics() -> list[Metric]:
             baseline_label="ideal: the latency alone",
             detail={"vs_ideal": detail["vs_ideal"], "ideal": detail["ideal"]},
         ),
-    ]
+    ] + judge_throughput.metrics()

@@ -52,6 +52,11 @@ class JudgeServer:
     def api_base(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs."""
+        return self._process.pid if self._process is not None else None
+
     def start(self) -> None:
         args = ["--latency", str(self.latency_s), "--structured", self.structured, "--text", self.text]
         self._process = subprocess.Popen(
