@@ -22,7 +22,7 @@ from typing import Protocol
 from tracescore.ingest.transform.jsonvalue import as_text, plain_json
 from tracescore.schemas import Message, Part, Span, Usage
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.spans import AttributeValue
+from tracescore.schemas.spans import AttributeValue, JsonValue
 
 
 class SpanRole(enum.Enum):
@@ -140,15 +140,52 @@ def normalize_role(role: object, default: Role = "user") -> Role:
 
 
 def make_part(data: Mapping[str, object]) -> Part:
-    """A Part from already-normalized keys; keys pydantic cannot take are kept under ``data``."""
+    """A Part from already-normalized keys (every value made plain JSON)."""
     part_type = data.get("type")
     type_name = part_type if isinstance(part_type, str) and part_type else "unknown"
-    fields = {k: plain_json(v) for k, v in data.items() if isinstance(k, str) and k != "type"}
-    try:
-        return Part.model_validate({"type": type_name, **fields})
-    except (TypeError, ValueError):
-        # A key pydantic cannot take as an extra field: keep the raw dict whole.
-        return Part.model_validate({"type": type_name, "data": fields})
+    return trusted_part(
+        type_name, {k: plain_json(v) for k, v in data.items() if isinstance(k, str) and k != "type"}
+    )
+
+
+# Parts and messages are built by the thousand per request (every prompt replays the conversation so
+# far), and pydantic validating values this module has just normalized cost a third of the transform.
+# ``model_construct`` is no cheaper for these models (it resolves their camelCase aliases field by
+# field), so the two constructors below assemble the instance validation would return: the same
+# ``__dict__``, extra fields and fields set (tests/ingest/transform/test_trusted_messages.py).
+_set_attribute = object.__setattr__
+
+
+def trusted_part(type_name: str, fields: dict[str, JsonValue]) -> Part:
+    """``Part.model_validate({"type": type_name, **fields})`` for a string type and plain JSON
+    fields (which a Part takes as extra fields whatever their keys), without the validation."""
+    part = Part.__new__(Part)
+    _set_attribute(part, "__dict__", {"type": type_name})
+    _set_attribute(part, "__pydantic_extra__", fields)
+    _set_attribute(part, "__pydantic_fields_set__", {"type", *fields})
+    _set_attribute(part, "__pydantic_private__", None)
+    return part
+
+
+def _trusted_message(
+    msg_id: str, role: Role, content: str, parts: list[Part], reasoning: str | None
+) -> Message:
+    """``Message(id=..., role=..., content=..., parts=..., reasoning=...)`` for values of the field
+    types (mypy checks the callers), without the validation."""
+    message = Message.__new__(Message)
+    fields = {
+        "id": msg_id,
+        "role": role,
+        "content": content,
+        "parts": list(parts),  # validation copies the list too: the caller's stays its own
+        "tool_invocations": [],
+        "reasoning": reasoning,
+    }
+    _set_attribute(message, "__dict__", fields)
+    _set_attribute(message, "__pydantic_extra__", None)
+    _set_attribute(message, "__pydantic_fields_set__", {"id", "role", "content", "parts", "reasoning"})
+    _set_attribute(message, "__pydantic_private__", None)
+    return message
 
 
 def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:
@@ -173,4 +210,4 @@ def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:
             as_text(p.model_extra.get("result")) for p in parts if p.type == "tool_result" and p.model_extra
         )
     joined_reasoning = "\n".join(reasoning)
-    return Message(id=msg_id, role=role, content=content, parts=parts, reasoning=joined_reasoning or None)
+    return _trusted_message(msg_id, role, content, parts, joined_reasoning or None)

@@ -1,0 +1,48 @@
+"""make_part and make_message assemble Parts and Messages without pydantic validation: the instances
+must be the ones validation builds (fields, extra fields, fields set, JSON)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from tracescore.ingest.transform.adapters.base import make_message, make_part
+from tracescore.schemas import Message, Part
+
+
+def _state(model: BaseModel) -> tuple[object, ...]:
+    return (
+        type(model),
+        model.__dict__,
+        model.__pydantic_extra__,
+        model.__pydantic_fields_set__,
+        model.__pydantic_private__,
+        model.model_dump_json(),
+    )
+
+
+def test_a_part_is_the_one_validation_builds() -> None:
+    data = {"type": "tool_call", "tool_call_id": "c1", "args": {"city": "Paris", "days": [1, 2]}, "__x": b"y"}
+    validated = Part.model_validate(
+        {"type": "tool_call", "tool_call_id": "c1", "args": data["args"], "__x": "y"}
+    )
+    assert _state(make_part(data)) == _state(validated)
+
+
+def test_a_part_without_a_type_is_unknown() -> None:
+    assert _state(make_part({"text": "hi"})) == _state(Part.model_validate({"type": "unknown", "text": "hi"}))
+
+
+def test_a_message_is_the_one_validation_builds() -> None:
+    parts = [make_part({"type": "reasoning", "text": "think"}), make_part({"type": "text", "text": "hello"})]
+    built = make_message("m1", "assistant", parts)
+    validated = Message(id="m1", role="assistant", content="hello", parts=parts, reasoning="think")
+    assert _state(built) == _state(validated)
+    assert built == validated
+    parts.append(make_part({"type": "text", "text": "later"}))
+    assert len(built.parts) == 2, "the message keeps its own list of parts"
+
+
+def test_a_tool_message_reads_its_results_as_content() -> None:
+    parts = [make_part({"type": "tool_result", "tool_call_id": "c1", "result": 57})]
+    built = make_message("t1", "tool", parts)
+    assert _state(built) == _state(Message(id="t1", role="tool", content="57", parts=parts, reasoning=None))
