@@ -332,7 +332,13 @@ def _parent_hex(raw: bytes) -> str:
 
 
 def _attributes(attributes: Iterable[KeyValue]) -> dict[str, Any]:
-    return {kv.key: _any_value(kv.value) for kv in attributes}
+    # Most values are strings: read inline, they cost no call of _any_value each.
+    return {
+        kv.key: value.string_value
+        if (value := kv.value).WhichOneof("value") == "string_value"
+        else _any_value(value)
+        for kv in attributes
+    }
 
 
 def _any_value(value: AnyValue) -> Any:

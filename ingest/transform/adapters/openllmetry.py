@@ -118,7 +118,7 @@ def _unwrap(value: AttributeValue) -> tuple[str, AttributeValue]:
     """(shape, payload) of an entity value: ``decorator`` ({"args", "kwargs"}), ``langchain``
     (the callback's inputs / outputs / output) or ``plain`` (a decorated function's return value)."""
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         keys = set(parsed)
         if "args" in keys and keys <= {"args", "kwargs"}:
             return "decorator", parsed
@@ -133,17 +133,17 @@ def _unwrap(value: AttributeValue) -> tuple[str, AttributeValue]:
 
 def _call_arguments(payload: AttributeValue) -> tuple[list[AttributeValue], Mapping[str, AttributeValue]]:
     """(args, kwargs) of a decorated call's payload (``_unwrap``'s ``decorator`` shape)."""
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, dict):
         return [], {}
     args, kwargs = payload.get("args"), payload.get("kwargs")
     positional: list[AttributeValue] = list(args) if isinstance(args, list) else []
-    return positional, kwargs if isinstance(kwargs, Mapping) else {}
+    return positional, kwargs if isinstance(kwargs, dict) else {}
 
 
 def _messages_in(payload: AttributeValue, span_id: str, tag: str) -> list[Message] | None:
     """Messages a payload holds: a message list, a state ``{"messages": [...]}``, one message."""
     found = lc_messages(payload, span_id, tag)
-    if found is None and isinstance(payload, Mapping):
+    if found is None and isinstance(payload, dict):
         found = lc_messages(payload.get("messages"), span_id, tag)
         if found is None and lc_fields(payload) is not None:
             single = lc_message(payload, f"{span_id}-{tag}-0")
@@ -171,7 +171,7 @@ def _decorator_text(args: Sequence[AttributeValue], kwargs: Mapping[str, Attribu
 def _text_of(payload: AttributeValue, role: Role) -> str | None:
     if _is_text(payload):
         return str(payload)
-    if isinstance(payload, Mapping):
+    if isinstance(payload, dict):
         # AgentExecutor's outputs repeat the input beside the answer: {"input", "output"}.
         keys = ("output", "answer", "result", "text", "content") if role == "assistant" else _TEXT_KWARGS
         for key in keys:
@@ -215,7 +215,7 @@ def _new_answers(inputs: list[Message], outputs: list[Message]) -> list[Message]
 def _entity_lists(value: AttributeValue) -> AttributeValue:
     """The raw message list of a LangChain payload (to read the model from its AI messages)."""
     _, payload = _unwrap(value)
-    return payload.get("messages") if isinstance(payload, Mapping) else payload
+    return payload.get("messages") if isinstance(payload, dict) else payload
 
 
 # --- tools -------------------------------------------------------------------------------------------

@@ -14,11 +14,12 @@ records (``gen_ai.{role}.message``, ``gen_ai.choice``). The LangChain messages o
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role, text_part
 from tracescore.ingest.transform.adapters.genai_events import read_events
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value
 from tracescore.schemas import Message, Part, Span
@@ -46,6 +47,9 @@ def has_indexed_messages(attributes: Mapping[str, AttributeValue]) -> bool:
     return any(_indexed_key(key) is not None for key in attributes)
 
 
+# Keys repeat from span to span (gen_ai.prompt.0.content...), and every key of a span is parsed here
+# when detecting the convention and again per message group: a bounded cache spares the regex.
+@functools.lru_cache(maxsize=4096)
 def _indexed_key(key: str) -> tuple[str, int, str] | None:
     match = _INDEXED.match(key)
     if match is None:
@@ -60,7 +64,7 @@ def _indexed_key(key: str) -> tuple[str, int, str] | None:
 
 
 def _text(text: object) -> Part:
-    return make_part({"type": "text", "text": as_text(text)})
+    return text_part("text", as_text(text))
 
 
 def _reasoning_text(value: AttributeValue) -> str:
@@ -68,7 +72,7 @@ def _reasoning_text(value: AttributeValue) -> str:
     parsed = parse_json_value(value)
     if isinstance(parsed, list):
         return "\n".join(t for t in (_reasoning_text(item) for item in parsed) if t)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         key = next((k for k in ("thinking", "text", "content", "summary") if k in parsed), None)
         return _reasoning_text(parsed[key]) if key else ""
     return as_text(parsed)
@@ -107,7 +111,7 @@ def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
     """The blocks' texts joined, when every block is a ``{"type": "text"}`` block; else None."""
     texts = []
     for block in blocks:
-        if not isinstance(block, Mapping) or block.get("type") != "text":
+        if not isinstance(block, dict) or block.get("type") != "text":
             return None
         texts.append(as_text(block.get("text")))
     return "".join(texts)
@@ -115,7 +119,7 @@ def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
 
 def convert_block(raw: AttributeValue) -> Part | None:
     """One provider content block -> a part; None for empty text. Unknown blocks are kept whole."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         text = as_text(raw)
         return _text(text) if text and not is_placeholder(text) else None
     kind = raw.get("type")
@@ -153,7 +157,7 @@ def content_parts(value: AttributeValue) -> list[Part]:
         return [_text(parsed)] if parsed and not is_placeholder(parsed) else []
     if isinstance(parsed, list) and all(isinstance(b, str) or _is_block(b) for b in parsed):
         return [p for p in (convert_block(b) for b in parsed) if p is not None]
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         if "call_id" in parsed and "output" in parsed:  # Responses function_call_output, re-packed
             return [tool_result_part(parsed.get("call_id"), parsed.get("output"))]
         if _is_block(parsed):
@@ -165,7 +169,7 @@ def content_parts(value: AttributeValue) -> list[Part]:
 
 
 def _is_block(raw: AttributeValue) -> bool:
-    return isinstance(raw, Mapping) and isinstance(raw.get("type"), str)
+    return isinstance(raw, dict) and isinstance(raw.get("type"), str)
 
 
 def with_tool_calls(parts: list[Part], calls: Iterable[Part]) -> list[Part]:
