@@ -182,10 +182,10 @@ def _genai_messages(
     attributes: Mapping[str, AttributeValue], key: str, span_id: str, tag: str, role: Role
 ) -> list[Message]:
     """``gen_ai.*.messages`` beside the OpenInference keys, when they decode (else the copies win)."""
-    value = attributes.get(key)
-    if not isinstance(parse_json_value(value), list | dict):
+    parsed = parse_json_value(attributes.get(key))
+    if not isinstance(parsed, list | dict):
         return []
-    return convert_messages(value, span_id, tag, role)
+    return convert_messages(parsed, span_id, tag, role)
 
 
 def _pydantic_turn(
@@ -246,11 +246,13 @@ class OpenInferenceAdapter(ConventionAdapter):
         inputs = inputs or oi_messages(attrs, "llm.input_messages", sid, "in", "user")
         inputs = inputs or prompt_messages(attrs, sid)
         system = convert_system_instructions(attrs.get(SYSTEM_INSTRUCTIONS), sid)
-        raw_system, raw_inputs = request_messages(attrs.get("input.value"), sid)
-        if not inputs:
-            inputs = raw_inputs
-        if not system and not any(m.role == "system" for m in inputs):
-            system = raw_system  # e.g. Anthropic's ``system=`` is only in the raw request
+        # The raw request repeats the prompt: it is parsed only for what the keys above lack.
+        if not inputs or (not system and not any(m.role == "system" for m in inputs)):
+            raw_system, raw_inputs = request_messages(attrs.get("input.value"), sid)
+            if not inputs:
+                inputs = raw_inputs
+            if not system and not any(m.role == "system" for m in inputs):
+                system = raw_system  # e.g. Anthropic's ``system=`` is only in the raw request
         outputs = _genai_messages(attrs, OUTPUT_MESSAGES, sid, "out", "assistant")
         if not outputs:
             outputs = oi_messages(attrs, "llm.output_messages", sid, "out", "assistant")
