@@ -110,8 +110,10 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
             index.calls[node.span.span_id] = call
             # Tool results come back in a later prompt, or (server-executed tools) in the same answer.
             for message in call.input_messages:
+                if message.role != "assistant":
+                    continue
                 reasoning = [p for p in message.parts if p.type == "reasoning"]
-                if message.role == "assistant" and reasoning:
+                if reasoning:
                     for part in message.parts:
                         if part.type == "tool_call" and (
                             call_id := (part.model_extra or {}).get("tool_call_id")

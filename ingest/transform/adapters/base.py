@@ -140,7 +140,8 @@ _ROLE_ALIASES: dict[str, Role] = {
 
 def normalize_role(role: object, default: Role = "user") -> Role:
     if isinstance(role, str):
-        return _ROLE_ALIASES.get(role.strip().lower(), default)
+        # Most roles come as written here ("user"): looked up first, before stripping and folding.
+        return _ROLE_ALIASES.get(role) or _ROLE_ALIASES.get(role.strip().lower(), default)
     return default
 
 

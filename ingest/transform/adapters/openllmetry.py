@@ -23,6 +23,8 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
+    has_any_key,
+    has_key_prefix,
     make_message,
 )
 from tracescore.ingest.transform.adapters.genai_semconv import (
@@ -62,6 +64,7 @@ REQUEST_TYPE = "llm.request.type"
 # OpenLLMetry's own llm.* keys; OpenInference's (llm.input_messages, llm.token_count...) differ.
 _LLM_PREFIXES = ("llm.request.", "llm.response.", "llm.usage.")
 _LLM_KEYS = frozenset({"llm.is_streaming", "llm.headers", "llm.vendor", "llm.user", "llm.top_k"})
+_CLAIMED_PREFIXES = ("traceloop.", *_LLM_PREFIXES)
 _VECTOR_EVENTS = frozenset({"db.query.result", "db.search.result"})
 _ROLE_BY_KIND = {"agent": SpanRole.AGENT, "workflow": SpanRole.AGENT, "tool": SpanRole.TOOL}
 _ROLE_BY_OPERATION = {
@@ -262,9 +265,8 @@ class OpenLlmetryAdapter(ConventionAdapter):
 
     def claims(self, span: Span) -> bool:
         attrs = span.attributes
-        for key in attrs:
-            if key.startswith(("traceloop.", *_LLM_PREFIXES)) or key in _LLM_KEYS:
-                return True
+        if has_key_prefix(attrs, _CLAIMED_PREFIXES) or has_any_key(attrs, _LLM_KEYS):
+            return True
         return has_indexed_messages(attrs) or any(e.name in _VECTOR_EVENTS for e in span.events)
 
     def classify(self, span: Span) -> SpanRole:

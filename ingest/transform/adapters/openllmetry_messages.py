@@ -19,7 +19,13 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role, text_part
+from tracescore.ingest.transform.adapters.base import (
+    has_key_prefix,
+    make_message,
+    make_part,
+    normalize_role,
+    text_part,
+)
 from tracescore.ingest.transform.adapters.genai_events import read_events
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value
 from tracescore.schemas import Message, Part, Span
@@ -30,6 +36,7 @@ from tracescore.schemas.spans import AttributeValue
 PROMPT_PREFIXES = ("gen_ai.prompt", "llm.prompts")
 COMPLETION_PREFIXES = ("gen_ai.completion", "llm.completions")
 _INDEXED = re.compile(r"^(gen_ai\.prompt|gen_ai\.completion|llm\.prompts|llm\.completions)\.(\d+)\.(.+)$")
+_INDEXED_PREFIXES = tuple(f"{prefix}." for prefix in (*PROMPT_PREFIXES, *COMPLETION_PREFIXES))
 _TOOL_CALL_FIELD = re.compile(r"^tool_calls\.(\d+)\.(\w+)$")
 # Fields OpenLLMetry writes under an index; anything else there belongs to another convention
 # (OpenInference writes ``llm.prompts.{i}.prompt.text``).
@@ -44,7 +51,11 @@ _SERVER_TOOL_NAMES = frozenset({"web_search_call", "file_search_call", "code_int
 
 
 def has_indexed_messages(attributes: Mapping[str, AttributeValue]) -> bool:
-    return any(_indexed_key(key) is not None for key in attributes)
+    # Every span that reaches this convention's detection is asked: most have no key under the
+    # indexed prefixes, which is checked in C before any key goes through the pattern.
+    return has_key_prefix(attributes, _INDEXED_PREFIXES) and any(
+        _indexed_key(key) is not None for key in attributes
+    )
 
 
 # Keys repeat from span to span (gen_ai.prompt.0.content...), and every key of a span is parsed here
