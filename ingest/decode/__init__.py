@@ -85,13 +85,13 @@ class DecodedRequest:
 
     def __init__(
         self,
-        resources: Callable[[], Iterable[ResourceEnvelope]],
+        resources: Callable[[SliceBounds], Iterable[ResourceEnvelope]],
         items: int,
         largest_item: int,
         walk: Walk,
         builder: BatchBuilder,
     ) -> None:
-        self._resources = resources
+        self._resources = resources  # the envelopes, for a walk within these bounds
         self.items = items  # spans or log records the request holds
         self.largest_item = largest_item  # bytes of the largest as it came in (at most)
         self._walk = walk
@@ -100,7 +100,8 @@ class DecodedRequest:
     def slices(self, bounds: SliceBounds | None = None) -> Iterator[SpanBatch]:
         """The request's spans or log records, slice by slice (walked once; ``SLICE_BOUNDS`` unless
         given); the last slice carries the count of the items left out and why."""
-        return self._walk(self._resources(), self._builder, bounds or SLICE_BOUNDS)
+        bounds = bounds or SLICE_BOUNDS
+        return self._walk(self._resources(bounds), self._builder, bounds)
 
     def batch(self) -> SpanBatch:
         """The whole request in one batch."""
@@ -153,14 +154,22 @@ def _protobuf_reader(request_type: type[protobuf_message.Message], shape: WireSh
             items = _items(parsed)
             _check_size(items, max_items)
             # No item is larger than the request: at most a slice's bytes (see ingest.decode.cost).
-            return DecodedRequest(lambda: parsed_resources(parsed), items, len(payload), walk, builder)
+            # Items parsed from a request smaller than a slice's bytes cannot end a slice by their
+            # sizes: they are not measured.
+            return DecodedRequest(
+                lambda bounds: parsed_resources(parsed, measured=len(payload) >= bounds.wire_bytes),
+                items,
+                len(payload),
+                walk,
+                builder,
+            )
         request = WireRequest(payload, shape)
         try:
             items, largest = request.measure()
         except WireError as exc:
             raise DecodeError(f"payload is not a protobuf {request_type.__name__}: {exc}") from None
         _check_size(items, max_items)
-        return DecodedRequest(request.resources, items, largest, walk, builder)
+        return DecodedRequest(lambda _bounds: request.resources(), items, largest, walk, builder)
 
     return read_protobuf
 
@@ -178,7 +187,7 @@ def _json_reader(parse: Callable[[Payload], ParsedRequest[_Request]], walk: Walk
         largest = max((item.ByteSize() for item in _item_messages(parsed.request)), default=0)
         # Spans or records the JSON reader already refused are counted with the rest.
         builder = BatchBuilder(parsed.rejected_items, parsed.errors, max_attributes)
-        return DecodedRequest(lambda: parsed_resources(parsed.request), items, largest, walk, builder)
+        return DecodedRequest(lambda _bounds: parsed_resources(parsed.request), items, largest, walk, builder)
 
     return read_json
 

@@ -9,7 +9,6 @@ from tracescore.ingest.transform.trace_index import (
     Node,
     TraceIndex,
     note_replies,
-    read_tool_execution,
     start_order,
 )
 from tracescore.schemas import Message, Part, ToolInvocation
@@ -61,7 +60,7 @@ def _add_unjoined_tools(
         if not t.tool_call_id or t.tool_call_id not in index.tools
     ]
     for node in sorted(tools, key=start_order):
-        tool = read_tool_execution(node)
+        tool = index.executions.get(node.span.span_id)
         if tool is None:
             continue
         if tool.call_id and tool.call_id in joined:

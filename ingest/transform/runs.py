@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from tracescore.ingest.transform.adapters import ADAPTERS, AgentInfo, ConventionAdapter, LlmCall, SpanRole
+from tracescore.ingest.transform.adapters.base import assembled
 from tracescore.ingest.transform.agent_name import run_agent_name
 from tracescore.ingest.transform.correlate import attach_logs
 from tracescore.ingest.transform.run_output import run_output
@@ -33,6 +34,9 @@ from tracescore.schemas.spans import STATUS_ERROR
 log = logging.getLogger(__name__)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The fields a built run sets (the rest keep their defaults), as validation would record them.
+_RUN_GIVEN = frozenset(AgentRun.model_fields) - {"ground_truth", "parent_span_id"}
+_INPUT_GIVEN = frozenset({"input_messages", "remembered_messages", "system_messages"})
 _T = TypeVar("_T")
 
 
@@ -216,24 +220,29 @@ def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: list[N
     the_input = run_input(agent, first)
     output = run_output(agent, timed_calls, tools, index)
     texts = [m.content for m in (*the_input.input_messages, *the_input.remembered_messages, *output)]
-    return AgentRun(
-        trace_id=root.span.trace_id,
-        span_id=root.span.span_id,
-        agent_name=run_agent_name(readings, (n for n in members if n.span.span_id not in agent_spans)),
-        service_name=root.span.service_name or None,
-        model=(agent.model if agent else None) or next((c.model for c in calls if c.model), None),
-        status="error" if root.span.status_code == STATUS_ERROR else "ok",
-        start_time=utc(root.span.start_time_unix_nano),
-        end_time=utc(root.span.end_time_unix_nano),
-        input=the_input,
-        output=output,
-        context=context,
-        usage=Usage(
+    # Every value is built above with its field's type: assembled, not validated again (the runs'
+    # messages are most of a trace's objects, and validation would walk them all).
+    fields = {
+        "trace_id": root.span.trace_id,
+        "span_id": root.span.span_id,
+        "agent_name": run_agent_name(readings, (n for n in members if n.span.span_id not in agent_spans)),
+        "service_name": root.span.service_name or None,
+        "model": (agent.model if agent else None) or next((c.model for c in calls if c.model), None),
+        "status": "error" if root.span.status_code == STATUS_ERROR else "ok",
+        "start_time": utc(root.span.start_time_unix_nano),
+        "end_time": utc(root.span.end_time_unix_nano),
+        "input": the_input,
+        "output": output,
+        "context": context,
+        "ground_truth": None,
+        "usage": Usage(
             input_tokens=sum(c.usage.input_tokens for c in calls),
             output_tokens=sum(c.usage.output_tokens for c in calls),
         ),
-        content_missing=not any(t.strip() for t in texts),
-    )
+        "content_missing": not any(t.strip() for t in texts),
+        "parent_span_id": None,
+    }
+    return assembled(AgentRun, fields, _RUN_GIVEN)
 
 
 def _in_turn_tool_step(message: Message) -> bool:
@@ -292,17 +301,18 @@ def run_input(agent: AgentInfo | None, first: LlmCall | None) -> RunInput:
     if agent and agent.remembered_messages is not None:
         # The convention says where the history ends.
         add_system([m for m in agent.remembered_messages if m.role == "system"])
-        return RunInput(
-            input_messages=agent_turn,
-            remembered_messages=[
-                *(m for m in agent.remembered_messages if m.role != "system"),
-                *agent_answer,
-            ],
-            system_messages=system,
-        )
+        remembered = [*(m for m in agent.remembered_messages if m.role != "system"), *agent_answer]
+        return _run_input(agent_turn, remembered, system)
     history, turn, answer = split_turn([m for m in prompt if m.role != "system"])
-    return RunInput(
-        input_messages=agent_turn or turn,
-        remembered_messages=[*history, *(answer or agent_answer)],
-        system_messages=system,
-    )
+    return _run_input(agent_turn or turn, [*history, *(answer or agent_answer)], system)
+
+
+def _run_input(new_turn: list[Message], remembered: list[Message], system: list[Message]) -> RunInput:
+    """``RunInput(input_messages=..., remembered_messages=..., system_messages=...)``, assembled."""
+    fields = {
+        "input_messages": list(new_turn),  # lists of its own, as validation gives
+        "remembered_messages": remembered,
+        "system_messages": system,
+        "tagged_system_messages": {},
+    }
+    return assembled(RunInput, fields, _INPUT_GIVEN)

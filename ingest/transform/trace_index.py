@@ -36,6 +36,9 @@ class TraceIndex:
     nodes: dict[str, Node]
     calls: dict[str, LlmCall] = field(default_factory=dict)
     tools: dict[str, ToolExecution] = field(default_factory=dict)
+    # Every tool span's reading (None when it could not be read), by span id: read once, as the
+    # runs' output reads them again and reading parses the arguments and results.
+    executions: dict[str, ToolExecution | None] = field(default_factory=dict)
     # Tool results seen as tool_result parts in some model call's input, by tool call id.
     replies: dict[str, object] = field(default_factory=dict)
     # Reasoning of an earlier step, as a later prompt replays it (the step's own span may lack it),
@@ -107,8 +110,10 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
             index.calls[node.span.span_id] = call
             # Tool results come back in a later prompt, or (server-executed tools) in the same answer.
             for message in call.input_messages:
+                if message.role != "assistant":
+                    continue
                 reasoning = [p for p in message.parts if p.type == "reasoning"]
-                if message.role == "assistant" and reasoning:
+                if reasoning:
                     for part in message.parts:
                         if part.type == "tool_call" and (
                             call_id := (part.model_extra or {}).get("tool_call_id")
@@ -116,7 +121,7 @@ def index_trace(spans: Sequence[Span], adapters: tuple[ConventionAdapter, ...]) 
                             index.replayed_reasoning.setdefault(str(call_id), reasoning)
             note_replies([*call.input_messages, *call.output_messages], index)
         elif node.role is SpanRole.TOOL:
-            tool = read_tool_execution(node)
+            tool = index.executions[node.span.span_id] = read_tool_execution(node)
             if tool is not None and tool.call_id:
                 index.tools.setdefault(tool.call_id, tool)
     _fold_nested_calls(index)

@@ -15,14 +15,19 @@ Messages come out as ``schemas.Message`` with our part representation:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from itertools import repeat
+from typing import Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from tracescore.ingest.transform.jsonvalue import as_text, plain_json
 from tracescore.schemas import Message, Part, Span, Usage
 from tracescore.schemas.agent_run import Role
-from tracescore.schemas.spans import AttributeValue
+from tracescore.schemas.spans import AttributeValue, JsonValue
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class SpanRole(enum.Enum):
@@ -135,20 +140,84 @@ _ROLE_ALIASES: dict[str, Role] = {
 
 def normalize_role(role: object, default: Role = "user") -> Role:
     if isinstance(role, str):
-        return _ROLE_ALIASES.get(role.strip().lower(), default)
+        # Most roles come as written here ("user"): looked up first, before stripping and folding.
+        return _ROLE_ALIASES.get(role) or _ROLE_ALIASES.get(role.strip().lower(), default)
     return default
 
 
+def has_key_prefix(attributes: Mapping[str, object], prefix: str | tuple[str, ...]) -> bool:
+    """True when some key starts with ``prefix`` (or one of them).
+
+    Detection asks this of every span's keys, adapter after adapter: mapping ``str.startswith`` over
+    the keys runs in C, where a generator expression runs a Python frame per key.
+    """
+    return any(map(str.startswith, attributes, repeat(prefix)))
+
+
+def has_any_key(attributes: Mapping[str, object], keys: Iterable[str]) -> bool:
+    """True when one of ``keys`` is an attribute (checked in C, as ``has_key_prefix``)."""
+    return not attributes.keys().isdisjoint(keys)
+
+
 def make_part(data: Mapping[str, object]) -> Part:
-    """A Part from already-normalized keys; keys pydantic cannot take are kept under ``data``."""
+    """A Part from already-normalized keys (every value made plain JSON)."""
     part_type = data.get("type")
     type_name = part_type if isinstance(part_type, str) and part_type else "unknown"
-    fields = {k: plain_json(v) for k, v in data.items() if isinstance(k, str) and k != "type"}
-    try:
-        return Part.model_validate({"type": type_name, **fields})
-    except (TypeError, ValueError):
-        # A key pydantic cannot take as an extra field: keep the raw dict whole.
-        return Part.model_validate({"type": type_name, "data": fields})
+    return trusted_part(
+        type_name, {k: plain_json(v) for k, v in data.items() if isinstance(k, str) and k != "type"}
+    )
+
+
+# Parts and messages are built by the thousand per request (every prompt replays the conversation so
+# far), and pydantic validating values this module has just normalized cost a third of the transform.
+# ``model_construct`` is no cheaper for these models (it resolves their camelCase aliases field by
+# field), so they are assembled as validation would return them: the same ``__dict__``, extra fields
+# and fields set (tests/ingest/transform/test_trusted_messages.py).
+_set_attribute = object.__setattr__
+_MESSAGE_GIVEN = frozenset({"id", "role", "content", "parts", "reasoning"})
+
+
+def assembled(model: type[_Model], fields: dict[str, Any], given: Iterable[str]) -> _Model:
+    """The instance ``model(**{name: fields[name] for name in given})`` validates to, without the
+    validation: ``fields`` holds every field of ``model`` by name, in declaration order, each a value
+    of the field's type (built by the transform, checked by mypy), and ``model`` takes no extra fields."""
+    instance = model.__new__(model)
+    _set_attribute(instance, "__dict__", fields)
+    _set_attribute(instance, "__pydantic_extra__", None)
+    _set_attribute(instance, "__pydantic_fields_set__", set(given))
+    _set_attribute(instance, "__pydantic_private__", None)
+    return instance
+
+
+def text_part(part_type: Literal["text", "reasoning"], text: str) -> Part:
+    """``make_part({"type": part_type, "text": text})``: the commonest part, its text already a string."""
+    return trusted_part(part_type, {"text": text})
+
+
+def trusted_part(type_name: str, fields: dict[str, JsonValue]) -> Part:
+    """``Part.model_validate({"type": type_name, **fields})`` for a string type and plain JSON
+    fields (which a Part takes as extra fields whatever their keys), without the validation."""
+    part = Part.__new__(Part)
+    _set_attribute(part, "__dict__", {"type": type_name})
+    _set_attribute(part, "__pydantic_extra__", fields)
+    _set_attribute(part, "__pydantic_fields_set__", {"type", *fields})
+    _set_attribute(part, "__pydantic_private__", None)
+    return part
+
+
+def _trusted_message(
+    msg_id: str, role: Role, content: str, parts: list[Part], reasoning: str | None
+) -> Message:
+    """``Message(id=..., role=..., content=..., parts=..., reasoning=...)`` without the validation."""
+    fields = {
+        "id": msg_id,
+        "role": role,
+        "content": content,
+        "parts": list(parts),  # validation copies the list too: the caller's stays its own
+        "tool_invocations": [],
+        "reasoning": reasoning,
+    }
+    return assembled(Message, fields, _MESSAGE_GIVEN)
 
 
 def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:
@@ -173,4 +242,4 @@ def make_message(msg_id: str, role: Role, parts: list[Part]) -> Message:
             as_text(p.model_extra.get("result")) for p in parts if p.type == "tool_result" and p.model_extra
         )
     joined_reasoning = "\n".join(reasoning)
-    return Message(id=msg_id, role=role, content=content, parts=parts, reasoning=joined_reasoning or None)
+    return _trusted_message(msg_id, role, content, parts, joined_reasoning or None)

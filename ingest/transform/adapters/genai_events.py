@@ -93,7 +93,7 @@ def event_body(event: SpanEvent) -> dict[str, AttributeValue]:
     body = parse_json_value(raw)
     if isinstance(body, str):
         body = parse_json_value(_quote_bare_names(body))
-    if isinstance(body, Mapping):
+    if isinstance(body, dict):
         return dict(body)
     return {} if body is None else {"content": body}
 
@@ -107,7 +107,7 @@ def _quote_bare_names(text: str) -> str:
 def _details_attributes(event: SpanEvent) -> dict[str, AttributeValue]:
     # The semconv puts the content in the event's attributes; accept a map body too.
     body = parse_json_value(event.attributes.get(LOG_BODY_ATTRIBUTE))
-    return {**(dict(body) if isinstance(body, Mapping) else {}), **event.attributes}
+    return {**(dict(body) if isinstance(body, dict) else {}), **event.attributes}
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def _with_call_ids(
             pending = [
                 call_id
                 for call in (calls if isinstance(calls, list) else [])
-                if isinstance(call, Mapping) and (call_id := as_str(call.get("id")))
+                if isinstance(call, dict) and (call_id := as_str(call.get("id")))
             ]
         elif role == "tool" and "tool_call_id" not in body and "id" not in body and pending:
             body = {**body, "tool_call_id": pending.pop(0)}
@@ -188,7 +188,7 @@ def choice_message(body: Mapping[str, AttributeValue], msg_id: str) -> Message:
     """A ``gen_ai.choice`` body: ``{index, finish_reason, message}``, the message a map, blocks or text."""
     message = parse_json_value(body.get("message"))
     raw: dict[str, AttributeValue]
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         raw = dict(message)
         # Semantic Kernel .NET repeats the calls beside the message; take them once.
         if "tool_calls" not in raw and "tool_calls" in body:
@@ -223,7 +223,7 @@ def _role_blocks(text: str) -> list[tuple[str, str]]:
 def prompt_messages(value: AttributeValue, span_id: str) -> list[Message]:
     """``gen_ai.prompt`` (v1.26-v1.27): a JSON list of messages, role-prefixed lines, or free text."""
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         if "messages" not in parsed:
             return [convert_message(parsed, f"{span_id}-in-0", "user")]
         parsed = parsed["messages"]
@@ -238,7 +238,7 @@ def prompt_messages(value: AttributeValue, span_id: str) -> list[Message]:
 def completion_messages(value: AttributeValue, span_id: str) -> list[Message]:
     """``gen_ai.completion`` (v1.26-v1.27): a JSON list of messages or choices, or the answer's text."""
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         return [_completion_message(parsed, f"{span_id}-out-0")]
     if isinstance(parsed, list):
         return [_completion_message(raw, f"{span_id}-out-{i}") for i, raw in enumerate(parsed)]
@@ -262,7 +262,7 @@ def _block_messages(
 
 def _completion_message(raw: AttributeValue, msg_id: str) -> Message:
     """One item of ``gen_ai.completion``: a choice (``{message, ...}``) or a message."""
-    if isinstance(raw, Mapping) and "message" in raw:
+    if isinstance(raw, dict) and "message" in raw:
         return choice_message(raw, msg_id)
     return convert_message(raw, msg_id, "assistant")
 

@@ -22,6 +22,7 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
+    has_key_prefix,
     make_message,
     make_part,
 )
@@ -194,7 +195,7 @@ class GenAiSemconvAdapter(ConventionAdapter):
     def claims(self, span: Span) -> bool:
         if isinstance(span.attributes.get(OPERATION), str):
             return True
-        if _operation(span) is not None and any(key.startswith("gen_ai.") for key in span.attributes):
+        if _operation(span) is not None and has_key_prefix(span.attributes, "gen_ai."):
             return True
         return _is_unnamed_model_call(span)
 
@@ -295,7 +296,7 @@ class GenAiSemconvAdapter(ConventionAdapter):
     def retrieved_texts(self, span: Span) -> list[str]:
         texts: list[str] = []
         for doc in as_list(span.attributes.get("gen_ai.retrieval.documents")):
-            if not isinstance(doc, Mapping):
+            if not isinstance(doc, dict):
                 continue
             value = next((doc[key] for key in _DOCUMENT_TEXT_KEYS if key in doc), None)
             text = clean_text(value) if isinstance(value, str) else ""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role, text_part
 from tracescore.ingest.transform.jsonvalue import (
     AttributeMap,
     as_list,
@@ -59,7 +59,7 @@ def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
     """The blocks' texts joined, when every block is a text-only content block; else None."""
     texts = []
     for block in blocks:
-        if not isinstance(block, Mapping) or not isinstance(text := block.get("text"), str):
+        if not isinstance(block, dict) or not isinstance(text := block.get("text"), str):
             return None
         if not (set(block) == {"text"} or (set(block) == {"type", "text"} and block.get("type") == "text")):
             return None
@@ -73,11 +73,11 @@ def _args(value: AttributeValue) -> JsonValue:
 
 
 def _text_part(value: object) -> Part:
-    return make_part({"type": "text", "text": clean_text(value)})
+    return text_part("text", clean_text(value))
 
 
 def _reasoning_part(value: object) -> Part:
-    return make_part({"type": "reasoning", "text": clean_text(value)})
+    return text_part("reasoning", clean_text(value))
 
 
 def _tool_call_part(
@@ -107,7 +107,7 @@ def _tool_result_part(call_id: AttributeValue, result: AttributeValue, server: b
 
 def _details(raw: Mapping[str, AttributeValue], key: str) -> Mapping[str, AttributeValue]:
     details = parse_json_value(raw.get(key))
-    return details if isinstance(details, Mapping) else {}
+    return details if isinstance(details, dict) else {}
 
 
 def _server_args(raw: Mapping[str, AttributeValue]) -> AttributeValue:
@@ -135,7 +135,7 @@ def _server_result(raw: Mapping[str, AttributeValue]) -> AttributeValue:
 
 def convert_part(raw: AttributeValue) -> Part:
     """One semconv part -> our part representation; unknown part types are kept as they came."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return _text_part(raw)
     part_type = raw.get("type")
     if not isinstance(part_type, str):  # may be any JSON value, even an unhashable one
@@ -160,9 +160,9 @@ def convert_part(raw: AttributeValue) -> Part:
 
 def _bedrock_reasoning(value: AttributeValue) -> Part:
     block = parse_json_value(value)
-    if isinstance(block, Mapping):
+    if isinstance(block, dict):
         inner = block.get("reasoningText")
-        if isinstance(inner, Mapping):
+        if isinstance(inner, dict):
             return _reasoning_part(inner.get("text"))
         if "text" in block:
             return _reasoning_part(block.get("text"))
@@ -185,7 +185,7 @@ def _typed_item(item: AttributeMap, item_type: str) -> list[Part]:
         return [_reasoning_part(item.get("text", item.get("content", item.get("thinking"))))]
     if item_type == "image_url":  # OpenAI chat: {"type": "image_url", "image_url": {"url"}}
         image = item.get("image_url")
-        return [_uri_part(image.get("url") if isinstance(image, Mapping) else image, "image")]
+        return [_uri_part(image.get("url") if isinstance(image, dict) else image, "image")]
     if item_type == "image-url":  # pydantic-ai event bodies
         return [_uri_part(item.get("url"), "image")]
     if item_type == "binary":  # pydantic-ai event bodies
@@ -206,7 +206,7 @@ def _typed_item(item: AttributeMap, item_type: str) -> list[Part]:
 
 def _content_item(item: AttributeValue) -> list[Part]:
     """One content item of an OpenAI-shaped message (any provider's), as parts."""
-    if not isinstance(item, Mapping):
+    if not isinstance(item, dict):
         return [_text_part(item)]
     item_type = item.get("type", item.get("kind"))
     if isinstance(item_type, str):
@@ -215,22 +215,22 @@ def _content_item(item: AttributeValue) -> list[Part]:
     if "text" in item:
         text = item["text"]
         # Azure AI agents: {"text": {"value": "..."}}.
-        return [_text_part(text.get("value") if isinstance(text, Mapping) else text)]
-    if isinstance(use := item.get("toolUse"), Mapping):
+        return [_text_part(text.get("value") if isinstance(text, dict) else text)]
+    if isinstance(use := item.get("toolUse"), dict):
         return [_tool_call_part(use.get("toolUseId"), use.get("name"), use.get("input"))]
-    if isinstance(result := item.get("toolResult"), Mapping):
+    if isinstance(result := item.get("toolResult"), dict):
         return [_tool_result_part(result.get("toolUseId"), result.get("content"))]
     if "reasoningContent" in item:
         return [_bedrock_reasoning(item["reasoningContent"])]
     if len(item) == 1:  # {image: {...}}, {document: {...}}: keep the block as a part of that type
         ((key, value),) = item.items()
-        fields = dict(value) if isinstance(value, Mapping) else {"content": value}
+        fields = dict(value) if isinstance(value, dict) else {"content": value}
         return [make_part({**fields, "type": str(key)})]
     return [make_part(dict(item))]
 
 
 def _is_item(value: AttributeValue) -> bool:
-    return isinstance(value, Mapping) and any(key in value for key in _ITEM_KEYS)
+    return isinstance(value, dict) and any(key in value for key in _ITEM_KEYS)
 
 
 def _looks_like_items(value: AttributeValue) -> bool:
@@ -247,7 +247,7 @@ def content_parts(content: AttributeValue) -> list[Part]:
         if not (_looks_like_items(parsed) or _is_item(parsed)):
             return [_text_part(content)]
         content = parsed
-    if isinstance(content, Mapping):
+    if isinstance(content, dict):
         return _content_item(content)
     if isinstance(content, list):
         return [part for item in content for part in _content_item(item)]
@@ -258,10 +258,10 @@ def tool_call_parts(value: AttributeValue) -> list[Part]:
     """OpenAI ``tool_calls`` (``[{id, type, function: {name, arguments}}]``, or flat) as tool_call parts."""
     parts = []
     for call in as_list(value):
-        if not isinstance(call, Mapping):
+        if not isinstance(call, dict):
             continue
         function = call.get("function")
-        function = function if isinstance(function, Mapping) else {}
+        function = function if isinstance(function, dict) else {}
         name = function.get("name", call.get("name"))
         args = function.get("arguments", call.get("arguments", call.get("args")))
         parts.append(_tool_call_part(call.get("id"), name, args))
@@ -276,14 +276,14 @@ def _chat_shape_parts(raw: Mapping[str, AttributeValue], role: Role) -> list[Par
         parts = content_parts(raw.get("content"))
     parts.extend(tool_call_parts(raw.get("tool_calls")))
     function_call = raw.get("function_call")  # OpenAI's pre-tools shape
-    if isinstance(function_call, Mapping):
+    if isinstance(function_call, dict):
         parts.append(_tool_call_part(None, function_call.get("name"), function_call.get("arguments")))
     return parts
 
 
 def convert_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Message:
     """One message of either shape; a bare string (invalid or truncated JSON) is kept as text."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return make_message(msg_id, default_role, [_text_part(raw)])
     role = normalize_role(raw.get("role"), default_role)
     raw_parts = raw.get("parts")
@@ -299,7 +299,7 @@ def convert_messages(value: AttributeValue, span_id: str, tag: str, default_role
     if value is None:
         return []
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         return [convert_message(parsed, f"{span_id}-{tag}-0", default_role)]
     if not isinstance(parsed, list):
         text = clean_text(parsed)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role, text_part
 from tracescore.ingest.transform.adapters.genai_semconv import convert_part as convert_semconv_part
 from tracescore.ingest.transform.jsonvalue import as_text, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
@@ -38,7 +38,7 @@ _RESULT_KEYS = ("text", "reasoningText", "reasoning", "toolCalls", "toolResults"
 
 
 def _text_part(value: object) -> Part:
-    return make_part({"type": "text", "text": clean_text(value)})
+    return text_part("text", clean_text(value))
 
 
 def _tool_call(call_id: AttributeValue, name: AttributeValue, args: AttributeValue, **extra: bool) -> Part:
@@ -58,7 +58,7 @@ def _tool_output(raw: Mapping[str, AttributeValue]) -> JsonValue:
     """A tool result: AI SDK v5 wraps it as ``output: {type: "json" | "text" | ..., value}``."""
     output = raw["output"] if "output" in raw else raw.get("result")
     output = parse_json_value(output)
-    if isinstance(output, Mapping) and "value" in output and isinstance(output.get("type"), str):
+    if isinstance(output, dict) and "value" in output and isinstance(output.get("type"), str):
         output = parse_json_value(output["value"])
     return plain_json(output)
 
@@ -69,7 +69,7 @@ def _tool_result(call_id: AttributeValue, result: AttributeValue, **extra: bool)
 
 def convert_part(raw: AttributeValue) -> list[Part]:
     """One Mastra / AI SDK / GenAI part -> our parts (a UI tool part gives its call and its result)."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return [_text_part(raw)] if raw is not None else []
     part_type = raw.get("type")
     if not isinstance(part_type, str):
@@ -79,7 +79,7 @@ def convert_part(raw: AttributeValue) -> list[Part]:
         return [_text_part(raw["text"] if "text" in raw else raw.get("content"))]
     if part_type in ("reasoning", "thinking"):
         text = next((raw[k] for k in ("text", "content", "reasoning") if k in raw), "")
-        return [make_part({"type": "reasoning", "text": clean_text(text)})]
+        return [text_part("reasoning", clean_text(text))]
     if part_type in ("redacted-reasoning", *_NOISE_TYPES):
         return []
     if part_type in _SEMCONV_TYPES:
@@ -91,7 +91,7 @@ def convert_part(raw: AttributeValue) -> list[Part]:
         return [_tool_result(raw.get("toolCallId"), _tool_output(raw), **extra)]
     if part_type == "tool-invocation":  # AI SDK v4 UI part
         invocation = raw.get("toolInvocation")
-        if isinstance(invocation, Mapping):
+        if isinstance(invocation, dict):
             return _ui_tool(invocation, invocation.get("toolName"), {})
         return [make_part(dict(raw))]
     if part_type == "dynamic-tool" or part_type.startswith("tool-"):  # AI SDK v5 UI parts
@@ -116,7 +116,7 @@ def _content_parts(content: AttributeValue) -> list[Part]:
     content = parse_json_value(content)
     if isinstance(content, list):
         return [p for raw in content for p in convert_part(raw)]
-    if isinstance(content, Mapping):
+    if isinstance(content, dict):
         # Mastra's stored message: {format: 2, parts: [...], content: "..."}.
         if isinstance(content.get("parts"), list):
             return _content_parts(content["parts"])
@@ -129,7 +129,7 @@ def _content_parts(content: AttributeValue) -> list[Part]:
 
 
 def convert_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Message:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return make_message(msg_id, default_role, [_text_part(raw)])
     role = normalize_role(raw.get("role"), default_role)
     if isinstance(raw.get("parts"), list):
@@ -150,7 +150,7 @@ def convert_messages(value: AttributeValue, span_id: str, tag: str, default_role
     message, a generation result, or plain text.
     """
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         if isinstance(parsed.get("messages"), list):
             parsed = parsed["messages"]
         elif "role" not in parsed and any(k in parsed for k in _RESULT_KEYS):
@@ -174,8 +174,8 @@ def _reasoning_text(result: Mapping[str, AttributeValue]) -> str:
     pieces: list[str] = []
     for item in reasoning if isinstance(reasoning, list) else []:
         # 1.x stream chunks {type, payload: {text}}; AI SDK v5 parts {type, text}.
-        body = item.get("payload") if isinstance(item, Mapping) and "payload" in item else item
-        if isinstance(body, Mapping):
+        body = item.get("payload") if isinstance(item, dict) and "payload" in item else item
+        if isinstance(body, dict):
             pieces.append(clean_text(body.get("text")))
         elif isinstance(body, str):
             pieces.append(clean_text(body))
@@ -184,9 +184,9 @@ def _reasoning_text(result: Mapping[str, AttributeValue]) -> str:
 
 def _call_body(item: AttributeValue) -> Mapping[str, AttributeValue]:
     """Tool calls/results come bare or as stream chunks ``{type, payload: {...}}``."""
-    if isinstance(item, Mapping) and isinstance(payload := item.get("payload"), Mapping):
+    if isinstance(item, dict) and isinstance(payload := item.get("payload"), dict):
         return payload
-    return item if isinstance(item, Mapping) else {}
+    return item if isinstance(item, dict) else {}
 
 
 def result_parts(result: Mapping[str, AttributeValue]) -> list[Part]:
@@ -210,7 +210,7 @@ def result_parts(result: Mapping[str, AttributeValue]) -> list[Part]:
             parts.append(_tool_result(body.get("toolCallId"), _tool_output(body)))
     files = parse_json_value(result.get("files"))
     for item in files if isinstance(files, list) else []:
-        if isinstance(item, Mapping) and item:
+        if isinstance(item, dict) and item:
             parts.append(make_part({"type": "file", **item}))
     return parts
 
@@ -248,9 +248,9 @@ def system_messages(value: AttributeValue, span_id: str) -> list[Message]:
     items = parsed if isinstance(parsed, list) else [parsed]
     parts: list[Part] = []
     for item in items:
-        if isinstance(item, Mapping) and "type" not in item and "content" in item:
+        if isinstance(item, dict) and "type" not in item and "content" in item:
             parts.extend(_content_parts(item["content"]))
-        elif isinstance(item, Mapping) and item.get("type") == "text":
+        elif isinstance(item, dict) and item.get("type") == "text":
             parts.append(_text_part(item["text"] if "text" in item else item.get("content")))
         elif item is not None:
             parts.append(_text_part(item))

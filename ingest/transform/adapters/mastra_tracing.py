@@ -26,6 +26,7 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
+    has_any_key,
     make_message,
 )
 from tracescore.ingest.transform.adapters.genai_semconv import usage_of
@@ -117,7 +118,7 @@ def _model(attrs: Mapping[str, AttributeValue]) -> str | None:
     model = _name(attrs.get("gen_ai.request.model")) or _name(attrs.get("gen_ai.response.model"))
     if model is None:
         metadata = parse_json_value(attrs.get("mastra.metadata.modelMetadata"))
-        model = _name(metadata.get("modelId")) if isinstance(metadata, Mapping) else None
+        model = _name(metadata.get("modelId")) if isinstance(metadata, dict) else None
     return model
 
 
@@ -136,7 +137,7 @@ class MastraAdapter(ConventionAdapter):
             _telemetry_method(span)
             or _exporter_0x_agent(attrs)
             or operation == "tool.execute"
-            or any(k in attrs for k in _OTEL_EXPORTER_0X_TOOL_KEYS)
+            or has_any_key(attrs, _OTEL_EXPORTER_0X_TOOL_KEYS)
             # The 0.x exporter writes the raw prompt and completion under these bare (unindexed) keys.
             or (operation in _MODEL_OPERATIONS and ("gen_ai.prompt" in attrs or "gen_ai.completion" in attrs))
             or span.scope_name.startswith("@mastra/")
@@ -157,7 +158,7 @@ class MastraAdapter(ConventionAdapter):
             return SpanRole.LLM if kind in _MODEL_TYPES and model_call else SpanRole.OTHER
         if operation in _MODEL_OPERATIONS:
             return SpanRole.LLM
-        if operation == "tool.execute" or any(k in attrs for k in _OTEL_EXPORTER_0X_TOOL_KEYS):
+        if operation == "tool.execute" or has_any_key(attrs, _OTEL_EXPORTER_0X_TOOL_KEYS):
             return SpanRole.TOOL
         if _exporter_0x_agent(attrs) or span.name in _AGENT_METHODS:
             return SpanRole.AGENT
@@ -212,7 +213,7 @@ class MastraAdapter(ConventionAdapter):
         if _telemetry_method(span):
             inputs = attrs.get(f"{span.name}.argument.0")
             options = parse_json_value(attrs.get(f"{span.name}.argument.1"))
-            if instructions is None and isinstance(options, Mapping):
+            if instructions is None and isinstance(options, dict):
                 instructions = options.get("instructions")
             result = parse_json_value(attrs.get(f"{span.name}.result"))
             # agent.stream returns before the answer exists: its result is a bag of pending promises.
@@ -241,6 +242,6 @@ class MastraAdapter(ConventionAdapter):
 
 
 def _holds_answer(result: AttributeValue) -> bool:
-    return isinstance(result, Mapping) and any(
+    return isinstance(result, dict) and any(
         k in result for k in ("text", "toolCalls", "object", "reasoningText", "messages", "role")
     )

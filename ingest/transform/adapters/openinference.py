@@ -33,6 +33,8 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
+    has_any_key,
+    has_key_prefix,
 )
 from tracescore.ingest.transform.adapters.genai_semconv import (
     INPUT_MESSAGES,
@@ -96,14 +98,14 @@ def _first_str(attributes: Mapping[str, AttributeValue], *keys: str) -> str | No
 def _not_an_agent(span: Span) -> bool:
     """AGENT-kind spans that are not an agent's run (see the module docstring)."""
     attrs = span.attributes
-    if any(key in attrs for key in _HTTP_SERVER_KEYS):
+    if has_any_key(attrs, _HTTP_SERVER_KEYS):
         return True
     method = span.name[len("agent.") :] if span.name.startswith("agent.") else None
-    mastra_keys = "componentName" in attrs or any(k.startswith(f"{span.name}.") for k in attrs)
+    mastra_keys = "componentName" in attrs or has_key_prefix(attrs, f"{span.name}.")
     if method and method not in _MASTRA_ENTRY_METHODS and mastra_keys:
         return True
     metadata = lenient(attrs.get("metadata"))
-    return isinstance(metadata, Mapping) and "langgraph_node" in metadata
+    return isinstance(metadata, dict) and "langgraph_node" in metadata
 
 
 def _records_a_call(span: Span) -> bool:
@@ -115,7 +117,7 @@ def _records_a_call(span: Span) -> bool:
     (no values, or redacted ones) still is a call.
     """
     attrs = span.attributes
-    if any(key.startswith(_CALL_KEY_PREFIXES) for key in attrs) or INPUT_MESSAGES in attrs:
+    if has_key_prefix(attrs, _CALL_KEY_PREFIXES) or INPUT_MESSAGES in attrs:
         return True
     values = [attrs.get(key) for key in ("input.value", "output.value")]
     if not any(v not in (None, "") and not is_placeholder(v) for v in values):
@@ -137,7 +139,7 @@ def _io_value(attributes: Mapping[str, AttributeValue], io: str) -> AttributeVal
 def _model(attributes: Mapping[str, AttributeValue]) -> str | None:
     """Request model first (``llm.model_name`` is the response's when the provider reports one)."""
     params = lenient(attributes.get("llm.invocation_parameters"))
-    params = params if isinstance(params, Mapping) else {}
+    params = params if isinstance(params, dict) else {}
     candidates = (
         attributes.get("llm.request.model_name"),
         attributes.get("gen_ai.request.model"),
@@ -167,11 +169,11 @@ def _documents(attributes: Mapping[str, AttributeValue]) -> list[str]:
     texts = [clean_text(get(node, "document", "content")) for _, node in indexed(tree)]
     if not any(texts):
         output = lenient(attributes.get("output.value"))
-        docs = output.get("documents") if isinstance(output, Mapping) else None
+        docs = output.get("documents") if isinstance(output, dict) else None
         texts = [
             clean_text(next((d[k] for k in ("page_content", "content", "text") if k in d), None))
             for d in (docs if isinstance(docs, list) else [])
-            if isinstance(d, Mapping)
+            if isinstance(d, dict)
         ]
     return [t for t in texts if t.strip()]
 
@@ -180,10 +182,10 @@ def _genai_messages(
     attributes: Mapping[str, AttributeValue], key: str, span_id: str, tag: str, role: Role
 ) -> list[Message]:
     """``gen_ai.*.messages`` beside the OpenInference keys, when they decode (else the copies win)."""
-    value = attributes.get(key)
-    if not isinstance(parse_json_value(value), list | Mapping):
+    parsed = parse_json_value(attributes.get(key))
+    if not isinstance(parsed, list | dict):
         return []
-    return convert_messages(value, span_id, tag, role)
+    return convert_messages(parsed, span_id, tag, role)
 
 
 def _pydantic_turn(
@@ -244,11 +246,13 @@ class OpenInferenceAdapter(ConventionAdapter):
         inputs = inputs or oi_messages(attrs, "llm.input_messages", sid, "in", "user")
         inputs = inputs or prompt_messages(attrs, sid)
         system = convert_system_instructions(attrs.get(SYSTEM_INSTRUCTIONS), sid)
-        raw_system, raw_inputs = request_messages(attrs.get("input.value"), sid)
-        if not inputs:
-            inputs = raw_inputs
-        if not system and not any(m.role == "system" for m in inputs):
-            system = raw_system  # e.g. Anthropic's ``system=`` is only in the raw request
+        # The raw request repeats the prompt: it is parsed only for what the keys above lack.
+        if not inputs or (not system and not any(m.role == "system" for m in inputs)):
+            raw_system, raw_inputs = request_messages(attrs.get("input.value"), sid)
+            if not inputs:
+                inputs = raw_inputs
+            if not system and not any(m.role == "system" for m in inputs):
+                system = raw_system  # e.g. Anthropic's ``system=`` is only in the raw request
         outputs = _genai_messages(attrs, OUTPUT_MESSAGES, sid, "out", "assistant")
         if not outputs:
             outputs = oi_messages(attrs, "llm.output_messages", sid, "out", "assistant")
@@ -274,20 +278,20 @@ class OpenInferenceAdapter(ConventionAdapter):
         attrs = span.attributes
         call_id = _first_str(attrs, "tool_call.id", "tool.id", "gen_ai.tool.call.id")
         args = _io_value(attrs, "input")
-        if isinstance(args, Mapping) and args.get("type") == "tool_call" and "args" in args:
+        if isinstance(args, dict) and args.get("type") == "tool_call" and "args" in args:
             call_id, args = call_id or as_str(args.get("id")), args["args"]  # a LangChain ToolCall
-        elif isinstance(args, Mapping) and isinstance(args.get("kwargs"), Mapping) and "args" in args:
+        elif isinstance(args, dict) and isinstance(args.get("kwargs"), dict) and "args" in args:
             args = args["kwargs"] or args["args"]  # smolagents-style {args, kwargs}
         if args is None:
             args = lenient(attrs.get("gen_ai.tool.call.arguments"))
         parameters = lenient(attrs.get("tool.parameters"))
-        if args is None and not (isinstance(parameters, Mapping) and _JSON_SCHEMA_KEYS & set(parameters)):
+        if args is None and not (isinstance(parameters, dict) and _JSON_SCHEMA_KEYS & set(parameters)):
             args = parameters  # converters put the call's arguments there, instrumentors a schema
         result = _io_value(attrs, "output")
         if result is None and not is_placeholder(attrs.get("output.value")):
             result = lenient(attrs.get("gen_ai.tool.call.result"))
         is_error = span.status_code == STATUS_ERROR
-        if isinstance(result, Mapping) and result.get("type") == "tool":  # LangChain ToolMessage dump
+        if isinstance(result, dict) and result.get("type") == "tool":  # LangChain ToolMessage dump
             call_id = call_id or as_str(result.get("tool_call_id"))
             is_error = is_error or result.get("status") == "error"
         result = plain_json(unwrap_tool_output(result))

@@ -86,7 +86,7 @@ def _with_sdk_calls(
 ) -> Message | None:
     """Spans converted from the AI SDK keep ``ai.response.*``: its tool calls carry the call ids and
     its reasoning the thinking that the OpenInference copies (openinference-vercel/-mastra) lose."""
-    calls = [_sdk_call(c) for c in as_list(attributes.get("ai.response.toolCalls")) if isinstance(c, Mapping)]
+    calls = [_sdk_call(c) for c in as_list(attributes.get("ai.response.toolCalls")) if isinstance(c, dict)]
     reasoning = clean_text(attributes.get("ai.response.reasoning"))
     if not calls and not reasoning:
         return answer

@@ -61,12 +61,12 @@ def _expand(value: AttributeValue) -> TreeValue:
     Always builds new containers: the span's own attribute values are never modified.
     """
     if isinstance(value, list):
-        if not any(isinstance(v, Mapping) for v in value):
+        if not any(isinstance(v, dict) for v in value):
             items: list[AttributeValue] = list(value)
             return items
         by_index: Tree = {i: _expand(v) for i, v in enumerate(value)}
         return by_index
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         node: Tree = {}
         for key, item in value.items():
             _insert(node, key.split("."), _expand(item))
@@ -161,11 +161,7 @@ def oi_message(node: TreeValue, msg_id: str, default_role: Role) -> Message | No
         # Both forms may be set with the same text (converters); the plain one only fills a gap.
         parsed = lenient(content)
         blocks: Sequence[AttributeValue]
-        if (
-            isinstance(parsed, list)
-            and parsed
-            and all(isinstance(b, Mapping) and "type" in b for b in parsed)
-        ):
+        if isinstance(parsed, list) and parsed and all(isinstance(b, dict) and "type" in b for b in parsed):
             blocks = parsed
         else:
             blocks = [clean_text(content)]
@@ -193,7 +189,7 @@ def prompt_messages(attributes: Mapping[str, AttributeValue], span_id: str) -> l
     whole = attributes.get("llm.prompts")
     listed = whole if isinstance(whole, list) else []
     texts = [clean_text(t) for t in listed]
-    if texts and not any(isinstance(t, Mapping) for t in listed):
+    if texts and not any(isinstance(t, dict) for t in listed):
         return [make_message(f"{span_id}-in-{i}", "user", [text_part(t)]) for i, t in enumerate(texts) if t]
     tree = unflatten(attributes, "llm.prompts")
     texts = [clean_text(get(node, "prompt", "text")) for _, node in indexed(tree)]
@@ -210,7 +206,7 @@ def choice_messages(attributes: Mapping[str, AttributeValue], span_id: str) -> l
 def choice_count(attributes: Mapping[str, AttributeValue]) -> int:
     """How many alternative answers the request asked for (``n``, ``candidate_count``)."""
     params = lenient(attributes.get("llm.invocation_parameters"))
-    if not isinstance(params, Mapping):
+    if not isinstance(params, dict):
         return 1
     return max(1, *(as_int(params.get(k)) for k in ("n", "candidate_count", "candidateCount")))
 

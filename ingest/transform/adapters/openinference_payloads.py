@@ -9,7 +9,7 @@ themselves are read by ``openinference_values``. A shape they do not know gives 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from tracescore.ingest.transform.adapters.base import make_message
 from tracescore.ingest.transform.adapters.openinference_values import (
@@ -39,7 +39,7 @@ _RESPONSE_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
 def _structured_or_text(value: AttributeValue) -> AttributeValue:
     """A payload decoded when it is a JSON object or array; anything else (``"42"``) is its text."""
     parsed = lenient(value)
-    return parsed if isinstance(parsed, str | Mapping | list) else clean_text(value)
+    return parsed if isinstance(parsed, str | dict | list) else clean_text(value)
 
 
 def _message_list(value: AttributeValue) -> Sequence[AttributeValue] | None:
@@ -69,7 +69,7 @@ def request_messages(
         raw = [parsed]
     elif (as_list := _message_list(parsed)) is not None:
         raw = as_list
-    elif isinstance(parsed, Mapping):
+    elif isinstance(parsed, dict):
         for key in ("system", "instructions", "system_prompt"):
             sys = parsed.get(key)
             blocks = sys if isinstance(sys, list) else [sys] if sys is not None else []
@@ -98,11 +98,11 @@ def _responses_output(items: Sequence[AttributeValue], msg_id: str) -> Message:
     """OpenAI Responses ``output`` items (message, function_call, reasoning, ...) as one answer."""
     parts: list[Part] = []
     for item in items:
-        if isinstance(item, Mapping) and item.get("type") == "message":
+        if isinstance(item, dict) and item.get("type") == "message":
             content = item.get("content")
             blocks = content if isinstance(content, list) else []
             parts.extend(p for block in blocks for p in block_parts(block))
-        elif isinstance(item, Mapping) and item.get("type") in _RESPONSE_ITEMS:
+        elif isinstance(item, dict) and item.get("type") in _RESPONSE_ITEMS:
             parts.extend(block_parts(item))
     return make_message(msg_id, "assistant", parts)
 
@@ -125,22 +125,22 @@ def _known_response(value: AttributeValue, msg_id: str) -> Message | None:
     parsed = _structured_or_text(value)
     if isinstance(parsed, str):
         return chat_message(parsed, msg_id, "assistant")
-    if not isinstance(parsed, Mapping):
+    if not isinstance(parsed, dict):
         return None
     choices = parsed.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choice := choices[0], Mapping):
+    if isinstance(choices, list) and choices and isinstance(choice := choices[0], dict):
         message = first_of(choice, "message", "delta")
         return chat_message(message if message is not None else choice.get("text"), msg_id, "assistant")
     output = parsed.get("output")
-    if isinstance(output, list) and any(isinstance(i, Mapping) and "type" in i for i in output):
+    if isinstance(output, list) and any(isinstance(i, dict) and "type" in i for i in output):
         return _responses_output(output, msg_id)
-    if isinstance(output, Mapping) and isinstance(output.get("message"), Mapping):  # Bedrock Converse
+    if isinstance(output, dict) and isinstance(output.get("message"), dict):  # Bedrock Converse
         return chat_message(output["message"], msg_id, "assistant")
     candidates = parsed.get("candidates")
-    if isinstance(candidates, list) and candidates and isinstance(candidates[0], Mapping):  # Gemini
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):  # Gemini
         return chat_message(candidates[0].get("content"), msg_id, "assistant")
     generations = _message_list(parsed.get("generations"))
-    if generations and isinstance(gen := generations[0], Mapping):  # LangChain LLM outputs
+    if generations and isinstance(gen := generations[0], dict):  # LangChain LLM outputs
         message = gen.get("message")
         return chat_message(message if message is not None else gen.get("text"), msg_id, "assistant")
     if isinstance(parsed.get("content"), list) and parsed.get("role", "assistant") == "assistant":
@@ -150,6 +150,6 @@ def _known_response(value: AttributeValue, msg_id: str) -> Message | None:
         return next((m for m in reversed(converted) if m is not None and m.role == "assistant"), None)
     for key in _ANSWER_KEYS:
         answer = parsed.get(key)
-        if isinstance(answer, str) or (isinstance(answer, Mapping) and "role" in answer):
+        if isinstance(answer, str) or (isinstance(answer, dict) and "role" in answer):
             return chat_message(answer, msg_id, "assistant")  # text, or a ChatMessage (LlamaIndex)
     return None

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.base import text_part as base_text_part
 from tracescore.ingest.transform.jsonvalue import as_text, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
@@ -75,7 +76,7 @@ def parse_args(value: object) -> JsonValue:
 
 def unwrap_tool_output(value: AttributeValue) -> AttributeValue:
     """A tool result without its envelope: AI SDK 5 ``{type, value}``, LangChain ToolMessage dumps."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         kind = value.get("type")
         if "value" in value and set(value) <= {"type", "value"} and isinstance(kind, str):
             return plain_json(lenient(value["value"]) if kind in ("json", "error-json") else value["value"])
@@ -85,7 +86,7 @@ def unwrap_tool_output(value: AttributeValue) -> AttributeValue:
 
 
 def text_part(text: str) -> Part:
-    return make_part({"type": "text", "text": text})
+    return base_text_part("text", text)
 
 
 def call_part(call_id: object, name: object, args: object, *, server: bool = False) -> Part:
@@ -119,10 +120,10 @@ def first_of(mapping: Mapping[str, AttributeValue], *keys: str) -> AttributeValu
 
 def _image_url(block: Mapping[str, AttributeValue]) -> AttributeValue:
     image = first_of(block, "image_url", "image", "url")
-    if isinstance(image, Mapping):
+    if isinstance(image, dict):
         return image.get("url")
     source = block.get("source")
-    if image is None and isinstance(source, Mapping):  # Anthropic image blocks
+    if image is None and isinstance(source, dict):  # Anthropic image blocks
         data = source.get("data")
         if source.get("type") == "base64" and isinstance(data, str) and data:
             return f"data:{as_text(source.get('media_type')) or 'image'};base64,{data}"
@@ -132,17 +133,17 @@ def _image_url(block: Mapping[str, AttributeValue]) -> AttributeValue:
 
 def _untyped_block(block: Mapping[str, AttributeValue]) -> list[Part]:
     """Bedrock Converse and Gemini blocks name their kind by key instead of ``type``."""
-    if isinstance(use := first_of(block, "toolUse", "functionCall", "function_call"), Mapping):
+    if isinstance(use := first_of(block, "toolUse", "functionCall", "function_call"), dict):
         return [call_part(first_of(use, "toolUseId", "id"), use.get("name"), first_of(use, "input", "args"))]
-    if isinstance(res := first_of(block, "toolResult", "functionResponse", "function_response"), Mapping):
+    if isinstance(res := first_of(block, "toolResult", "functionResponse", "function_response"), dict):
         content = first_of(res, "content", "response")
         if isinstance(content, list):  # Bedrock: [{"text": ...} | {"json": ...}]
-            content = [c.get("text", c.get("json")) if isinstance(c, Mapping) else c for c in content]
+            content = [c.get("text", c.get("json")) if isinstance(c, dict) else c for c in content]
             content = content[0] if len(content) == 1 else content
         return [result_part(first_of(res, "toolUseId", "id", "name"), content)]
-    if isinstance(rc := block.get("reasoningContent"), Mapping):
+    if isinstance(rc := block.get("reasoningContent"), dict):
         reasoning_text = rc.get("reasoningText")
-        text = clean_text(reasoning_text.get("text") if isinstance(reasoning_text, Mapping) else None)
+        text = clean_text(reasoning_text.get("text") if isinstance(reasoning_text, dict) else None)
         return [make_part({"type": "reasoning", "text": text})] if text else []
     if "text" in block:
         text = clean_text(block["text"])
@@ -155,7 +156,7 @@ def block_parts(block: AttributeValue) -> list[Part]:
     """One provider content block (any of the shapes above) -> zero or more of our parts."""
     if isinstance(block, str):
         return [text_part(t)] if (t := clean_text(block)) else []
-    if not isinstance(block, Mapping):
+    if not isinstance(block, dict):
         return []
     kind = first_of(block, "type", "block_type")  # LlamaIndex content blocks say "block_type"
     kind = kind.lower() if isinstance(kind, str) else ""
@@ -168,7 +169,7 @@ def block_parts(block: AttributeValue) -> list[Part]:
         text = clean_text(first_of(block, "thinking", "text", "reasoning"))
         summary = block.get("summary")
         if not text and isinstance(summary, list):  # OpenAI Responses reasoning items
-            text = "\n".join(clean_text(s.get("text") if isinstance(s, Mapping) else s) for s in summary)
+            text = "\n".join(clean_text(s.get("text") if isinstance(s, dict) else s) for s in summary)
         return [make_part({"type": "reasoning", "text": text})] if text.strip() else []
     if kind == "redacted_thinking":
         return []  # opaque provider data, no readable reasoning
@@ -192,9 +193,9 @@ def _tool_call_parts(calls: AttributeValue) -> list[Part]:
     """OpenAI ``tool_calls`` ({id, function: {name, arguments}}) or LangChain ({id, name, args})."""
     parts: list[Part] = []
     for call in calls if isinstance(calls, list) else []:
-        if not isinstance(call, Mapping):
+        if not isinstance(call, dict):
             continue
-        function = nested if isinstance(nested := call.get("function"), Mapping) else call
+        function = nested if isinstance(nested := call.get("function"), dict) else call
         parts.append(call_part(call.get("id"), function.get("name"), first_of(function, "arguments", "args")))
     return parts
 
@@ -202,7 +203,7 @@ def _tool_call_parts(calls: AttributeValue) -> list[Part]:
 def _lc_role(raw: Mapping[str, AttributeValue]) -> tuple[AttributeValue, Mapping[str, AttributeValue]]:
     """Role hint and message body, looking through LangChain's serialised and dumped forms."""
     ident, kwargs = raw.get("id"), raw.get("kwargs")
-    if isinstance(ident, list) and ident and isinstance(kwargs, Mapping):
+    if isinstance(ident, list) and ident and isinstance(kwargs, dict):
         cls = str(ident[-1]).lower()
         role = next((r for name, r in _LC_ROLES.items() if cls.startswith(name) and "message" in name), None)
         return (kwargs.get("role") if cls.startswith("chatmessage") else role), kwargs
@@ -230,7 +231,7 @@ def chat_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Messag
         return make_message(msg_id, default_role, [text_part(text)])
     if isinstance(raw, Sequence) and len(raw) == 2 and isinstance(raw[0], str):  # ("user", "hi")
         return chat_message({"role": raw[0], "content": raw[1]}, msg_id, default_role)
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return None
     kind = raw.get("type")
     if kind in ("function_call", "custom_tool_call", "reasoning") and "role" not in raw:
@@ -249,7 +250,7 @@ def chat_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Messag
         parts.append(text_part(text))
     known = {_call_id(p) for p in parts if p.type == "tool_call"} - {""}
     parts.extend(p for p in _tool_call_parts(body.get("tool_calls")) if _call_id(p) not in known)
-    if isinstance(fc := body.get("function_call"), Mapping):
+    if isinstance(fc := body.get("function_call"), dict):
         parts.append(call_part(None, fc.get("name"), fc.get("arguments")))
     call_id = body.get("tool_call_id")
     if role == "tool" and call_id and not any(p.type == "tool_result" for p in parts):

@@ -23,6 +23,8 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
+    has_any_key,
+    has_key_prefix,
     make_message,
 )
 from tracescore.ingest.transform.adapters.genai_semconv import (
@@ -62,6 +64,7 @@ REQUEST_TYPE = "llm.request.type"
 # OpenLLMetry's own llm.* keys; OpenInference's (llm.input_messages, llm.token_count...) differ.
 _LLM_PREFIXES = ("llm.request.", "llm.response.", "llm.usage.")
 _LLM_KEYS = frozenset({"llm.is_streaming", "llm.headers", "llm.vendor", "llm.user", "llm.top_k"})
+_CLAIMED_PREFIXES = ("traceloop.", *_LLM_PREFIXES)
 _VECTOR_EVENTS = frozenset({"db.query.result", "db.search.result"})
 _ROLE_BY_KIND = {"agent": SpanRole.AGENT, "workflow": SpanRole.AGENT, "tool": SpanRole.TOOL}
 _ROLE_BY_OPERATION = {
@@ -118,7 +121,7 @@ def _unwrap(value: AttributeValue) -> tuple[str, AttributeValue]:
     """(shape, payload) of an entity value: ``decorator`` ({"args", "kwargs"}), ``langchain``
     (the callback's inputs / outputs / output) or ``plain`` (a decorated function's return value)."""
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         keys = set(parsed)
         if "args" in keys and keys <= {"args", "kwargs"}:
             return "decorator", parsed
@@ -133,17 +136,17 @@ def _unwrap(value: AttributeValue) -> tuple[str, AttributeValue]:
 
 def _call_arguments(payload: AttributeValue) -> tuple[list[AttributeValue], Mapping[str, AttributeValue]]:
     """(args, kwargs) of a decorated call's payload (``_unwrap``'s ``decorator`` shape)."""
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, dict):
         return [], {}
     args, kwargs = payload.get("args"), payload.get("kwargs")
     positional: list[AttributeValue] = list(args) if isinstance(args, list) else []
-    return positional, kwargs if isinstance(kwargs, Mapping) else {}
+    return positional, kwargs if isinstance(kwargs, dict) else {}
 
 
 def _messages_in(payload: AttributeValue, span_id: str, tag: str) -> list[Message] | None:
     """Messages a payload holds: a message list, a state ``{"messages": [...]}``, one message."""
     found = lc_messages(payload, span_id, tag)
-    if found is None and isinstance(payload, Mapping):
+    if found is None and isinstance(payload, dict):
         found = lc_messages(payload.get("messages"), span_id, tag)
         if found is None and lc_fields(payload) is not None:
             single = lc_message(payload, f"{span_id}-{tag}-0")
@@ -171,7 +174,7 @@ def _decorator_text(args: Sequence[AttributeValue], kwargs: Mapping[str, Attribu
 def _text_of(payload: AttributeValue, role: Role) -> str | None:
     if _is_text(payload):
         return str(payload)
-    if isinstance(payload, Mapping):
+    if isinstance(payload, dict):
         # AgentExecutor's outputs repeat the input beside the answer: {"input", "output"}.
         keys = ("output", "answer", "result", "text", "content") if role == "assistant" else _TEXT_KWARGS
         for key in keys:
@@ -215,7 +218,7 @@ def _new_answers(inputs: list[Message], outputs: list[Message]) -> list[Message]
 def _entity_lists(value: AttributeValue) -> AttributeValue:
     """The raw message list of a LangChain payload (to read the model from its AI messages)."""
     _, payload = _unwrap(value)
-    return payload.get("messages") if isinstance(payload, Mapping) else payload
+    return payload.get("messages") if isinstance(payload, dict) else payload
 
 
 # --- tools -------------------------------------------------------------------------------------------
@@ -262,9 +265,8 @@ class OpenLlmetryAdapter(ConventionAdapter):
 
     def claims(self, span: Span) -> bool:
         attrs = span.attributes
-        for key in attrs:
-            if key.startswith(("traceloop.", *_LLM_PREFIXES)) or key in _LLM_KEYS:
-                return True
+        if has_key_prefix(attrs, _CLAIMED_PREFIXES) or has_any_key(attrs, _LLM_KEYS):
+            return True
         return has_indexed_messages(attrs) or any(e.name in _VECTOR_EVENTS for e in span.events)
 
     def classify(self, span: Span) -> SpanRole:

@@ -46,9 +46,9 @@ _LC_TYPES: dict[str, Role] = {
 
 def lc_fields(raw: AttributeValue) -> tuple[Role, Mapping[str, AttributeValue]] | None:
     """(role, fields) of a serialised LangChain message, an OpenAI-style dict or a (role, text) pair."""
-    if isinstance(raw, Mapping):
+    if isinstance(raw, dict):
         ident, kwargs = raw.get("id"), raw.get("kwargs")
-        if raw.get("lc") is not None and isinstance(ident, list) and ident and isinstance(kwargs, Mapping):
+        if raw.get("lc") is not None and isinstance(ident, list) and ident and isinstance(kwargs, dict):
             if ident[-1] in ("ChatMessage", "ChatMessageChunk"):
                 return normalize_role(kwargs.get("role")), kwargs
             role = _LC_ROLES.get(str(ident[-1])) or _LC_TYPES.get(str(kwargs.get("type")))
@@ -57,7 +57,7 @@ def lc_fields(raw: AttributeValue) -> tuple[Role, Mapping[str, AttributeValue]] 
         if isinstance(kind, str) and kind in _LC_TYPES:
             if "content" in raw:
                 return _LC_TYPES[kind], raw
-            if isinstance(data, Mapping) and "content" in data:  # langchain messages_to_dict()
+            if isinstance(data, dict) and "content" in data:  # langchain messages_to_dict()
                 return _LC_TYPES[kind], data
         if isinstance(raw.get("role"), str) and ("content" in raw or "tool_calls" in raw):
             return normalize_role(raw.get("role")), raw
@@ -75,7 +75,7 @@ def lc_message(raw: AttributeValue, msg_id: str) -> Message | None:
         return None
     role, fields = found
     extra = fields.get("additional_kwargs")
-    extra = extra if isinstance(extra, Mapping) else {}
+    extra = extra if isinstance(extra, dict) else {}
     parts: list[Part] = []
     if reasoning := as_text(extra.get("reasoning_content")):
         parts.append(make_part({"type": "reasoning", "text": reasoning}))
@@ -83,8 +83,8 @@ def lc_message(raw: AttributeValue, msg_id: str) -> Message | None:
     calls: list[Part] = []
     raw_calls = fields.get("tool_calls") or extra.get("tool_calls")
     for call in raw_calls if isinstance(raw_calls, list) else []:
-        if isinstance(call, Mapping):
-            function = nested if isinstance(nested := call.get("function"), Mapping) else {}
+        if isinstance(call, dict):
+            function = nested if isinstance(nested := call.get("function"), dict) else {}
             name = call.get("name", function.get("name"))
             args = call.get("args", function.get("arguments", call.get("arguments")))
             calls.append(tool_call_part(call.get("id"), name, args))
@@ -113,7 +113,7 @@ def lc_model(items: AttributeValue) -> str | None:
         if found is None or found[0] != "assistant":
             continue
         meta = found[1].get("response_metadata")
-        if isinstance(meta, Mapping):
+        if isinstance(meta, dict):
             name = meta.get("model_name") or meta.get("model")
             if isinstance(name, str) and name and name != "unknown":
                 return name

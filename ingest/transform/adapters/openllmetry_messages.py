@@ -14,11 +14,18 @@ records (``gen_ai.{role}.message``, ``gen_ai.choice``). The LangChain messages o
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.base import (
+    has_key_prefix,
+    make_message,
+    make_part,
+    normalize_role,
+    text_part,
+)
 from tracescore.ingest.transform.adapters.genai_events import read_events
 from tracescore.ingest.transform.jsonvalue import as_text, parse_json_value
 from tracescore.schemas import Message, Part, Span
@@ -29,6 +36,7 @@ from tracescore.schemas.spans import AttributeValue
 PROMPT_PREFIXES = ("gen_ai.prompt", "llm.prompts")
 COMPLETION_PREFIXES = ("gen_ai.completion", "llm.completions")
 _INDEXED = re.compile(r"^(gen_ai\.prompt|gen_ai\.completion|llm\.prompts|llm\.completions)\.(\d+)\.(.+)$")
+_INDEXED_PREFIXES = tuple(f"{prefix}." for prefix in (*PROMPT_PREFIXES, *COMPLETION_PREFIXES))
 _TOOL_CALL_FIELD = re.compile(r"^tool_calls\.(\d+)\.(\w+)$")
 # Fields OpenLLMetry writes under an index; anything else there belongs to another convention
 # (OpenInference writes ``llm.prompts.{i}.prompt.text``).
@@ -43,9 +51,16 @@ _SERVER_TOOL_NAMES = frozenset({"web_search_call", "file_search_call", "code_int
 
 
 def has_indexed_messages(attributes: Mapping[str, AttributeValue]) -> bool:
-    return any(_indexed_key(key) is not None for key in attributes)
+    # Every span that reaches this convention's detection is asked: most have no key under the
+    # indexed prefixes, which is checked in C before any key goes through the pattern.
+    return has_key_prefix(attributes, _INDEXED_PREFIXES) and any(
+        _indexed_key(key) is not None for key in attributes
+    )
 
 
+# Keys repeat from span to span (gen_ai.prompt.0.content...), and every key of a span is parsed here
+# when detecting the convention and again per message group: a bounded cache spares the regex.
+@functools.lru_cache(maxsize=4096)
 def _indexed_key(key: str) -> tuple[str, int, str] | None:
     match = _INDEXED.match(key)
     if match is None:
@@ -60,7 +75,7 @@ def _indexed_key(key: str) -> tuple[str, int, str] | None:
 
 
 def _text(text: object) -> Part:
-    return make_part({"type": "text", "text": as_text(text)})
+    return text_part("text", as_text(text))
 
 
 def _reasoning_text(value: AttributeValue) -> str:
@@ -68,7 +83,7 @@ def _reasoning_text(value: AttributeValue) -> str:
     parsed = parse_json_value(value)
     if isinstance(parsed, list):
         return "\n".join(t for t in (_reasoning_text(item) for item in parsed) if t)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         key = next((k for k in ("thinking", "text", "content", "summary") if k in parsed), None)
         return _reasoning_text(parsed[key]) if key else ""
     return as_text(parsed)
@@ -107,7 +122,7 @@ def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
     """The blocks' texts joined, when every block is a ``{"type": "text"}`` block; else None."""
     texts = []
     for block in blocks:
-        if not isinstance(block, Mapping) or block.get("type") != "text":
+        if not isinstance(block, dict) or block.get("type") != "text":
             return None
         texts.append(as_text(block.get("text")))
     return "".join(texts)
@@ -115,7 +130,7 @@ def _text_of_blocks(blocks: Sequence[AttributeValue]) -> str | None:
 
 def convert_block(raw: AttributeValue) -> Part | None:
     """One provider content block -> a part; None for empty text. Unknown blocks are kept whole."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         text = as_text(raw)
         return _text(text) if text and not is_placeholder(text) else None
     kind = raw.get("type")
@@ -153,7 +168,7 @@ def content_parts(value: AttributeValue) -> list[Part]:
         return [_text(parsed)] if parsed and not is_placeholder(parsed) else []
     if isinstance(parsed, list) and all(isinstance(b, str) or _is_block(b) for b in parsed):
         return [p for p in (convert_block(b) for b in parsed) if p is not None]
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         if "call_id" in parsed and "output" in parsed:  # Responses function_call_output, re-packed
             return [tool_result_part(parsed.get("call_id"), parsed.get("output"))]
         if _is_block(parsed):
@@ -165,7 +180,7 @@ def content_parts(value: AttributeValue) -> list[Part]:
 
 
 def _is_block(raw: AttributeValue) -> bool:
-    return isinstance(raw, Mapping) and isinstance(raw.get("type"), str)
+    return isinstance(raw, dict) and isinstance(raw.get("type"), str)
 
 
 def with_tool_calls(parts: list[Part], calls: Iterable[Part]) -> list[Part]:

@@ -26,6 +26,7 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
+    has_key_prefix,
     make_message,
     make_part,
 )
@@ -146,7 +147,7 @@ def _cut_at_last_user_turn(messages: list[Message]) -> _Split:
 def _split_otel(attrs: Mapping[str, AttributeValue], span_id: str) -> _Split:
     """Formats 2-6: ``pydantic_ai.all_messages`` cut at ``new_message_index`` (absent when 0)."""
     raws = parse_messages(attrs.get(ALL_MESSAGES))
-    if not all(isinstance(m, Mapping) for m in raws):
+    if not all(isinstance(m, dict) for m in raws):
         # Unreadable (cut by an attribute length limit): taken as the new input it would pass the
         # whole history off as the user's turn; the first model call's prompt is read instead.
         return _Split()
@@ -172,7 +173,7 @@ def _split_events(attrs: Mapping[str, AttributeValue], span_id: str) -> _Split:
     Events of one ModelRequest share their ``gen_ai.message.index``: the whole request is the turn.
     """
     events: list[dict[str, AttributeValue]] = [
-        dict(e) for e in as_list(attrs.get(ALL_MESSAGES_EVENTS)) if isinstance(e, Mapping)
+        dict(e) for e in as_list(attrs.get(ALL_MESSAGES_EVENTS)) if isinstance(e, dict)
     ]
     messages = event_messages(events, f"{span_id}-ev")
     indexed = [(i, m) for i, m in messages if m.role != "system"]
@@ -245,7 +246,7 @@ def _is_pydantic_ai(span: Span) -> bool:
         k.startswith("logfire.") or k in ("agent_name", "model_name", "gen_ai.tool.name") for k in attrs
     ):
         return True
-    if any(k.startswith("pydantic_ai.") for k in attrs):
+    if has_key_prefix(attrs, "pydantic_ai."):
         return True
     if ALL_MESSAGES_EVENTS in attrs or "model_request_parameters" in attrs:
         return True
@@ -264,8 +265,7 @@ class PydanticAiAdapter(ConventionAdapter):
     def claims(self, span: Span) -> bool:
         attrs = span.attributes
         return _is_pydantic_ai(span) or (
-            any(k.startswith("logfire.") for k in attrs)
-            and not any(k.startswith(_FOREIGN_PREFIXES) for k in attrs)
+            has_key_prefix(attrs, "logfire.") and not has_key_prefix(attrs, _FOREIGN_PREFIXES)
         )
 
     def classify(self, span: Span) -> SpanRole:

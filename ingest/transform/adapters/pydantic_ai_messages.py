@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role, text_part
 from tracescore.ingest.transform.adapters.genai_semconv import convert_part
 from tracescore.ingest.transform.correlate import LOG_BODY_ATTRIBUTE
 from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value, plain_json
@@ -65,8 +65,8 @@ def tool_result_part(call_id: object, result: AttributeValue) -> Part:
 
 def convert_otel_part(raw: AttributeValue) -> Part:
     """One pydantic-ai OTel part; ``builtin`` tool calls and results become server-side ones."""
-    if not isinstance(raw, Mapping):
-        return make_part({"type": "text", "text": _text(raw)})
+    if not isinstance(raw, dict):
+        return text_part("text", _text(raw))
     part_type = raw.get("type")
     builtin = raw.get("builtin") is True
     if part_type == "tool_call_response" and not builtin:
@@ -109,7 +109,7 @@ def convert_otel_messages(
     messages: list[Message] = []
     for i, raw in enumerate(raws):
         msg_id = f"{id_prefix}-{i}"
-        if not isinstance(raw, Mapping):
+        if not isinstance(raw, dict):
             text = _text(raw)
             if text:
                 messages.append(
@@ -133,7 +133,7 @@ def parse_messages(value: AttributeValue) -> list[AttributeValue]:
     if value is None:
         return []
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         return [parsed]
     if isinstance(parsed, list):
         return list(parsed)
@@ -152,7 +152,7 @@ def request_groups(raws: Sequence[AttributeValue]) -> list[tuple[bool, list[Attr
     open_request: list[AttributeValue] | None = None
     last_role: AttributeValue = None
     for raw in raws:
-        role = raw.get("role") if isinstance(raw, Mapping) else None
+        role = raw.get("role") if isinstance(raw, dict) else None
         if role == "assistant":
             if groups and groups[-1][0] and open_request is None:
                 groups.append((False, []))
@@ -173,7 +173,7 @@ def request_groups(raws: Sequence[AttributeValue]) -> list[tuple[bool, list[Attr
 def span_event_dicts(span: Span) -> list[dict[str, AttributeValue]]:
     """Format-1 message events of a span: the ``events`` attribute, else span events / log records."""
     listed: list[dict[str, AttributeValue]] = [
-        dict(e) for e in as_list(span.attributes.get("events")) if isinstance(e, Mapping)
+        dict(e) for e in as_list(span.attributes.get("events")) if isinstance(e, dict)
     ]
     if listed:
         return listed
@@ -182,8 +182,8 @@ def span_event_dicts(span: Span) -> list[dict[str, AttributeValue]]:
         if not (event.name.startswith("gen_ai.") or "event.name" in event.attributes):
             continue
         body = parse_json_value(event.attributes.get(LOG_BODY_ATTRIBUTE))
-        merged: dict[str, AttributeValue] = dict(body) if isinstance(body, Mapping) else {}
-        if body is not None and not isinstance(body, Mapping):
+        merged: dict[str, AttributeValue] = dict(body) if isinstance(body, dict) else {}
+        if body is not None and not isinstance(body, dict):
             merged["content"] = body
         merged.update({k: v for k, v in event.attributes.items() if k != LOG_BODY_ATTRIBUTE})
         merged.setdefault("event.name", event.name)
@@ -195,13 +195,13 @@ def looks_like_event_list(value: AttributeValue) -> bool:
     """Whether an ``events`` attribute is pydantic-ai's format-1 JSON list of event dicts."""
     items = as_list(value) if isinstance(value, str) else []
     return bool(items) and all(
-        isinstance(e, Mapping) and ("role" in e or "event.name" in e or "message" in e) for e in items
+        isinstance(e, dict) and ("role" in e or "event.name" in e or "message" in e) for e in items
     )
 
 
 def is_choice(event: Mapping[str, AttributeValue]) -> bool:
     return event.get("event.name") == "gen_ai.choice" or (
-        isinstance(event.get("message"), Mapping) and "role" not in event
+        isinstance(event.get("message"), dict) and "role" not in event
     )
 
 
@@ -212,8 +212,8 @@ def _content_parts(content: AttributeValue) -> list[Part]:
     items: Sequence[AttributeValue] = content if isinstance(content, list) else [content]
     parts: list[Part] = []
     for item in items:
-        if not isinstance(item, Mapping):
-            parts.append(make_part({"type": "text", "text": _text(item)}))
+        if not isinstance(item, dict):
+            parts.append(text_part("text", _text(item)))
             continue
         kind = item.get("kind")
         if kind in ("text", "thinking"):
@@ -232,7 +232,7 @@ def _content_parts(content: AttributeValue) -> list[Part]:
         elif isinstance(kind, str):  # image-url, document-url, ...: kept as they came
             parts.append(make_part({"type": kind, **{k: v for k, v in item.items() if k != "kind"}}))
         else:
-            parts.append(make_part({"type": "text", "text": _text(item)}))
+            parts.append(text_part("text", _text(item)))
     return parts
 
 
@@ -242,9 +242,9 @@ def _event_message(body: Mapping[str, AttributeValue], msg_id: str, fallback_rol
         return make_message(msg_id, "tool", [tool_result_part(body.get("id"), body.get("content"))])
     parts = _content_parts(body.get("content"))
     for call in as_list(body.get("tool_calls")):
-        if not isinstance(call, Mapping):
+        if not isinstance(call, dict):
             continue
-        function = nested if isinstance(nested := call.get("function"), Mapping) else {}
+        function = nested if isinstance(nested := call.get("function"), dict) else {}
         args = parse_json_value(function.get("arguments"))
         parts.append(
             make_part(
@@ -289,7 +289,7 @@ def choice_message(events: list[dict[str, AttributeValue]], msg_id: str) -> list
     for event in events:
         if is_choice(event):
             body = event.get("message")
-            if isinstance(body, Mapping):
+            if isinstance(body, dict):
                 parts.extend(_event_message(body, msg_id, "assistant").parts)
     return [make_message(msg_id, "assistant", parts)] if parts else []
 

@@ -26,6 +26,7 @@ from tracescore.ingest.transform.adapters.base import (
     LlmCall,
     SpanRole,
     ToolExecution,
+    has_key_prefix,
 )
 from tracescore.ingest.transform.jsonvalue import as_int, as_str, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Span, Usage
@@ -65,7 +66,7 @@ def operation_id(span: Span) -> str | None:
     if value and value.startswith("ai."):
         return value
     # Spans recorded with attributes filtered out keep their name, which is the operation id.
-    if span.name.startswith("ai.") and any(k.startswith("ai.") for k in span.attributes):
+    if span.name.startswith("ai.") and has_key_prefix(span.attributes, "ai."):
         return span.name
     return None
 
@@ -195,7 +196,7 @@ class VercelAiAdapter(ConventionAdapter):
         if operation_id(span) is None:
             return self._otel_agent_info(span)
         prompt = parse_json_value(attrs.get("ai.prompt"))
-        prompt = prompt if isinstance(prompt, Mapping) else {}
+        prompt = prompt if isinstance(prompt, dict) else {}
         messages = self._prompt_messages(prompt, span.span_id)
         if not messages and semconv.INPUT_MESSAGES in attrs:
             messages = semconv.convert_messages(attrs[semconv.INPUT_MESSAGES], span.span_id, "in", "user")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role
+from tracescore.ingest.transform.adapters.base import make_message, make_part, normalize_role, text_part
 from tracescore.ingest.transform.jsonvalue import as_list, as_text, clean_text, parse_json_value, plain_json
 from tracescore.schemas import Message, Part
 from tracescore.schemas.agent_run import Role
@@ -32,7 +32,7 @@ def _tool_args(raw: AttributeValue) -> JsonValue:
 def tool_result_value(part: Mapping[str, AttributeValue]) -> JsonValue:
     """The result a ``tool-result`` part carries: v5+ ``output: {type, value}``, v4 ``result``."""
     output = part.get("output")
-    if isinstance(output, Mapping):
+    if isinstance(output, dict):
         kind = output.get("type")
         if kind in _VALUE_OUTPUTS:
             return plain_json(parse_json_value(output.get("value")))
@@ -50,7 +50,7 @@ def _media_part(raw: Mapping[str, AttributeValue], data: AttributeValue, default
     mime = mime if isinstance(mime, str) and mime else None
     modality = (mime or default_mime).split("/", 1)[0]
     extra = {"filename": raw["filename"]} if isinstance(raw.get("filename"), str) else {}
-    if isinstance(data, Mapping) and isinstance(data.get("url"), str):  # v7 {type: "url", url}
+    if isinstance(data, dict) and isinstance(data.get("url"), str):  # v7 {type: "url", url}
         data = data["url"]
     if isinstance(data, str) and data.startswith(("http://", "https://", "gs://", "s3://", "file:")):
         return make_part({"type": "uri", "modality": modality, "mime_type": mime, "uri": data, **extra})
@@ -59,8 +59,8 @@ def _media_part(raw: Mapping[str, AttributeValue], data: AttributeValue, default
 
 def convert_part(raw: AttributeValue) -> Part:
     """One SDK content part -> our part representation; unknown types are kept as they came."""
-    if not isinstance(raw, Mapping):
-        return make_part({"type": "text", "text": clean_text(raw)})
+    if not isinstance(raw, dict):
+        return text_part("text", clean_text(raw))
     kind = raw.get("type")
     if kind == "text":
         return make_part({"type": "text", "text": clean_text(raw.get("text", raw.get("content")))})
@@ -94,7 +94,7 @@ def convert_part(raw: AttributeValue) -> Part:
 
 def convert_message(raw: AttributeValue, msg_id: str, default_role: Role) -> Message:
     """One ``{role, content}`` message; content is a string or a list of parts."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return make_message(msg_id, default_role, [convert_part(raw)])
     role = normalize_role(raw.get("role"), default_role)
     content = raw.get("content")
@@ -117,7 +117,7 @@ def convert_messages(
     if value is None:
         return []
     parsed = parse_json_value(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         return [convert_message(parsed, f"{span_id}-{tag}-0", default_role)]
     if not isinstance(parsed, list):
         text = clean_text(parsed)
@@ -130,7 +130,7 @@ def system_messages(value: AttributeValue, span_id: str) -> list[Message]:
     items: Sequence[AttributeValue] = value if isinstance(value, list) else [value]
     messages: list[Message] = []
     for i, item in enumerate(items):
-        content = item.get("content") if isinstance(item, Mapping) else item
+        content = item.get("content") if isinstance(item, dict) else item
         parts = [convert_part(p) for p in content] if isinstance(content, list) else [convert_part(content)]
         message = make_message(f"{span_id}-sys-{i}", "system", parts)
         if message.content.strip():
@@ -155,7 +155,7 @@ def split_turn(conversation: list[Message]) -> tuple[list[Message], list[Message
 
 
 def _tool_call_part(raw: AttributeValue) -> Part | None:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return None
     return make_part(
         {
@@ -196,7 +196,7 @@ def response_message(
         parts.extend(
             _media_part(f, f.get("data"), "application")
             for f in as_list(attr("files"))
-            if isinstance(f, Mapping)
+            if isinstance(f, dict)
         )
     if text_only and not parts:
         return None
