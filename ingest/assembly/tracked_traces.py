@@ -9,16 +9,19 @@ Every item reaching the assembler is already in the span ledger, so memory only 
   the recovery scan (``ingest.replay.recovery``) brings them back from the store.
 
 Each step is O(1): the oldest traces are at the front of the ordered maps. Every trace spilled or
-forgotten is counted.
+forgotten is counted. The oldest arrival still open (what the watermark waits for) is kept in a heap,
+so finding it never scans the tracked traces: with long-running agents they are hundreds of thousands.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
 
 from tracescore.ingest.assembly.trace_state import TracedItems
 from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.store.ledger import Undecided
 from tracescore.schemas import LogRecord, Span
 from tracescore.schemas.config import AssemblyConfig
 
@@ -40,6 +43,9 @@ class TrackedTraces:
         self._resumed = 0  # tracked traces adopted by recovery (its work still to do)
         self._forgotten_floor: int | None = None  # the oldest since among forgotten traces (ns)
         self._forgotten_count = 0
+        # (since, trace id) of the tracked traces, earliest first; an entry whose trace left or moved
+        # earlier (it was pushed again) is dropped when it comes up (lazy deletion).
+        self._by_since: list[tuple[int, str]] = []
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -73,13 +79,42 @@ class TrackedTraces:
         return self._forgotten_floor
 
     def oldest_since(self) -> int | None:
-        """The oldest arrival (ns) of the tracked traces' coming rounds."""
-        return min((trace.since for trace in self._traces.values() if trace.since), default=None)
+        """The oldest arrival (ns) of the tracked traces' coming rounds; O(log n) amortised."""
+        heap = self._by_since
+        while heap:
+            since, trace_id = heap[0]
+            trace = self._traces.get(trace_id)
+            if trace is not None and trace.since == since:
+                return since
+            heapq.heappop(heap)  # it left, or its since moved earlier (an entry of its own)
+        return None
 
     def track(self, trace: TracedItems) -> None:
         """Track a trace not tracked here (new, adopted, or taken out and put back): it goes last."""
         self._traces[trace.trace_id] = trace
         self._resumed += trace.resumed
+        self._order_by_since(trace)
+
+    def arrive(self, trace: TracedItems, arrived: int, seen: float, size: int, ends_root: bool) -> None:
+        """An item new to the tracked trace came (``TracedItems.arrive``)."""
+        since = trace.since
+        trace.arrive(arrived, seen, size, ends_root)
+        if trace.since != since:
+            self._order_by_since(trace)
+
+    def merge_stored(self, trace: TracedItems, found: Undecided) -> None:
+        """Take in what the store holds undecided of the tracked trace (``TracedItems.merge_stored``)."""
+        since = trace.since
+        trace.merge_stored(found)
+        if trace.since != since:
+            self._order_by_since(trace)
+
+    def take_over(self, trace: TracedItems, failed: TracedItems) -> None:
+        """The tracked trace takes in a round of it that failed to go out (``TracedItems.take_over``)."""
+        since = trace.since
+        trace.take_over(failed)
+        if trace.since != since:
+            self._order_by_since(trace)
 
     def untrack(self, trace: TracedItems) -> None:
         """Stop tracking the trace (it is released, taken or forgotten); its held items stay counted."""
@@ -137,6 +172,7 @@ class TrackedTraces:
         while len(self._traces) > self._max_traces:
             trace = next(iter(self._traces.values()))
             self.untrack(trace)
+            self._metrics.bytes_spilled.labels("forgotten").inc(trace.held_bytes)
             self.drop_items(trace)
             if trace.since:
                 floor = self._forgotten_floor
@@ -162,9 +198,18 @@ class TrackedTraces:
         self._metrics.logs_pending.set(self._held_logs)
         self._metrics.held_bytes.set(self._held_bytes)
 
+    def _order_by_since(self, trace: TracedItems) -> None:
+        """Place the trace by its ``since``; rebuild the heap once stale entries make most of it."""
+        if trace.since:
+            heapq.heappush(self._by_since, (trace.since, trace.trace_id))
+        if len(self._by_since) > 2 * len(self._traces) + 1_000:
+            self._by_since = [(t.since, t.trace_id) for t in self._traces.values() if t.since]
+            heapq.heapify(self._by_since)
+
     def _spill(self, trace: TracedItems) -> None:
         """Let the trace's items go: it is read back from the ledger when released."""
         if trace.items:
             self._metrics.traces_spilled.labels("memory").inc()
+            self._metrics.bytes_spilled.labels("memory").inc(trace.held_bytes)
         self.unhold(trace)
         trace.spill()
