@@ -35,6 +35,11 @@ class TrackedTraces:
         self._max_held_bytes = config.max_held_bytes
         self._max_traces = config.max_traces
         self._metrics = metrics
+        # The counters of each reason, looked up once: a fill of long-running traces spills each.
+        self._spilled = {reason: metrics.traces_spilled.labels(reason) for reason in ("memory", "forgotten")}
+        self._spilled_bytes = {
+            reason: metrics.bytes_spilled.labels(reason) for reason in ("memory", "forgotten")
+        }
         self._traces: OrderedDict[str, TracedItems] = OrderedDict()
         self._held: OrderedDict[str, TracedItems] = OrderedDict()
         self._held_bytes = 0
@@ -172,13 +177,13 @@ class TrackedTraces:
         while len(self._traces) > self._max_traces:
             trace = next(iter(self._traces.values()))
             self.untrack(trace)
-            self._metrics.bytes_spilled.labels("forgotten").inc(trace.held_bytes)
+            self._spilled_bytes["forgotten"].inc(trace.held_bytes)
             self.drop_items(trace)
             if trace.since:
                 floor = self._forgotten_floor
                 self._forgotten_floor = trace.since if floor is None else min(floor, trace.since)
             self._forgotten_count += 1
-            self._metrics.traces_spilled.labels("forgotten").inc()
+            self._spilled["forgotten"].inc()
             forgotten.append(trace)
         return forgotten
 
@@ -209,7 +214,7 @@ class TrackedTraces:
     def _spill(self, trace: TracedItems) -> None:
         """Let the trace's items go: it is read back from the ledger when released."""
         if trace.items:
-            self._metrics.traces_spilled.labels("memory").inc()
-            self._metrics.bytes_spilled.labels("memory").inc(trace.held_bytes)
+            self._spilled["memory"].inc()
+            self._spilled_bytes["memory"].inc(trace.held_bytes)
         self.unhold(trace)
         trace.spill()
