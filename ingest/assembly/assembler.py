@@ -257,7 +257,9 @@ class TraceAssembler:
             self._tracked.track(trace)
             if self._released.seen(item.trace_id):
                 trace.late = trace.stored = True  # the round must start from the whole stored trace
-            elif self._read_back_new:
+            elif self._read_back_new or self._tracked.forgotten_floor is not None:
+                # It may be a trace forgotten here (over max_traces) whose earlier items only the
+                # store holds now: its round is read from the store, whole.
                 trace.stored = True
         key = item_key(item)
         if key in trace.items:
