@@ -32,8 +32,9 @@ class TrackedTraces:
     adopted, and where the forgotten ones begin. Iterating yields the tracked traces, oldest first."""
 
     def __init__(self, config: AssemblyConfig, metrics: Metrics) -> None:
-        self._max_held_bytes = config.max_held_bytes
-        self._max_traces = config.max_traces
+        # The bounds are read from the config each time: the service lowers them from what it
+        # measures at start, after the assembler is built.
+        self._config = config
         self._metrics = metrics
         # The counters of each reason, looked up once: a fill of long-running traces spills each.
         self._spilled = {reason: metrics.traces_spilled.labels(reason) for reason in ("memory", "forgotten")}
@@ -85,14 +86,8 @@ class TrackedTraces:
 
     def oldest_since(self) -> int | None:
         """The oldest arrival (ns) of the tracked traces' coming rounds; O(log n) amortised."""
-        heap = self._by_since
-        while heap:
-            since, trace_id = heap[0]
-            trace = self._traces.get(trace_id)
-            if trace is not None and trace.since == since:
-                return since
-            heapq.heappop(heap)  # it left, or its since moved earlier (an entry of its own)
-        return None
+        self._drop_stale()
+        return self._by_since[0][0] if self._by_since else None
 
     def track(self, trace: TracedItems) -> None:
         """Track a trace not tracked here (new, adopted, or taken out and put back): it goes last."""
@@ -125,6 +120,9 @@ class TrackedTraces:
         """Stop tracking the trace (it is released, taken or forgotten); its held items stay counted."""
         if self._traces.pop(trace.trace_id, None) is not None:
             self._resumed -= trace.resumed
+            # The oldest traces leave first (forgotten, released): their entries go now, a few at a
+            # time, rather than all at once when the watermark next asks.
+            self._drop_stale()
 
     def mark_resumed(self, trace: TracedItems) -> None:
         """The tracked trace is adopted by recovery: an earlier attempt may have written decisions."""
@@ -171,10 +169,10 @@ class TrackedTraces:
     def enforce_bounds(self) -> list[TracedItems]:
         """Spill the oldest held traces beyond ``max_held_bytes``; forget the oldest tracked beyond
         ``max_traces`` and return those (their place in the release order is the caller's to drop)."""
-        while self._held_bytes > self._max_held_bytes and self._held:
+        while self._held_bytes > self._config.max_held_bytes and self._held:
             self._spill(next(iter(self._held.values())))
         forgotten: list[TracedItems] = []
-        while len(self._traces) > self._max_traces:
+        while len(self._traces) > self._config.max_traces:
             trace = next(iter(self._traces.values()))
             self.untrack(trace)
             self._spilled_bytes["forgotten"].inc(trace.held_bytes)
@@ -210,6 +208,17 @@ class TrackedTraces:
         if len(self._by_since) > 2 * len(self._traces) + 1_000:
             self._by_since = [(t.since, t.trace_id) for t in self._traces.values() if t.since]
             heapq.heapify(self._by_since)
+
+    def _drop_stale(self) -> None:
+        """Pop the entries before the first whose trace is tracked with that since: they left, or
+        their since moved earlier (an entry of its own)."""
+        heap = self._by_since
+        while heap:
+            since, trace_id = heap[0]
+            trace = self._traces.get(trace_id)
+            if trace is not None and trace.since == since:
+                return
+            heapq.heappop(heap)
 
     def _spill(self, trace: TracedItems) -> None:
         """Let the trace's items go: it is read back from the ledger when released."""

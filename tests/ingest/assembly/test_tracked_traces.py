@@ -1,17 +1,30 @@
-"""The oldest open arrival of the tracked traces (what the watermark waits for) is found without a scan
-over them, and stays exact whatever moves a trace's ``since``: a late commit with an earlier arrival,
-what the store holds, a failed round taken over, traces leaving."""
+"""The tracked traces: the oldest open arrival (what the watermark waits for) is found without a scan
+over them, and stays exact whatever moves a trace's ``since`` (a late commit with an earlier arrival,
+what the store holds, a failed round taken over, traces leaving); the bounds held to are the config's
+as the service sizes them at start."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.ingest.test_assemble import TRACE_A, TRACE_B, batch, build, span
+from tests.ingest.test_assemble import (
+    TRACE_A,
+    TRACE_B,
+    TRACE_C,
+    RecordingConsumer,
+    batch,
+    build,
+    sample,
+    span,
+)
+from tests.support.clock import ManualClock
+from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.assembly.trace_state import TracedItems
 from tracescore.ingest.assembly.tracked_traces import TrackedTraces
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.ledger import Undecided
+from tracescore.schemas import SpanBatch
 from tracescore.schemas.config import AssemblyConfig
 
 TRACE_IDS = [f"{i:032x}" for i in range(6)]
@@ -75,3 +88,18 @@ async def test_a_commit_arriving_late_with_an_earlier_stamp_holds_the_watermark_
     assert assembler.oldest_open() == 3_000
     await assembler.flush_all()
     assert assembler.oldest_open() is None
+
+
+async def test_the_bounds_the_service_lowers_at_start_are_the_ones_held_to() -> None:
+    # The service builds the assembler, then sizes max_held_bytes and max_traces from the memory it
+    # measures at start (ingest.service): the assembler holds to the lowered bounds from then on.
+    config = AssemblyConfig(max_traces=100, max_held_bytes=10_000)
+    metrics = Metrics()
+    assembler = TraceAssembler(config, next=RecordingConsumer(), metrics=metrics, clock=ManualClock(1000.0))
+    config.max_held_bytes, config.max_traces = 150, 2
+    for n, trace_id in enumerate((TRACE_A, TRACE_B, TRACE_C)):
+        child = span(trace_id, f"{n + 1:016x}", "f" * 16)
+        await assembler.consume_spans(SpanBatch(spans=[child], arrived_unix_nano=1_000 + n, item_bytes=[100]))
+        assert assembler.held_bytes <= 150
+    assert assembler.tracked == 2 and assembler.forgotten == 1
+    assert sample(metrics, "tracescore_assembly_traces_spilled_total", reason="memory") == 2
