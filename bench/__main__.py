@@ -17,7 +17,7 @@ from rich.console import Console
 from bench import performance_page
 from bench.report import Metric, machine, print_report, write_report
 
-PARTS = ("micro", "judge", "e2e", "recovery", "kafka_path", "watch", "store_path")
+PARTS = ("micro", "judge", "e2e", "recovery", "held_traces", "kafka_path", "watch", "store_path")
 PEER_PARTS = ("peers",)
 
 

@@ -14,6 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import aiohttp
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -31,6 +32,12 @@ FIXTURE = (
 SPANS_PER_TRACE = 3
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 RETRY_STATUSES = (429, 503)
+
+
+class Requests(Protocol):
+    """Where a sender takes its next export request from (``Traces``, or another benchmark's)."""
+
+    def next(self) -> bytes: ...
 
 
 class Traces:
@@ -79,11 +86,12 @@ class Sent:
         return self.traces / self.seconds
 
 
-async def send(url: str, traces: int, per_request: int, clients: int) -> Sent:
-    """Send ``traces`` traces, ``per_request`` to a request, from ``clients`` concurrent clients."""
+async def send(url: str, traces: int, per_request: int, clients: int, source: Requests | None = None) -> Sent:
+    """Send ``traces`` traces, ``per_request`` to a request, from ``clients`` concurrent clients; the
+    requests are ``source``'s (by default the agent traces above)."""
     assert traces % per_request == 0, "whole requests only"
     requests = traces // per_request
-    source = Traces(per_request)
+    source = source or Traces(per_request)
     loop = asyncio.get_running_loop()
     taken = acknowledged = retries = 0
 

@@ -199,7 +199,7 @@ class TraceAssembler:
                 trace = TracedItems(found.trace_id, now - age, now - quiet, found.first_arrived)
                 self._tracked.track(trace)
                 adopted += 1
-            trace.merge_stored(found)
+            self._tracked.merge_stored(trace, found)
             if resumed:
                 self._tracked.mark_resumed(trace)
             self._order.order_by_due(trace)  # its times come from the store: out of arrival order
@@ -257,7 +257,9 @@ class TraceAssembler:
             self._tracked.track(trace)
             if self._released.seen(item.trace_id):
                 trace.late = trace.stored = True  # the round must start from the whole stored trace
-            elif self._read_back_new:
+            elif self._read_back_new or self._tracked.forgotten_floor is not None:
+                # It may be a trace forgotten here (over max_traces) whose earlier items only the
+                # store holds now: its round is read from the store, whole.
                 trace.stored = True
         key = item_key(item)
         if key in trace.items:
@@ -267,7 +269,7 @@ class TraceAssembler:
             labels.labels("duplicate").inc()
             return
         ends_root = isinstance(item, Span) and not item.parent_span_id and item.end_time_unix_nano > 0
-        trace.arrive(arrived, now, size, ends_root)
+        self._tracked.arrive(trace, arrived, now, size, ends_root)
         self._order.arrived(trace)
         if trace.spilled:
             return  # the store has it; the trace is reassembled from there
@@ -330,7 +332,7 @@ class TraceAssembler:
                     self._track_again(trace)
                     self._tracked.hold_again(trace)
                 else:  # items came meanwhile: the next round reads the whole trace from the store
-                    newer.take_over(trace)
+                    self._tracked.take_over(newer, trace)
                     if trace.resumed:  # recovery's work goes on in it
                         self._tracked.mark_resumed(newer)
             self._tracked.update_gauges()

@@ -93,7 +93,7 @@ class ReleaseOrder:
     ) -> None:
         self._idle = config.idle_seconds
         self._max_wait = config.max_wait_seconds
-        self._max_bytes = config.max_held_bytes
+        self._config = config  # max_held_bytes is read each time: the service lowers it at start
         self._tracked = tracked
         self._adopted_per_release = adopted_per_release
         # The tracked traces not yet quiet for idle_seconds, in the order of their last item (a quiet
@@ -157,7 +157,7 @@ class ReleaseOrder:
         size = 0
 
         def full() -> bool:
-            return len(ready) >= limit or size >= self._max_bytes
+            return len(ready) >= limit or size >= self._config.max_held_bytes
 
         def take(trace: TracedItems) -> bool:
             nonlocal size

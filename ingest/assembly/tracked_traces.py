@@ -9,16 +9,19 @@ Every item reaching the assembler is already in the span ledger, so memory only 
   the recovery scan (``ingest.replay.recovery``) brings them back from the store.
 
 Each step is O(1): the oldest traces are at the front of the ordered maps. Every trace spilled or
-forgotten is counted.
+forgotten is counted. The oldest arrival still open (what the watermark waits for) is kept in a heap,
+so finding it never scans the tracked traces: with long-running agents they are hundreds of thousands.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
 
 from tracescore.ingest.assembly.trace_state import TracedItems
 from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.store.ledger import Undecided
 from tracescore.schemas import LogRecord, Span
 from tracescore.schemas.config import AssemblyConfig
 
@@ -29,9 +32,15 @@ class TrackedTraces:
     adopted, and where the forgotten ones begin. Iterating yields the tracked traces, oldest first."""
 
     def __init__(self, config: AssemblyConfig, metrics: Metrics) -> None:
-        self._max_held_bytes = config.max_held_bytes
-        self._max_traces = config.max_traces
+        # The bounds are read from the config each time: the service lowers them from what it
+        # measures at start, after the assembler is built.
+        self._config = config
         self._metrics = metrics
+        # The counters of each reason, looked up once: a fill of long-running traces spills each.
+        self._spilled = {reason: metrics.traces_spilled.labels(reason) for reason in ("memory", "forgotten")}
+        self._spilled_bytes = {
+            reason: metrics.bytes_spilled.labels(reason) for reason in ("memory", "forgotten")
+        }
         self._traces: OrderedDict[str, TracedItems] = OrderedDict()
         self._held: OrderedDict[str, TracedItems] = OrderedDict()
         self._held_bytes = 0
@@ -40,6 +49,9 @@ class TrackedTraces:
         self._resumed = 0  # tracked traces adopted by recovery (its work still to do)
         self._forgotten_floor: int | None = None  # the oldest since among forgotten traces (ns)
         self._forgotten_count = 0
+        # (since, trace id) of the tracked traces, earliest first; an entry whose trace left or moved
+        # earlier (it was pushed again) is dropped when it comes up (lazy deletion).
+        self._by_since: list[tuple[int, str]] = []
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -73,18 +85,44 @@ class TrackedTraces:
         return self._forgotten_floor
 
     def oldest_since(self) -> int | None:
-        """The oldest arrival (ns) of the tracked traces' coming rounds."""
-        return min((trace.since for trace in self._traces.values() if trace.since), default=None)
+        """The oldest arrival (ns) of the tracked traces' coming rounds; O(log n) amortised."""
+        self._drop_stale()
+        return self._by_since[0][0] if self._by_since else None
 
     def track(self, trace: TracedItems) -> None:
         """Track a trace not tracked here (new, adopted, or taken out and put back): it goes last."""
         self._traces[trace.trace_id] = trace
         self._resumed += trace.resumed
+        self._order_by_since(trace)
+
+    def arrive(self, trace: TracedItems, arrived: int, seen: float, size: int, ends_root: bool) -> None:
+        """An item new to the tracked trace came (``TracedItems.arrive``)."""
+        since = trace.since
+        trace.arrive(arrived, seen, size, ends_root)
+        if trace.since != since:
+            self._order_by_since(trace)
+
+    def merge_stored(self, trace: TracedItems, found: Undecided) -> None:
+        """Take in what the store holds undecided of the tracked trace (``TracedItems.merge_stored``)."""
+        since = trace.since
+        trace.merge_stored(found)
+        if trace.since != since:
+            self._order_by_since(trace)
+
+    def take_over(self, trace: TracedItems, failed: TracedItems) -> None:
+        """The tracked trace takes in a round of it that failed to go out (``TracedItems.take_over``)."""
+        since = trace.since
+        trace.take_over(failed)
+        if trace.since != since:
+            self._order_by_since(trace)
 
     def untrack(self, trace: TracedItems) -> None:
         """Stop tracking the trace (it is released, taken or forgotten); its held items stay counted."""
         if self._traces.pop(trace.trace_id, None) is not None:
             self._resumed -= trace.resumed
+            # The oldest traces leave first (forgotten, released): their entries go now, a few at a
+            # time, rather than all at once when the watermark next asks.
+            self._drop_stale()
 
     def mark_resumed(self, trace: TracedItems) -> None:
         """The tracked trace is adopted by recovery: an earlier attempt may have written decisions."""
@@ -131,18 +169,19 @@ class TrackedTraces:
     def enforce_bounds(self) -> list[TracedItems]:
         """Spill the oldest held traces beyond ``max_held_bytes``; forget the oldest tracked beyond
         ``max_traces`` and return those (their place in the release order is the caller's to drop)."""
-        while self._held_bytes > self._max_held_bytes and self._held:
+        while self._held_bytes > self._config.max_held_bytes and self._held:
             self._spill(next(iter(self._held.values())))
         forgotten: list[TracedItems] = []
-        while len(self._traces) > self._max_traces:
+        while len(self._traces) > self._config.max_traces:
             trace = next(iter(self._traces.values()))
             self.untrack(trace)
+            self._spilled_bytes["forgotten"].inc(trace.held_bytes)
             self.drop_items(trace)
             if trace.since:
                 floor = self._forgotten_floor
                 self._forgotten_floor = trace.since if floor is None else min(floor, trace.since)
             self._forgotten_count += 1
-            self._metrics.traces_spilled.labels("forgotten").inc()
+            self._spilled["forgotten"].inc()
             forgotten.append(trace)
         return forgotten
 
@@ -162,9 +201,29 @@ class TrackedTraces:
         self._metrics.logs_pending.set(self._held_logs)
         self._metrics.held_bytes.set(self._held_bytes)
 
+    def _order_by_since(self, trace: TracedItems) -> None:
+        """Place the trace by its ``since``; rebuild the heap once stale entries make most of it."""
+        if trace.since:
+            heapq.heappush(self._by_since, (trace.since, trace.trace_id))
+        if len(self._by_since) > 2 * len(self._traces) + 1_000:
+            self._by_since = [(t.since, t.trace_id) for t in self._traces.values() if t.since]
+            heapq.heapify(self._by_since)
+
+    def _drop_stale(self) -> None:
+        """Pop the entries before the first whose trace is tracked with that since: they left, or
+        their since moved earlier (an entry of its own)."""
+        heap = self._by_since
+        while heap:
+            since, trace_id = heap[0]
+            trace = self._traces.get(trace_id)
+            if trace is not None and trace.since == since:
+                return
+            heapq.heappop(heap)
+
     def _spill(self, trace: TracedItems) -> None:
         """Let the trace's items go: it is read back from the ledger when released."""
         if trace.items:
-            self._metrics.traces_spilled.labels("memory").inc()
+            self._spilled["memory"].inc()
+            self._spilled_bytes["memory"].inc(trace.held_bytes)
         self.unhold(trace)
         trace.spill()

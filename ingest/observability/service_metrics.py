@@ -114,6 +114,13 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.bytes_spilled = Counter(
+            "tracescore_assembly_spilled_bytes",
+            "Bytes (as stored) of the held spans and log records that left memory with their traces, by "
+            "the same reasons as tracescore_assembly_traces_spilled",
+            ["reason"],
+            registry=r,
+        )
         self.traces_recovered = Counter(
             "tracescore_traces_recovered",
             "Undecided traces found in the store and adopted (after a restart, or forgotten)",

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,6 +115,7 @@ class Recovery:
         self._clock_ns = clock_ns
         self._clock = clock
         self._scan: _Scan | None = None  # pages left to read
+        self._small_page_at = -math.inf  # when the last page of less than half a page was read
         self._scanning = asyncio.Lock()  # one page read at a time
         self._progress = _Progress()
         self._tasks: list[asyncio.Task[None]] = []
@@ -198,8 +200,14 @@ class Recovery:
         if scan is None:
             return 0
         room = min(self._page_traces, max(0, self._assembler.max_traces - self._assembler.tracked))
-        if not room:
+        # With more traces open than max_traces (long-running agents), releases free a few places at a
+        # time: a page that small costs a scan of the store all the same, so one is read at most
+        # every checkpoint_seconds.
+        small = room < min(self._page_traces, self._assembler.max_traces) // 2
+        if not room or (small and self._clock() - self._small_page_at < self._checkpoint_seconds):
             return 0
+        if small:
+            self._small_page_at = self._clock()
         began, began_ns, released = self._clock(), self._clock_ns(), self._assembler.resumed_released
         found = await self._ledger.undecided(scan.first, room, after=scan.after)
         adopted = self._assembler.adopt([f for f in found if self._membership.owns(f.trace_id)])

@@ -299,3 +299,16 @@ async def test_an_adopted_trace_that_gets_new_items_waits_for_its_new_idle(rig: 
     assert rig.recorder.released == []
     await rig.after(1.5)
     assert rig.recorder.span_ids() == [[ROOT, CHILD]]
+
+
+async def test_a_forgotten_trace_whose_spans_keep_coming_is_released_whole(store: Store) -> None:
+    # More traces open than max_traces (long-running agents): the oldest is forgotten, then its next
+    # span comes. Its round must start from the spans only the store still holds, not from memory.
+    rig = await make_rig(store, max_traces=1)
+    await rig.send(span(TRACE_A, CHILD, ROOT))
+    await rig.send(span(TRACE_B, CHILD, ROOT))  # A is forgotten
+    assert rig.assembler.forgotten == 1
+    await rig.send(span(TRACE_A, ROOT))  # A's root ends; B is forgotten in turn
+    await rig.after(2)
+    await rig.sink.shutdown()
+    assert rig.recorder.span_ids() == [[CHILD, ROOT]]

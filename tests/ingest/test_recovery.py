@@ -156,3 +156,32 @@ async def test_a_new_trace_with_older_items_in_pages_not_read_yet_is_read_back_w
     await rig.send(make_span(ROOT, "", trace_id=late, start=100))  # its root comes now
     await rig.after(2)
     assert rig.released.spans[late] == [ROOT, CHILD]  # not the root alone
+
+
+async def test_with_more_traces_open_than_fit_a_small_page_is_read_once_a_checkpoint(store: Store) -> None:
+    # Long-running agents keep the assembler near max_traces: releases free a place or two at a time.
+    # A page that small still scans the store, so it is read at most every checkpoint_seconds.
+    await stored_before_a_crash(store, [span for trace_id in STORED for span in trace_spans(trace_id)])
+    metrics, clock, released = Metrics(), ManualClock(1000.0), Released()
+    config = AssemblyConfig(idle_seconds=2.0, max_wait_seconds=300.0, max_traces=8)
+    assembler = TraceAssembler(config, released, metrics, clock=clock, loader=Ledger(store))
+    recovery = Recovery(
+        Ledger(store),
+        assembler,
+        [assembler.oldest_open],
+        metrics,
+        Membership(ReplicaTable(store), ReplicaConfig(id="solo")),
+        ReplicaTable(store),
+        page_traces=4,
+        checkpoint_seconds=5.0,
+        clock=clock,
+    )
+    open_agents = [make_span(CHILD, ROOT, trace_id=f"{i:032x}", start=100) for i in range(100, 107)]
+    await assembler.consume_spans(SpanBatch(spans=open_agents))  # 7 of 8 places taken, for long
+    assert await recovery.scan(0) == 1  # one place: read all the same, the first time
+    clock.advance(2)
+    await assembler.flush_ready()  # the adopted trace is released: one place again
+    assert len(released.rounds) == 1
+    assert await recovery.scan_more() == 0  # not before checkpoint_seconds
+    clock.advance(5)
+    assert await recovery.scan_more() == 1
