@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tracescore.ingest.transform.adapters import AgentInfo, LlmCall, ToolExecution
+from tracescore.ingest.transform.adapters.base import assembled, updated
 from tracescore.ingest.transform.trace_index import (
     Node,
     TraceIndex,
@@ -13,6 +14,8 @@ from tracescore.ingest.transform.trace_index import (
 )
 from tracescore.schemas import Message, Part, ToolInvocation
 from tracescore.schemas.agent_run import ToolState
+
+_INVOCATION_GIVEN = frozenset(ToolInvocation.model_fields)
 
 
 def run_output(
@@ -73,12 +76,12 @@ def _add_unjoined_tools(
                 unclaimed.remove(match)
                 _complete(output, match, tool)
                 continue
-        invocation = ToolInvocation(
-            tool_call_id=tool.call_id or "",
-            tool_name=tool.name or "",
-            args=tool.args if tool.args is not None else {},
-            result=tool.result,
-            state="error" if tool.is_error else ("result" if tool.result is not None else "call"),
+        invocation = _invocation(
+            tool.call_id or "",
+            tool.name or "",
+            tool.args if tool.args is not None else {},
+            tool.result,
+            "error" if tool.is_error else ("result" if tool.result is not None else "call"),
         )
         at = max(
             (i for i, start in enumerate(starts) if start <= node.span.start_time_unix_nano), default=None
@@ -98,11 +101,12 @@ def _add_unjoined_tools(
                 "args": invocation.args,
             }
         )
-        output[at] = target.model_copy(
-            update={
+        output[at] = updated(
+            target,
+            {
                 "tool_invocations": [*target.tool_invocations, invocation],
                 "parts": [*target.parts, part],
-            }
+            },
         )
     return output
 
@@ -121,8 +125,8 @@ def _complete(output: list[Message], at: tuple[int, int], tool: ToolExecution) -
     else:
         return
     invocations = list(message.tool_invocations)
-    invocations[at[1]] = invocation.model_copy(update=update)
-    output[at[0]] = message.model_copy(update={"tool_invocations": invocations})
+    invocations[at[1]] = updated(invocation, update)
+    output[at[0]] = updated(message, {"tool_invocations": invocations})
 
 
 def _with_tool_invocations(message: Message, index: TraceIndex) -> Message:
@@ -144,7 +148,7 @@ def _with_tool_invocations(message: Message, index: TraceIndex) -> Message:
             texts = [str((p.model_extra or {}).get("text") or "") for p in replayed]
             update["parts"] = [*replayed, *message.parts]
             update["reasoning"] = "\n".join(t for t in texts if t) or None
-    return message.model_copy(update=update)
+    return updated(message, update)
 
 
 def _join_tool_call(call: Mapping[str, object], index: TraceIndex) -> ToolInvocation:
@@ -166,4 +170,11 @@ def _join_tool_call(call: Mapping[str, object], index: TraceIndex) -> ToolInvoca
         result = index.replies[call_id]
     else:
         state, result = "call", None
-    return ToolInvocation(tool_call_id=call_id, tool_name=name, args=args, result=result, state=state)
+    return _invocation(call_id, name, args, result, state)
+
+
+def _invocation(call_id: str, name: str, args: object, result: object, state: ToolState) -> ToolInvocation:
+    """``ToolInvocation(tool_call_id=..., tool_name=..., args=..., result=..., state=...)``, assembled
+    (one per tool call of every run; its values are already of its fields' types)."""
+    fields = {"tool_call_id": call_id, "tool_name": name, "args": args, "result": result, "state": state}
+    return assembled(ToolInvocation, fields, _INVOCATION_GIVEN)

@@ -218,7 +218,12 @@ def _grouped(
 ) -> list[dict[str, AttributeValue]]:
     """Fields of each index, in index order; gaps are skipped, the first prefix found wins."""
     by_prefix: dict[str, dict[int, dict[str, AttributeValue]]] = defaultdict(lambda: defaultdict(dict))
+    wanted = tuple(f"{prefix}." for prefix in prefixes)
+    # A model-call span holds many keys under other prefixes: ``startswith`` refuses them before the
+    # cached pattern lookup.
     for key, value in attributes.items():
+        if not key.startswith(wanted):
+            continue
         parsed = _indexed_key(key)
         if parsed is not None and parsed[0] in prefixes:
             by_prefix[parsed[0]][parsed[1]][parsed[2]] = value
@@ -230,10 +235,12 @@ def _grouped(
 
 def _calls_of(fields: Mapping[str, AttributeValue]) -> list[Part]:
     calls: dict[int, dict[str, AttributeValue]] = defaultdict(dict)
-    for key, value in fields.items():
-        match = _TOOL_CALL_FIELD.match(key)
-        if match:
-            calls[int(match.group(1))][match.group(2)] = value
+    # Most messages make no tool call: their keys are checked in C before any goes through the pattern.
+    if has_key_prefix(fields, "tool_calls."):
+        for key, value in fields.items():
+            match = _TOOL_CALL_FIELD.match(key)
+            if match:
+                calls[int(match.group(1))][match.group(2)] = value
     parts = []
     for _, call in sorted(calls.items()):
         server = as_text(call.get("name")) in _SERVER_TOOL_NAMES

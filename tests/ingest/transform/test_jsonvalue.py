@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tracescore.ingest.transform.jsonvalue import as_int, as_list, as_text, parse_json_value
 
 
@@ -18,3 +24,42 @@ def test_parse_json_value_is_lenient() -> None:
     assert as_list("plain") == []
     assert as_int("47") == 47 and as_int(True) == 0 and as_int("x") == 0 and as_int(float("nan")) == 0
     assert as_text({"a": "é"}) == '{"a": "é"}' and as_text(None) == ""
+
+
+def _json_loads_or_text(text: str) -> object:
+    """What parse_json_value gives a string that is not double-encoded: json.loads', else the text."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+_JSONISH = st.text(alphabet='{}[]",:0123456789 \t\n\r-eE.tfnNaIulr\\xé', max_size=12).filter(
+    lambda t: not t.strip(" \t\n\r").startswith('"')  # a decoded string may be JSON again
+)
+
+
+@given(_JSONISH)
+def test_parse_json_value_accepts_and_refuses_what_json_loads_does(text: str) -> None:
+    assert repr(parse_json_value(text)) == repr(_json_loads_or_text(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " ",
+        " {} ",
+        "{} x",
+        "[1, 2]\n\t",
+        "1 2",
+        "NaN",
+        "-Infinity",
+        "\ufeff{}",
+        "{}\u00a0",
+        "1e400",
+        "[1,]",
+    ],
+)
+def test_parse_json_value_edges_match_json_loads(text: str) -> None:
+    assert repr(parse_json_value(text)) == repr(_json_loads_or_text(text))
