@@ -250,7 +250,8 @@ def score_row(record: ScoreRecord) -> list[Any]:
         record.score,
         record.label,
         record.reason,
-        json.dumps(record.step_results, ensure_ascii=False, default=str),
+        # Most scorers keep no step results: their "{}" needs no encoder.
+        json.dumps(record.step_results, ensure_ascii=False, default=str) if record.step_results else "{}",
         record.judge_model,
         max(0, record.input_tokens),
         max(0, record.output_tokens),

@@ -76,8 +76,12 @@ def score_record(
     run: AgentRun, rule: Rule, result: ScorerResult, latency_ms: float, source: ScoreSource
 ) -> ScoreRecord:
     """The score row of a result (``Scorer.run`` has checked its score against the scorer's scale)."""
-    return ScoreRecord.from_score(
-        result.to_score(rule.scorer_id),
+    return ScoreRecord.scored(
+        rule.scorer_id,
+        result.score,
+        label=result.label,
+        reason=result.reason,
+        metadata=result.step_results(),
         trace_id=run.trace_id,
         span_id=run.span_id,
         judge_model=result.judge_model or "",
