@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tracescore.scoring.drift.fisher import fisher_exact_two_sided
+
 Floats = NDArray[np.float64]
 
 
@@ -131,19 +133,27 @@ def psi(baseline: Counts, window: Counts, bins: int) -> tuple[float, float, int]
 def two_proportions(x1: float, n1: float, x2: float, n2: float) -> float:
     """The two-sided p-value of a difference in proportions (pooled z-test; Fisher's exact test when a
     cell is expected to hold fewer than 5)."""
-    if n1 <= 0 or n2 <= 0:
-        return 1.0
-    pooled = (x1 + x2) / (n1 + n2)
-    if pooled in (0.0, 1.0):
-        return 1.0
-    expected = min(n1, n2) * min(pooled, 1 - pooled)
-    if expected < 5:
-        from scipy import stats
+    return float(two_proportions_many(*(np.array([v], dtype=np.float64) for v in (x1, n1, x2, n2)))[0])
 
-        table = [[int(x1), int(n1 - x1)], [int(x2), int(n2 - x2)]]
-        return float(stats.fisher_exact(table).pvalue)
-    z = (x2 / n2 - x1 / n1) / math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    return float(2 * _special().ndtr(-abs(z)))
+
+def two_proportions_many(x1: Floats, n1: Floats, x2: Floats, n2: Floats) -> Floats:
+    """``two_proportions`` of each element: every series' test in one go (the exact tests together,
+    see ``fisher``); the same operations element by element, so the same p-values."""
+    p = np.ones(len(x1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pooled = (x1 + x2) / (n1 + n2)
+        testable = (n1 > 0) & (n2 > 0) & (pooled != 0.0) & (pooled != 1.0)
+        expected = np.minimum(n1, n2) * np.minimum(pooled, 1 - pooled)
+        exact = testable & (expected < 5)
+        if exact.any():
+            # the table of counts, as int() truncates them
+            cells = (x1, n1 - x1, x2, n2 - x2)
+            table = np.stack([np.trunc(cell[exact]) for cell in cells], axis=1).astype(np.int64)
+            p[exact] = fisher_exact_two_sided(table)
+        normal = testable & ~exact
+        z = (x2 / n2 - x1 / n1) / np.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    p[normal] = 2 * _special().ndtr(-np.abs(z[normal]))
+    return p
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:
@@ -181,19 +191,44 @@ def cusum(
     stop at ``CUSUM_CEILING * h``, so after a series returns to its baseline the alarm clears within
     ``(CUSUM_CEILING - 1) * h / k`` buckets however large the drift was.
     """
+    return cusums([standardised(means, sizes, reference, sd, baseline_buckets)], k, h)[0]
+
+
+def standardised(means: Floats, sizes: Floats, reference: float, sd: float, baseline_buckets: int) -> Floats:
+    """The bucket means in standard errors from ``reference`` (see ``cusum``); none without a spread."""
     if len(means) == 0 or not sd > 0:
-        return Cusum(0.0, 0, False)
+        return np.zeros(0)
     within = sd * sd / sizes
     base = slice(0, max(baseline_buckets, 0))
     between = 0.0
     if baseline_buckets >= 3:
         between = max(0.0, float(np.var(means[base], ddof=1) - np.mean(within[base])))
-    z = (means - reference) / np.sqrt(within + between)
-    up = down = 0.0
+    return (means - reference) / np.sqrt(within + between)
+
+
+def cusums(series: list[Floats], k: float, h: float) -> list[Cusum]:
+    """``cusum`` of each series' standardised bucket means.
+
+    The sums are a recursion over buckets, so they are run bucket by bucket for all series at once (a
+    column of a padded matrix per step) rather than series by series in Python: the same operations
+    on each element, so the same sums."""
+    length = max((len(z) for z in series), default=0)
+    padded = np.zeros((len(series), length))
+    present = np.zeros((len(series), length), dtype=bool)
+    for row, z in enumerate(series):
+        padded[row, : len(z)] = z
+        present[row, : len(z)] = True
+    up = np.zeros(len(series))
+    down = np.zeros(len(series))
     ceiling = CUSUM_CEILING * h
-    for value in z:
-        up = min(ceiling, max(0.0, up + float(value) - k))
-        down = min(ceiling, max(0.0, down - float(value) - k))
-    value = max(up, down)
-    direction = 0 if value == 0 else (1 if up >= down else -1)
-    return Cusum(value, direction, value > h)
+    for step in range(length):
+        z, there = padded[:, step], present[:, step]
+        # fmin/fmax: Python's min and max, which pass over a NaN in second place
+        up = np.where(there, np.fmin(ceiling, np.fmax(0.0, up + z - k)), up)
+        down = np.where(there, np.fmin(ceiling, np.fmax(0.0, down - z - k)), down)
+    found = []
+    for u, d in zip(up.tolist(), down.tolist(), strict=True):
+        value = max(u, d)
+        direction = 0 if value == 0 else (1 if u >= d else -1)
+        found.append(Cusum(value, direction, value > h))
+    return found
