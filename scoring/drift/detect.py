@@ -243,10 +243,8 @@ def _evaluate(
         finding.window_failure_rate = failed_w / decided_w
     if decided_b >= config.min_baseline_n and decided_w >= config.min_window_n:
         change = abs(finding.window_failure_rate - finding.baseline_failure_rate)
-        proportions = (failed_b, decided_b, failed_w, decided_w)
-        tests.append(
-            _Test(finding, "failure_rate", change >= config.min_rate_change, proportions=proportions)
-        )
+        failures = (failed_b, decided_b, failed_w, decided_w)
+        tests.append(_Test(finding, "failure_rate", change >= config.min_rate_change, proportions=failures))
 
     if base.n:
         finding.baseline_mean, finding.baseline_sd = base.mean, base.sd

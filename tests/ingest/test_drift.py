@@ -300,8 +300,8 @@ async def test_the_series_read_are_the_value_counts_and_bucket_sums_of_the_store
             assert dict(zip(counts.values.tolist(), counts.counts.tolist(), strict=True)) == expected
             assert counts.values.tolist() == sorted(expected)
         by_hour: dict[int, list[float]] = defaultdict(list)
-        for values, starts in (written[k] for k in written if k.startswith(f"{scorer}/")):
-            for value, start in zip(values, starts, strict=True):
+        for scores, starts in (written[k] for k in written if k.startswith(f"{scorer}/")):
+            for value, start in zip(scores, starts, strict=True):
                 by_hour[start // 3_600_000_000_000 * 3_600].append(value)
         hours = sorted(by_hour)
         assert data.bucket_sizes == [len(by_hour[h]) for h in hours]
