@@ -130,15 +130,12 @@ def psi(baseline: Counts, window: Counts, bins: int) -> tuple[float, float, int]
     return index, float(_special().chdtrc(k - 1, index * n * m / (n + m))), k
 
 
-def two_proportions(x1: float, n1: float, x2: float, n2: float) -> float:
-    """The two-sided p-value of a difference in proportions (pooled z-test; Fisher's exact test when a
-    cell is expected to hold fewer than 5)."""
-    return float(two_proportions_many(*(np.array([v], dtype=np.float64) for v in (x1, n1, x2, n2)))[0])
-
-
 def two_proportions_many(x1: Floats, n1: Floats, x2: Floats, n2: Floats) -> Floats:
-    """``two_proportions`` of each element: every series' test in one go (the exact tests together,
-    see ``fisher``); the same operations element by element, so the same p-values."""
+    """The two-sided p-value of a difference in proportions, ``x1`` of ``n1`` against ``x2`` of ``n2``,
+    for each element (pooled z-test; Fisher's exact test when a cell is expected to hold fewer than 5).
+
+    Every series' test in one go: the exact tests together (see ``fisher``), the z-tests as array
+    operations, each the same operations on each element as one test alone would take."""
     p = np.ones(len(x1))
     with np.errstate(divide="ignore", invalid="ignore"):
         pooled = (x1 + x2) / (n1 + n2)
@@ -179,23 +176,14 @@ class Cusum:
     alarm: bool
 
 
-def cusum(
-    means: Floats, sizes: Floats, reference: float, sd: float, k: float, h: float, baseline_buckets: int
-) -> Cusum:
-    """A two-sided CUSUM over bucket means against the baseline's mean.
+def standardised(means: Floats, sizes: Floats, reference: float, sd: float, baseline_buckets: int) -> Floats:
+    """The bucket means in standard errors from ``reference``, the baseline's mean; none without a
+    spread.
 
     Each bucket mean is standardised by its standard error under a random-effects model: the score
     variance over the bucket's size plus the between-bucket variance the baseline buckets show beyond
     that (real traffic varies hour to hour more than independent draws would), so ordinary hourly
-    wobble does not accumulate. The sums restart at zero when they fall below it (Page's CUSUM), and
-    stop at ``CUSUM_CEILING * h``, so after a series returns to its baseline the alarm clears within
-    ``(CUSUM_CEILING - 1) * h / k`` buckets however large the drift was.
-    """
-    return cusums([standardised(means, sizes, reference, sd, baseline_buckets)], k, h)[0]
-
-
-def standardised(means: Floats, sizes: Floats, reference: float, sd: float, baseline_buckets: int) -> Floats:
-    """The bucket means in standard errors from ``reference`` (see ``cusum``); none without a spread."""
+    wobble does not accumulate in the CUSUM."""
     if len(means) == 0 or not sd > 0:
         return np.zeros(0)
     within = sd * sd / sizes
@@ -207,11 +195,14 @@ def standardised(means: Floats, sizes: Floats, reference: float, sd: float, base
 
 
 def cusums(series: list[Floats], k: float, h: float) -> list[Cusum]:
-    """``cusum`` of each series' standardised bucket means.
+    """A two-sided CUSUM over each series' standardised bucket means.
 
-    The sums are a recursion over buckets, so they are run bucket by bucket for all series at once (a
-    column of a padded matrix per step) rather than series by series in Python: the same operations
-    on each element, so the same sums."""
+    The sums restart at zero when they fall below it (Page's CUSUM), and stop at
+    ``CUSUM_CEILING * h``, so after a series returns to its baseline the alarm clears within
+    ``(CUSUM_CEILING - 1) * h / k`` buckets however large the drift was. They are a recursion over
+    buckets, so they run bucket by bucket for all series at once (a column of a padded matrix per
+    step) rather than series by series in Python: the same operations on each element, so the same
+    sums."""
     length = max((len(z) for z in series), default=0)
     padded = np.zeros((len(series), length))
     present = np.zeros((len(series), length), dtype=bool)

@@ -12,12 +12,13 @@ from scipy import stats
 from tracescore.scoring.drift.fisher import fisher_exact_two_sided
 from tracescore.scoring.drift.stats import (
     Counts,
+    Cusum,
     benjamini_hochberg,
-    cusum,
     cusums,
     kolmogorov_smirnov,
     mann_whitney,
     psi,
+    standardised,
     two_proportions_many,
 )
 
@@ -85,14 +86,19 @@ def test_benjamini_hochberg_matches_scipy() -> None:
     assert benjamini_hochberg(p_values) == pytest.approx(list(expected))
 
 
+def cusum(means: np.ndarray, sizes: np.ndarray) -> Cusum:
+    """The CUSUM of one series against a baseline mean 0.8, sd 0.1, of 150 buckets (k 0.5, h 8)."""
+    return cusums([standardised(means, sizes, 0.8, 0.1, 150)], 0.5, 8.0)[0]
+
+
 def test_cusum_flags_a_small_sustained_shift_and_not_noise() -> None:
     rng = np.random.default_rng(8)
     sizes = np.full(200, 100.0)
     steady = rng.normal(0.8, 0.1 / 10, 200)  # bucket means of 100 scores with sd 0.1
-    assert not cusum(steady, sizes, 0.8, 0.1, 0.5, 8.0, 150).alarm
+    assert not cusum(steady, sizes).alarm
     shifted = steady.copy()
     shifted[170:] -= 0.01  # one standard error, for the last 30 buckets
-    result = cusum(shifted, sizes, 0.8, 0.1, 0.5, 8.0, 150)
+    result = cusum(shifted, sizes)
     assert result.alarm and result.direction == -1
     assert math.isfinite(result.value)
 
