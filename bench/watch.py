@@ -3,10 +3,11 @@ rows and their decisions in chDB.
 
 Rows are generated inside the store (INSERT ... SELECT FROM numbers()), written to ``scores`` and
 ``score_decisions`` so the materialized views fill the by-scorer companions as in production: 20
-scorers x 5 services x 5 agents over eight days, 80 score rows per trace; otel_traces gets the spans
-of one score row in ten. Panels are timed over the last 7 days with every variable at All, alert rules
-over their own range (best of 3 each). The baseline is the floor of any exactly-once read: a count
-of the scores of the last week through FINAL, measured in the same run.
+scorers x 5 services x 10 agents (1,000 drift series) over eight days, 80 score rows per trace;
+otel_traces gets the spans of one score row in ten. Panels are timed over the last 7 days with every
+variable at All, alert rules over their own range (best of 3 each); each is held to 2 s, the drift
+pass to 1 s. The baseline is the floor of any exactly-once read: a count of the scores of the last
+week through FINAL, measured in the same run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ ROWS = int(os.environ.get("TRACESCORE_BENCH_WATCH_ROWS", "10000000"))
 SLICE = 2_000_000
 DAYS = 8
 LIMIT_SECONDS = 2.0
+DRIFT_PASS = "full drift pass (window 1h, baseline 7d)"
+DRIFT_LIMIT_SECONDS = 1.0
 REPEATS = 3
 
 # Row number n of the generated rows: its trace (80 rows each), span, series and span start.
@@ -39,7 +42,7 @@ _ROWS = """(
            lower(hex(cityHash64(number))) AS span,
            concat('scorer-', toString(number % 20)) AS scorer,
            concat('svc-', toString(intDiv(number, 20) % 5)) AS service,
-           concat('agent-', toString(intDiv(number, 100) % 5)) AS agent,
+           concat('agent-', toString(intDiv(number, 100) % 10)) AS agent,
            {start:DateTime64(9)} + toIntervalMillisecond(intDiv(number * {span_ms:UInt64}, {rows:UInt64}))
                AS start
     FROM numbers({first:UInt64}, {count:UInt64})
@@ -127,7 +130,7 @@ async def _run(directory: Path, queries: Queries | None) -> list[tuple[str, floa
         async def drift_pass() -> None:
             await monitor.run_pass(now, record=False)
 
-        results.append(("full drift pass (window 1h, baseline 7d)", baseline, await timed(drift_pass)))
+        results.append((DRIFT_PASS, baseline, await timed(drift_pass)))
         await monitor.run_pass(now)  # recorded: the drift dashboard reads its findings
         for name, sql in await queries(store, now)() if queries else []:
 
@@ -188,7 +191,8 @@ def grafana_queries(store: Store, now: datetime) -> Callable[[], Awaitable[list[
 
 
 def metrics() -> list[Metric]:
-    """The drift pass and every dashboard and alert query over ROWS scores, each held to LIMIT_SECONDS."""
+    """The drift pass (held to DRIFT_LIMIT_SECONDS) and every dashboard and alert query (each held to
+    LIMIT_SECONDS) over ROWS scores."""
     rows = bench_watch(grafana_queries)
     return [
         Metric(
@@ -196,7 +200,7 @@ def metrics() -> list[Metric]:
             ours,
             "s",
             baseline,
-            f"value <= {LIMIT_SECONDS:g}",
+            f"value <= {DRIFT_LIMIT_SECONDS if name == DRIFT_PASS else LIMIT_SECONDS:g}",
             baseline_label="FINAL count of a week",
         )
         for name, baseline, ours in rows

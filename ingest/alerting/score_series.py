@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.scoring.drift.detect import Finding, SeriesData, SeriesKey, State, Windows
 from tracescore.scoring.drift.stats import Counts
@@ -43,28 +45,44 @@ _SCORER = "transform(ScorerId, {{formerly:Array(String)}}, {{now:Array(String)}}
 _RANGE = """(SpanStart >= {{w0:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}})
     OR (SpanStart >= {{b0:DateTime64(9)}} AND SpanStart < {{b1:DateTime64(9)}})"""
 
-# One scan for both: the count of each distinct score per side (rounded to 1e-3), and the count and sum
-# of scores per bucket over the whole span from the earlier start to the window's end.
+# The distinct values of the sorted array ``{s}`` and how often each occurs (run-length encoding: a
+# run starts where a value differs from the one before it; its length is the gap to the next start).
+_RUNS = """arrayMap((v, p) -> v != p, {s}, arrayPopBack(arrayPushFront({s}, nan))) AS {s}Starts,
+       arrayFilter((v, start) -> start, {s}, {s}Starts) AS {s}Values,
+       arrayFilter((i, start) -> start, arrayEnumerate({s}), {s}Starts) AS {s}At,
+       arrayMap((a, b) -> b - a, {s}At, arrayPopFront(arrayPushBack({s}At, length({s}) + 1))) AS {s}Counts"""
+
+# One scan for both: the count and sum of scores per bucket over the whole span from the earlier start
+# to the window's end, and the count of each distinct score per side (rounded to 1e-3). Grouped by
+# bucket, where each bucket keeps its scores of either side; each series' scores are then sorted and
+# counted by value. (Grouping by value as well, or in a grouping set of its own, gives a hash table of
+# every (series, side, value): twice the time of this in the store.) Each series is one row of flat
+# arrays, numbers the client turns into lists in bulk, where arrays of tuples cost it a Python tuple
+# per element.
 _SCORES = f"""
-SELECT Scorer AS ScorerId, ServiceName, AgentName,
-       groupArrayIf((Side, Value, N), ByValue) AS Values,
-       groupArrayIf((Bucket, N, Total), NOT ByValue) AS Buckets
+SELECT ScorerId, ServiceName, AgentName, {_RUNS.format(s="Baseline")}, {_RUNS.format(s="Window")},
+       arrayMap(x -> x.1, Buckets) AS BucketStarts, arrayMap(x -> x.2, Buckets) AS BucketSizes,
+       arrayMap(x -> x.3, Buckets) AS BucketTotals
 FROM (
-    SELECT Scorer, ServiceName, AgentName, Side, Value, Bucket, count() AS N, sum(Score) AS Total,
-           grouping(Side, Value) = 0 AS ByValue
+    SELECT Scorer AS ScorerId, ServiceName, AgentName,
+           arraySort(groupArray((Bucket, N, Total))) AS Buckets,
+           arraySort(arrayFlatten(groupArray(BaselineScores))) AS Baseline,
+           arraySort(arrayFlatten(groupArray(WindowScores))) AS Window
     FROM (
-        SELECT {_SCORER} AS Scorer, ServiceName, AgentName, Score, round(Score, 3) AS Value, {_SIDE} AS Side,
-               toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{bucket:UInt32}}}})))
-                   AS Bucket
-        FROM {{database}}.scores_by_scorer FINAL
-        WHERE SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
+        SELECT Scorer, ServiceName, AgentName, Bucket, count() AS N, sum(Score) AS Total,
+               groupArrayIf(Value, Side = 0) AS BaselineScores, groupArrayIf(Value, Side = 1) AS WindowScores
+        FROM (
+            SELECT {_SCORER} AS Scorer, ServiceName, AgentName, Score, round(Score, 3) AS Value,
+                   {_SIDE} AS Side,
+                   toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{bucket:UInt32}}}})))
+                       AS Bucket
+            FROM {{database}}.scores_by_scorer FINAL
+            WHERE SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
+        )
+        GROUP BY Scorer, ServiceName, AgentName, Bucket
     )
-    GROUP BY GROUPING SETS (
-        (Scorer, ServiceName, AgentName, Side, Value),
-        (Scorer, ServiceName, AgentName, Bucket)
-    )
+    GROUP BY Scorer, ServiceName, AgentName
 )
-GROUP BY Scorer, ServiceName, AgentName
 """
 
 _DECISIONS = f"""
@@ -125,17 +143,15 @@ class DriftStore:
         baseline_end = windows.baseline_end.timestamp()
         series: dict[SeriesKey, SeriesData] = {}
         for row in await self._store.query(_SCORES.format(database=database), params):
-            sides_seen: tuple[dict[float, int], dict[float, int]] = ({}, {})
-            for side, value, n in row["Values"]:
-                if side >= 0:
-                    sides_seen[side][float(value)] = int(n)
-            buckets = sorted(row["Buckets"])
+            starts = np.array(row["BucketStarts"], dtype=np.float64)
+            totals = np.array(row["BucketTotals"], dtype=np.float64)
+            sizes = np.array(row["BucketSizes"], dtype=np.float64)
             series[_key(row)] = SeriesData(
-                Counts.of(sides_seen[0]),
-                Counts.of(sides_seen[1]),
-                bucket_means=[total / n for _, n, total in buckets],
-                bucket_sizes=[int(n) for _, n, _ in buckets],
-                baseline_buckets=sum(1 for bucket, _, _ in buckets if bucket < baseline_end),
+                _counts(row["BaselineValues"], row["BaselineCounts"]),
+                _counts(row["WindowValues"], row["WindowCounts"]),
+                bucket_means=(totals / sizes).tolist(),
+                bucket_sizes=[int(n) for n in row["BucketSizes"]],
+                baseline_buckets=int(np.count_nonzero(starts < baseline_end)),
             )
 
         for row in await self._store.query(_DECISIONS.format(database=database), sides | renamed):
@@ -181,6 +197,11 @@ def _renamed() -> dict[str, list[str]]:
     """The parameters of ``_SCORER``: the former ids and the names they map to."""
     renamed = former_ids()
     return {"formerly": list(renamed), "now": list(renamed.values())}
+
+
+def _counts(values: Sequence[float], counts: Sequence[int]) -> Counts:
+    """One side's value counts, as the store sorted them (distinct values, ascending)."""
+    return Counts(np.array(values, dtype=np.float64), np.array(counts, dtype=np.float64))
 
 
 def _key(row: Mapping[str, Any]) -> SeriesKey:

@@ -29,12 +29,14 @@ import numpy as np
 from tracescore.schemas.drift_config import DriftConfig
 from tracescore.scoring.drift.stats import (
     Counts,
+    Floats,
     benjamini_hochberg,
-    cusum,
+    cusums,
     kolmogorov_smirnov,
     mann_whitney,
     psi,
-    two_proportions,
+    standardised,
+    two_proportions_many,
 )
 
 State = Literal["drifted", "ok", "insufficient"]
@@ -164,22 +166,37 @@ class Finding:
         return cls(windows=windows, **values)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Test:
     finding: Finding
     name: str
-    p_value: float
     large_enough: bool
+    p_value: float = math.nan
+    # A two-proportion test's (x1, n1, x2, n2): its p-value comes from one call for every series.
+    proportions: tuple[float, float, float, float] | None = None
+
+
+@dataclass
+class _Pass:
+    """What the series of a pass leave for the steps taken over all of them at once."""
+
+    tests: list[_Test] = field(default_factory=list)
+    cusum_findings: list[Finding] = field(default_factory=list)
+    cusum_inputs: list[Floats] = field(default_factory=list)  # standardised bucket means
 
 
 def detect(series: dict[SeriesKey, SeriesData], windows: Windows, config: DriftConfig) -> list[Finding]:
     """Findings for every series, in key order."""
     findings: list[Finding] = []
-    tests: list[_Test] = []
+    pending = _Pass()
     for key in sorted(series):
-        finding, found = _evaluate(key, series[key], windows, config)
-        findings.append(finding)
-        tests.extend(found)
+        findings.append(_evaluate(key, series[key], windows, config, pending))
+    _two_proportion_tests(pending.tests)
+    for finding, result in zip(
+        pending.cusum_findings, cusums(pending.cusum_inputs, config.cusum.k, config.cusum.h), strict=True
+    ):
+        finding.cusum, finding.cusum_alarm = result.value * result.direction, result.alarm
+    tests = [t for t in pending.tests if math.isfinite(t.p_value)]
     adjusted = benjamini_hochberg([t.p_value for t in tests])
     for test, q in zip(tests, adjusted, strict=True):
         finding = test.finding
@@ -191,16 +208,32 @@ def detect(series: dict[SeriesKey, SeriesData], windows: Windows, config: DriftC
     return findings
 
 
+def _two_proportion_tests(tests: list[_Test]) -> None:
+    """The p-values of every failure-rate and pass-rate test of the pass, in one call, set on the test
+    and on its finding (``failure_rate_p_value``, ``pass_rate_p_value``)."""
+    waiting = [t for t in tests if t.proportions is not None]
+    if not waiting:
+        return
+    columns = np.array([t.proportions for t in waiting], dtype=np.float64)
+    for test, p in zip(waiting, two_proportions_many(*columns.T).tolist(), strict=True):
+        test.p_value = p
+        setattr(test.finding, f"{test.name}_p_value", p)
+
+
 def _evaluate(
-    key: SeriesKey, data: SeriesData, windows: Windows, config: DriftConfig
-) -> tuple[Finding, list[_Test]]:
+    key: SeriesKey, data: SeriesData, windows: Windows, config: DriftConfig, pending: _Pass
+) -> Finding:
+    """The series' finding with its descriptive statistics and the tests that need only this series;
+    its tests go to ``pending``, as do the two-proportion tests and the CUSUM, which run for every
+    series at once."""
     base, recent = data.baseline, data.window
     finding = Finding(*key, windows=windows, baseline_n=base.n, window_n=recent.n)
-    tests: list[_Test] = []
+    tests = pending.tests
+    found_before = len(tests)
 
     def add(name: str, p_value: float, large_enough: bool) -> None:
         if math.isfinite(p_value):
-            tests.append(_Test(finding, name, p_value, large_enough))
+            tests.append(_Test(finding, name, large_enough, p_value))
 
     failed_b, decided_b = data.baseline_decisions
     failed_w, decided_w = data.window_decisions
@@ -209,9 +242,9 @@ def _evaluate(
     if decided_w:
         finding.window_failure_rate = failed_w / decided_w
     if decided_b >= config.min_baseline_n and decided_w >= config.min_window_n:
-        finding.failure_rate_p_value = two_proportions(failed_b, decided_b, failed_w, decided_w)
         change = abs(finding.window_failure_rate - finding.baseline_failure_rate)
-        add("failure_rate", finding.failure_rate_p_value, change >= config.min_rate_change)
+        failures = (failed_b, decided_b, failed_w, decided_w)
+        tests.append(_Test(finding, "failure_rate", change >= config.min_rate_change, proportions=failures))
 
     if base.n:
         finding.baseline_mean, finding.baseline_sd = base.mean, base.sd
@@ -219,9 +252,9 @@ def _evaluate(
         finding.window_mean, finding.window_sd = recent.mean, recent.sd
     enough = base.n >= config.min_baseline_n and recent.n >= config.min_window_n
     if not enough:
-        if tests:
+        if len(tests) > found_before:
             finding.state = "ok"  # decisions alone could be tested
-        return finding, tests
+        return finding
     finding.state = "ok"
     sd = finding.baseline_sd
     shift = finding.window_mean - finding.baseline_mean
@@ -233,11 +266,14 @@ def _evaluate(
         in_base, in_recent = passed
         finding.baseline_pass_rate = base.share(in_base)
         finding.window_pass_rate = recent.share(in_recent)
-        finding.pass_rate_p_value = two_proportions(
-            finding.baseline_pass_rate * base.n, base.n, finding.window_pass_rate * recent.n, recent.n
-        )
         change = abs(finding.window_pass_rate - finding.baseline_pass_rate)
-        add("pass_rate", finding.pass_rate_p_value, change >= config.min_rate_change)
+        proportions = (
+            finding.baseline_pass_rate * base.n,
+            base.n,
+            finding.window_pass_rate * recent.n,
+            recent.n,
+        )
+        tests.append(_Test(finding, "pass_rate", change >= config.min_rate_change, proportions=proportions))
     if not (base.binary and recent.binary):  # for 0/1 scores the pass-rate test says it all
         finding.mann_whitney_p_value = mann_whitney(base, recent)
         add("mann_whitney", finding.mann_whitney_p_value, abs(finding.mean_shift_sd) >= config.min_effect)
@@ -247,17 +283,13 @@ def _evaluate(
         add("psi", finding.psi_p_value, finding.psi >= config.min_psi)
 
     if config.cusum.enabled and data.bucket_means:
-        result = cusum(
-            np.array(data.bucket_means, dtype=np.float64),
-            np.array(data.bucket_sizes, dtype=np.float64),
-            finding.baseline_mean,
-            sd,
-            config.cusum.k,
-            config.cusum.h,
-            data.baseline_buckets,
+        means = np.array(data.bucket_means, dtype=np.float64)
+        sizes = np.array(data.bucket_sizes, dtype=np.float64)
+        pending.cusum_findings.append(finding)
+        pending.cusum_inputs.append(
+            standardised(means, sizes, finding.baseline_mean, sd, data.baseline_buckets)
         )
-        finding.cusum, finding.cusum_alarm = result.value * result.direction, result.alarm
-    return finding, tests
+    return finding
 
 
 def _pass_mask(threshold: tuple[float, str] | None, base: Counts, recent: Counts) -> tuple[Any, Any] | None:

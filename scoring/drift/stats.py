@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tracescore.scoring.drift.fisher import fisher_exact_two_sided
+
 Floats = NDArray[np.float64]
 
 
@@ -128,22 +130,27 @@ def psi(baseline: Counts, window: Counts, bins: int) -> tuple[float, float, int]
     return index, float(_special().chdtrc(k - 1, index * n * m / (n + m))), k
 
 
-def two_proportions(x1: float, n1: float, x2: float, n2: float) -> float:
-    """The two-sided p-value of a difference in proportions (pooled z-test; Fisher's exact test when a
-    cell is expected to hold fewer than 5)."""
-    if n1 <= 0 or n2 <= 0:
-        return 1.0
-    pooled = (x1 + x2) / (n1 + n2)
-    if pooled in (0.0, 1.0):
-        return 1.0
-    expected = min(n1, n2) * min(pooled, 1 - pooled)
-    if expected < 5:
-        from scipy import stats
+def two_proportions_many(x1: Floats, n1: Floats, x2: Floats, n2: Floats) -> Floats:
+    """The two-sided p-value of a difference in proportions, ``x1`` of ``n1`` against ``x2`` of ``n2``,
+    for each element (pooled z-test; Fisher's exact test when a cell is expected to hold fewer than 5).
 
-        table = [[int(x1), int(n1 - x1)], [int(x2), int(n2 - x2)]]
-        return float(stats.fisher_exact(table).pvalue)
-    z = (x2 / n2 - x1 / n1) / math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    return float(2 * _special().ndtr(-abs(z)))
+    Every series' test in one go: the exact tests together (see ``fisher``), the z-tests as array
+    operations, each the same operations on each element as one test alone would take."""
+    p = np.ones(len(x1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pooled = (x1 + x2) / (n1 + n2)
+        testable = (n1 > 0) & (n2 > 0) & (pooled != 0.0) & (pooled != 1.0)
+        expected = np.minimum(n1, n2) * np.minimum(pooled, 1 - pooled)
+        exact = testable & (expected < 5)
+        if exact.any():
+            # the table of counts, as int() truncates them
+            cells = (x1, n1 - x1, x2, n2 - x2)
+            table = np.stack([np.trunc(cell[exact]) for cell in cells], axis=1).astype(np.int64)
+            p[exact] = fisher_exact_two_sided(table)
+        normal = testable & ~exact
+        z = (x2 / n2 - x1 / n1) / np.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    p[normal] = 2 * _special().ndtr(-np.abs(z[normal]))
+    return p
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:
@@ -169,31 +176,50 @@ class Cusum:
     alarm: bool
 
 
-def cusum(
-    means: Floats, sizes: Floats, reference: float, sd: float, k: float, h: float, baseline_buckets: int
-) -> Cusum:
-    """A two-sided CUSUM over bucket means against the baseline's mean.
+def standardised(means: Floats, sizes: Floats, reference: float, sd: float, baseline_buckets: int) -> Floats:
+    """The bucket means in standard errors from ``reference``, the baseline's mean; none without a
+    spread.
 
     Each bucket mean is standardised by its standard error under a random-effects model: the score
     variance over the bucket's size plus the between-bucket variance the baseline buckets show beyond
     that (real traffic varies hour to hour more than independent draws would), so ordinary hourly
-    wobble does not accumulate. The sums restart at zero when they fall below it (Page's CUSUM), and
-    stop at ``CUSUM_CEILING * h``, so after a series returns to its baseline the alarm clears within
-    ``(CUSUM_CEILING - 1) * h / k`` buckets however large the drift was.
-    """
+    wobble does not accumulate in the CUSUM."""
     if len(means) == 0 or not sd > 0:
-        return Cusum(0.0, 0, False)
+        return np.zeros(0)
     within = sd * sd / sizes
     base = slice(0, max(baseline_buckets, 0))
     between = 0.0
     if baseline_buckets >= 3:
         between = max(0.0, float(np.var(means[base], ddof=1) - np.mean(within[base])))
-    z = (means - reference) / np.sqrt(within + between)
-    up = down = 0.0
+    return (means - reference) / np.sqrt(within + between)
+
+
+def cusums(series: list[Floats], k: float, h: float) -> list[Cusum]:
+    """A two-sided CUSUM over each series' standardised bucket means.
+
+    The sums restart at zero when they fall below it (Page's CUSUM), and stop at
+    ``CUSUM_CEILING * h``, so after a series returns to its baseline the alarm clears within
+    ``(CUSUM_CEILING - 1) * h / k`` buckets however large the drift was. They are a recursion over
+    buckets, so they run bucket by bucket for all series at once (a column of a padded matrix per
+    step) rather than series by series in Python: the same operations on each element, so the same
+    sums."""
+    length = max((len(z) for z in series), default=0)
+    padded = np.zeros((len(series), length))
+    present = np.zeros((len(series), length), dtype=bool)
+    for row, z in enumerate(series):
+        padded[row, : len(z)] = z
+        present[row, : len(z)] = True
+    up = np.zeros(len(series))
+    down = np.zeros(len(series))
     ceiling = CUSUM_CEILING * h
-    for value in z:
-        up = min(ceiling, max(0.0, up + float(value) - k))
-        down = min(ceiling, max(0.0, down - float(value) - k))
-    value = max(up, down)
-    direction = 0 if value == 0 else (1 if up >= down else -1)
-    return Cusum(value, direction, value > h)
+    for step in range(length):
+        z, there = padded[:, step], present[:, step]
+        # fmin/fmax: Python's min and max, which pass over a NaN in second place
+        up = np.where(there, np.fmin(ceiling, np.fmax(0.0, up + z - k)), up)
+        down = np.where(there, np.fmin(ceiling, np.fmax(0.0, down - z - k)), down)
+    found = []
+    for u, d in zip(up.tolist(), down.tolist(), strict=True):
+        value = max(u, d)
+        direction = 0 if value == 0 else (1 if u >= d else -1)
+        found.append(Cusum(value, direction, value > h))
+    return found

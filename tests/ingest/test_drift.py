@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,7 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from tests.support.drift import NOW, Streams
 from tests.support.service import running_service, service_config
-from tracescore.ingest.alerting.drift_monitor import DriftMonitor, DriftReport
+from tracescore.ingest.alerting.drift_monitor import DriftMonitor, DriftReport, windows_for
+from tracescore.ingest.alerting.score_series import DriftStore
 from tracescore.ingest.cli import main
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.drift_config import CusumConfig, DriftConfig, ReferencePeriod
@@ -260,3 +262,48 @@ async def test_a_baseline_stored_under_a_former_id_is_the_baseline_of_the_scorer
     assert (finding.baseline_failure_rate, finding.window_failure_rate) == (0.0, 1.0)
     states = await store.query(f"SELECT ScorerId, State FROM {store.quoted_database}.score_drift")
     assert [(row["ScorerId"], row["State"]) for row in states] == [("content-similarity", "drifted")]
+
+
+async def test_the_series_read_are_the_value_counts_and_bucket_sums_of_the_stored_scores(
+    store: Store,
+) -> None:
+    # Scores a hair off multiples of 1e-3 (so rounding is unambiguous), many tied, a replayed score
+    # (FINAL keeps its newer version only), a series with no baseline, and scores in the hour between
+    # a fixed reference period and the window, which belong to neither side but to the buckets.
+    streams = Streams(seed=23)
+    reference = ReferencePeriod(start=BASELINE_START, end=WINDOW_START - timedelta(hours=1))
+    gap = (reference.end, WINDOW_START)
+    sides = {"baseline": (reference.start, reference.end), "gap": gap, "window": (WINDOW_START, NOW)}
+    written: dict[str, tuple[list[float], list[int]]] = {}
+    for scorer, parts in {"tied": ("baseline", "gap", "window"), "new": ("window",)}.items():
+        for side in parts:
+            n = 300 if side == "baseline" else 40
+            values = streams.rng.integers(700, 720, n) / 1000 + streams.rng.uniform(-1e-5, 1e-5, n)
+            starts = streams.times(n, *sides[side])
+            streams.add(scorer, values, starts)
+            kept = written.setdefault(f"{scorer}/{side}", ([], []))
+            kept[0].extend(values.tolist())
+            kept[1].extend(starts)
+    replayed = list(streams.scores[0])
+    replayed[6], replayed[-1] = 0.5, replayed[-1] + 1  # Score, Version
+    streams.scores.append(replayed)
+    written["tied/baseline"][0][0] = 0.5
+    await streams.write(store)
+
+    windows = windows_for(DriftConfig(reference=reference), NOW)
+    series = await DriftStore(store).read(windows, 3_600, {})
+    assert set(series) == {("tied", "svc", "agent"), ("new", "svc", "agent")}
+    for scorer in ("tied", "new"):
+        data = series[(scorer, "svc", "agent")]
+        for side, counts in (("baseline", data.baseline), ("window", data.window)):
+            expected = Counter(round(v, 3) for v in written.get(f"{scorer}/{side}", ([], []))[0])
+            assert dict(zip(counts.values.tolist(), counts.counts.tolist(), strict=True)) == expected
+            assert counts.values.tolist() == sorted(expected)
+        by_hour: dict[int, list[float]] = defaultdict(list)
+        for scores, starts in (written[k] for k in written if k.startswith(f"{scorer}/")):
+            for value, start in zip(scores, starts, strict=True):
+                by_hour[start // 3_600_000_000_000 * 3_600].append(value)
+        hours = sorted(by_hour)
+        assert data.bucket_sizes == [len(by_hour[h]) for h in hours]
+        assert data.bucket_means == pytest.approx([float(np.mean(by_hour[h])) for h in hours], rel=1e-12)
+        assert data.baseline_buckets == sum(h < reference.end.timestamp() for h in hours)

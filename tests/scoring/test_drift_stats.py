@@ -9,13 +9,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tracescore.scoring.drift.fisher import fisher_exact_two_sided
 from tracescore.scoring.drift.stats import (
     Counts,
+    Cusum,
     benjamini_hochberg,
-    cusum,
+    cusums,
     kolmogorov_smirnov,
     mann_whitney,
     psi,
+    standardised,
+    two_proportions_many,
 )
 
 
@@ -82,13 +86,63 @@ def test_benjamini_hochberg_matches_scipy() -> None:
     assert benjamini_hochberg(p_values) == pytest.approx(list(expected))
 
 
+def cusum(means: np.ndarray, sizes: np.ndarray) -> Cusum:
+    """The CUSUM of one series against a baseline mean 0.8, sd 0.1, of 150 buckets (k 0.5, h 8)."""
+    return cusums([standardised(means, sizes, 0.8, 0.1, 150)], 0.5, 8.0)[0]
+
+
 def test_cusum_flags_a_small_sustained_shift_and_not_noise() -> None:
     rng = np.random.default_rng(8)
     sizes = np.full(200, 100.0)
     steady = rng.normal(0.8, 0.1 / 10, 200)  # bucket means of 100 scores with sd 0.1
-    assert not cusum(steady, sizes, 0.8, 0.1, 0.5, 8.0, 150).alarm
+    assert not cusum(steady, sizes).alarm
     shifted = steady.copy()
     shifted[170:] -= 0.01  # one standard error, for the last 30 buckets
-    result = cusum(shifted, sizes, 0.8, 0.1, 0.5, 8.0, 150)
+    result = cusum(shifted, sizes)
     assert result.alarm and result.direction == -1
     assert math.isfinite(result.value)
+
+
+def test_fisher_exact_for_many_tables_is_scipys_bit_for_bit() -> None:
+    rng = np.random.default_rng(5)
+    rows = [(0, 0, 0, 0), (0, 5, 0, 7), (5, 0, 7, 0), (3, 3, 3, 3), (0, 10, 10, 0), (10, 0, 0, 10)]
+    for _ in range(400):  # small windows against large baselines, as failure rates are tested
+        n1, n2 = int(rng.integers(1, 200)), int(rng.integers(1, 12_000))
+        a, c = int(rng.binomial(n1, 0.05)), int(rng.binomial(n2, rng.random() * 0.1))
+        rows.append((a, n1 - a, c, n2 - c))
+    expected = [stats.fisher_exact([[a, b], [c, d]]).pvalue for a, b, c, d in rows]
+    assert fisher_exact_two_sided(np.array(rows)).tolist() == expected
+
+
+def test_two_proportions_for_many_series_matches_each_alone() -> None:
+    rng = np.random.default_rng(6)
+    n1, n2 = rng.integers(0, 5_000, 300).astype(float), rng.integers(0, 200, 300).astype(float)
+    x1, x2 = np.floor(n1 * rng.random(300) * 0.3), np.floor(n2 * rng.random(300) * 0.3)
+    many = two_proportions_many(x1, n1, x2, n2)
+    for i in range(300):
+        if n1[i] and n2[i] and 0 < x1[i] + x2[i] < n1[i] + n2[i]:
+            if min(n1[i], n2[i]) * min(x1[i] + x2[i], n1[i] + n2[i] - x1[i] - x2[i]) / (n1[i] + n2[i]) < 5:
+                table = [[x1[i], n1[i] - x1[i]], [x2[i], n2[i] - x2[i]]]
+                assert many[i] == stats.fisher_exact(np.array(table, dtype=int)).pvalue
+            else:
+                pooled = (x1[i] + x2[i]) / (n1[i] + n2[i])
+                z = (x2[i] / n2[i] - x1[i] / n1[i]) / math.sqrt(
+                    pooled * (1 - pooled) * (1 / n1[i] + 1 / n2[i])
+                )
+                assert many[i] == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-12)
+        else:
+            assert many[i] == 1.0
+
+
+def test_cusums_of_many_series_are_each_series_sums() -> None:
+    rng = np.random.default_rng(7)
+    series = [rng.normal(0.3 * (i % 3 - 1), 1.0, int(rng.integers(0, 60))) for i in range(40)]
+    k, h = 0.5, 8.0
+    for z, result in zip(series, cusums(series, k, h), strict=True):
+        up = down = 0.0
+        for value in z:  # Page's two-sided CUSUM, capped at 1.5 h
+            up = min(1.5 * h, max(0.0, up + float(value) - k))
+            down = min(1.5 * h, max(0.0, down - float(value) - k))
+        assert result.value == max(up, down)
+        assert result.direction == (0 if max(up, down) == 0 else (1 if up >= down else -1))
+        assert result.alarm == (max(up, down) > h)
