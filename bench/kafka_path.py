@@ -212,11 +212,13 @@ class ServeRun:
     runs_scored: float
     cpu_s: float | None  # CPU seconds the serve process used while storing (every thread)
     cpu_scored_s: float | None  # ... until every run was decided (or the limit): all it did for the spans
+    traces_spilled: float  # traces the assembler let go of before they were due (read back from the store)
     timeline: list[tuple[float, float, float]] = field(default_factory=list)  # (s, spans stored, runs scored)
 
 
 _STORED = re.compile(r"^tracescore_spans_stored_total (\S+)$", re.M)
 _DECIDED = re.compile(r"^tracescore_scoring_decisions_total\{[^}]*\} (\S+)$", re.M)
+_SPILLED = re.compile(r"^tracescore_assembly_traces_spilled_total\{[^}]*\} (\S+)$", re.M)
 
 
 async def _counts(session: aiohttp.ClientSession, base: str) -> tuple[float, float]:
@@ -267,7 +269,9 @@ async def _measure(
             if stored_at is not None and (scored >= traces or now - stored_at > SCORED_LIMIT_SECONDS):
                 cpu_scored = procs.cpu_seconds(proc.pid)
                 cpu_all = None if cpu_started is None or cpu_scored is None else cpu_scored - cpu_started
-                return ServeRun(stored_at - started, now - started, scored, cpu_s, cpu_all, timeline)
+                async with session.get(f"{base}/metrics") as resp:
+                    spilled = sum(float(v) for v in _SPILLED.findall(await resp.text()))
+                return ServeRun(stored_at - started, now - started, scored, cpu_s, cpu_all, spilled, timeline)
             await asyncio.sleep(POLL_SECONDS)
 
 
@@ -395,6 +399,7 @@ def run(profile: Path | None = None, gil: bool = False) -> KafkaRun:
         "scored_seconds": round(serve.scored_s, 3),
         "idle_seconds": idle,
         "runs_scored": serve.runs_scored,
+        "traces_spilled": serve.traces_spilled,
         "stored_traces_per_s": round(traces / serve.stored_s, 1),
         "scored_runs_per_s": round(serve.runs_scored / max(serve.scored_s - idle, 1e-3), 1),
     }
