@@ -21,25 +21,22 @@ import numpy as np
 from tracescore.scoring.drift.detect import SeriesData, SeriesKey, Windows
 from tracescore.scoring.drift.stats import Counts
 
-# Per chunk (bucket-aligned seconds since the epoch): the count of stored row versions and a sum of
-# their hashes, in scores_by_scorer and decisions_by_scorer; no FINAL, so it costs a plain scan.
-CHECK = """
+# One table's count of stored row versions per chunk (bucket-aligned seconds since the epoch) and a
+# sum of their hashes (the row's key, series, what the pass reads of it, and version); no FINAL, so it
+# costs a plain scan. Scores and decisions are added per chunk: a change to either changes the check.
+_CHECK_TABLE = """
+    SELECT toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{chunk:UInt32}}}}))) AS Chunk,
+           count() AS N,
+           sum(cityHash64(ScorerId, SpanStart, TraceId, SpanId, ServiceName, AgentName, {read}, Version))
+               AS Hash
+    FROM {{database}}.{table}
+    WHERE SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
+    GROUP BY Chunk"""
+CHECK = f"""
 SELECT Chunk, sum(N) AS N, sum(Hash) AS Hash FROM (
-    SELECT toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{chunk:UInt32}}))) AS Chunk,
-           count() AS N,
-           sum(cityHash64(ScorerId, SpanStart, TraceId, SpanId, ServiceName, AgentName, Score, Version))
-               AS Hash
-    FROM {database}.scores_by_scorer
-    WHERE SpanStart >= {{first:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}}
-    GROUP BY Chunk
+    {_CHECK_TABLE.format(read="Score", table="scores_by_scorer")}
     UNION ALL
-    SELECT toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{chunk:UInt32}}))) AS Chunk,
-           count() AS N,
-           sum(cityHash64(ScorerId, SpanStart, TraceId, SpanId, ServiceName, AgentName, Decision, Version))
-               AS Hash
-    FROM {database}.decisions_by_scorer
-    WHERE SpanStart >= {{first:DateTime64(9)}} AND SpanStart < {{w1:DateTime64(9)}}
-    GROUP BY Chunk
+    {_CHECK_TABLE.format(read="Decision", table="decisions_by_scorer")}
 )
 GROUP BY Chunk
 """
