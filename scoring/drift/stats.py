@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -39,11 +40,12 @@ class Counts:
         values = np.array(sorted(pairs), dtype=np.float64)
         return cls(values, np.array([pairs[v] for v in values], dtype=np.float64))
 
-    @property
+    # Cached: a pass asks each side for n and mean a dozen times, each a sum over its counts.
+    @cached_property
     def n(self) -> int:
         return int(self.counts.sum())
 
-    @property
+    @cached_property
     def mean(self) -> float:
         return float(np.dot(self.values, self.counts) / self.counts.sum()) if self.n else math.nan
 
