@@ -266,7 +266,7 @@ async def _span_store(payload: bytes, data: str) -> Metric:
         median_rate("sink"),
         "spans/CPU-s",
         median_rate("bare"),
-        ">= 0.8",
+        ">= 0.9",
         baseline_label="bare clickhouse-connect inserts of the same built rows",
         detail={
             "batch": f"{len(spans)} spans per request, {STORE_ROUNDS} request per round, chDB",
