@@ -59,6 +59,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from bench import procs
 from bench.report import Metric
+from bench.store_path import bare_inserter
 from tracescore.ingest.decode import SLICE_BOUNDS, decode_traces
 from tracescore.ingest.decode.otlp_json import parse_trace_request
 from tracescore.ingest.store.clickhouse import Store
@@ -182,23 +183,12 @@ async def _floor_rounds(data: Path, chunks: list[list[list[object]]]) -> float:
     store = Store(str(data / "store"))
     await store.start()
     try:
-        client = store._require_client()  # the same chDB session: one data directory per process
-        column_types = await store.query(
-            "SELECT name, type FROM system.columns "
-            "WHERE database = currentDatabase() AND table = 'otel_traces'"
-        )
-        types = {row["name"]: row["type"] for row in column_types}
+        insert = await bare_inserter(store)
         rounds = []
         for _ in range(FLOOR_REPEATS):
             started = time.process_time()
             for chunk in chunks:
-                client.insert(
-                    "otel_traces",
-                    chunk,
-                    column_names=list(OTEL_TRACES_COLUMNS),
-                    column_type_names=[types[column] for column in OTEL_TRACES_COLUMNS],
-                    database=store.database,
-                )
+                insert("otel_traces", OTEL_TRACES_COLUMNS, chunk)
             rounds.append(time.process_time() - started)
         return min(rounds)
     finally:

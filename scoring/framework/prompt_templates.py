@@ -26,6 +26,7 @@ import functools
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import NoReturn
 
 PROMPTS_FOLDER = "prompts"
 SUFFIX = ".txt"
@@ -47,28 +48,44 @@ class PromptTemplate:
 
     @functools.cached_property
     def variables(self) -> frozenset[str]:
-        return frozenset(a or b for a, b in _VARIABLE.findall(self.text))
+        return frozenset(self._pieces[1::2])
+
+    @functools.cached_property
+    def _pieces(self) -> tuple[str, ...]:
+        """The text split at its placeholders: literal text at even indices, a placeholder's name at
+        odd ones. Split once, so that rendering is a join rather than a regex pass with a Python
+        callback per placeholder (a third of a judge prompt's rendering time)."""
+        split = _VARIABLE.split(self.text)  # literal, triple-brace name, double-brace name, literal, ...
+        pieces = [split[0]]
+        for at in range(1, len(split), 3):
+            pieces += [split[at] or split[at + 1], split[at + 2]]
+        return tuple(pieces)
 
     def render(self, **values: str) -> str:
         """The prompt with every placeholder replaced by its value."""
-        missing = self.variables - values.keys()
-        unused = values.keys() - self.variables
-        if missing or unused:
-            raise PromptError(
-                f"prompt {self.name!r}: "
-                + "; ".join(
-                    part
-                    for part in (
-                        f"no value for {sorted(missing)}" if missing else "",
-                        f"values {sorted(unused)} are not in the template" if unused else "",
-                    )
-                    if part
-                )
-            )
+        if values.keys() != self.variables:
+            self._unmatched(values)
         for name, value in values.items():
             if not isinstance(value, str):
                 raise PromptError(f"prompt {self.name!r}: {name} is {type(value).__name__}, not a string")
-        return _VARIABLE.sub(lambda match: values[match.group(1) or match.group(2)], self.text)
+        pieces = self._pieces
+        return "".join(values[piece] if at % 2 else piece for at, piece in enumerate(pieces))
+
+    def _unmatched(self, values: dict[str, str]) -> NoReturn:
+        """Raise the error saying which placeholders ``values`` leaves out and which it adds."""
+        missing = self.variables - values.keys()
+        unused = values.keys() - self.variables
+        raise PromptError(
+            f"prompt {self.name!r}: "
+            + "; ".join(
+                part
+                for part in (
+                    f"no value for {sorted(missing)}" if missing else "",
+                    f"values {sorted(unused)} are not in the template" if unused else "",
+                )
+                if part
+            )
+        )
 
 
 def template(name: str, text: str) -> PromptTemplate:

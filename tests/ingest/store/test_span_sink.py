@@ -167,16 +167,14 @@ async def test_clients_acknowledged_together_are_committed_together(store: Store
     senders, rounds = 8, 4
 
     async def sender(index: int) -> None:
-        for round in range(rounds):
-            span = agent_span().model_copy(update={"span_id": f"{index:08x}{round:08x}"})
-            await sink.consume_spans(SpanBatch(spans=[span]))
-            await asyncio.sleep(index * 0.0002)  # the answer reaches the senders one after another
+        # The answer reaches the senders one after another.
+        await send_rounds(sink, index, rounds, pause=index * 0.0002)
 
     await asyncio.gather(*(sender(index) for index in range(senders)))
     await sink.shutdown()
-    commits = metrics.registry.get_sample_value("tracescore_store_commits_total")
-    assert commits is not None and commits <= rounds + 1  # not 1 + 2 * (rounds - 1)
-    assert metrics.registry.get_sample_value("tracescore_spans_stored_total") == senders * rounds
+    commits, stored = commits_and_spans_stored(metrics)
+    assert commits <= rounds + 1  # not 1 + 2 * (rounds - 1)
+    assert stored == senders * rounds
 
 
 async def test_senders_that_came_during_a_commit_wait_for_those_it_acknowledged(store: Store) -> None:
@@ -187,18 +185,32 @@ async def test_senders_that_came_during_a_commit_wait_for_those_it_acknowledged(
     sink = SpanSink(store, Recorder(), metrics)
     senders, rounds = 8, 4
 
-    async def sender(index: int) -> None:
-        for round in range(rounds):
-            span = agent_span().model_copy(update={"span_id": f"{index:08x}{round:08x}"})
-            await sink.consume_spans(SpanBatch(spans=[span]))
-
-    early = [asyncio.create_task(sender(index)) for index in range(senders // 2)]
+    early = [asyncio.create_task(send_rounds(sink, index, rounds)) for index in range(senders // 2)]
     await asyncio.sleep(0.001)  # the first commit, of the early half, is under way
-    await asyncio.gather(*early, *(sender(index) for index in range(senders // 2, senders)))
+    await asyncio.gather(
+        *early, *(send_rounds(sink, index, rounds) for index in range(senders // 2, senders))
+    )
     await sink.shutdown()
+    commits, stored = commits_and_spans_stored(metrics)
+    assert commits <= rounds + 2  # not 2 * rounds
+    assert stored == senders * rounds
+
+
+async def send_rounds(sink: SpanSink, sender: int, rounds: int, pause: float | None = None) -> None:
+    """A client that sends one span as soon as its last one is acknowledged (after ``pause``, when
+    given: ``asyncio.sleep(0)`` still lets the others run first)."""
+    for round in range(rounds):
+        span = agent_span().model_copy(update={"span_id": f"{sender:08x}{round:08x}"})
+        await sink.consume_spans(SpanBatch(spans=[span]))
+        if pause is not None:
+            await asyncio.sleep(pause)
+
+
+def commits_and_spans_stored(metrics: Metrics) -> tuple[float, float]:
     commits = metrics.registry.get_sample_value("tracescore_store_commits_total")
-    assert commits is not None and commits <= rounds + 2  # not 2 * rounds
-    assert metrics.registry.get_sample_value("tracescore_spans_stored_total") == senders * rounds
+    stored = metrics.registry.get_sample_value("tracescore_spans_stored_total")
+    assert commits is not None and stored is not None
+    return commits, stored
 
 
 async def test_a_commit_cut_after_its_first_insert_leaves_no_span_to_score_that_otel_traces_lacks(
