@@ -116,21 +116,24 @@ def checks(rows: Sequence[Mapping[str, Any]]) -> dict[int, Check]:
     return {int(row["Chunk"]): (int(row["N"]), int(row["Hash"])) for row in rows}
 
 
-def assemble(hours: Sequence[Hour], catalog: Catalog, baseline_end: float) -> dict[SeriesKey, SeriesData]:
-    """Each series' inputs to the statistics from its chunks (in time order): exactly what one read of
-    the whole span gives, value counts added per value and buckets side by side."""
+def assemble(
+    hours: Mapping[int, tuple[Hour, int | None]], catalog: Catalog, totals: Totals, baseline_end: float
+) -> dict[SeriesKey, SeriesData]:
+    """Each series' inputs to the statistics from its chunks (by start, in time order, each with its
+    side this pass): exactly what one read of the whole span gives, value counts added per value and
+    buckets side by side."""
     keys = list(catalog.keys)
-    tallies = _tally(hours, len(keys), catalog)
-    buckets = _buckets(hours, len(keys))
-    decisions, decided_rows = _decisions(hours, len(keys))
+    tallies = _tally(hours, len(keys), catalog, totals)
+    buckets = _buckets([hour for hour, _ in hours.values()], len(keys))
+    decisions, decided_rows = _decisions(list(hours.values()), len(keys))
     present = np.flatnonzero((np.bincount(buckets[0], minlength=len(keys)) > 0) | (decided_rows > 0))
     series: dict[SeriesKey, SeriesData] = {}
     for i in sorted(present.tolist(), key=lambda i: keys[i]):
-        starts, sizes, totals = (part[buckets[4][i] : buckets[4][i + 1]] for part in buckets[1:4])
+        starts, sizes, totals_ = (part[buckets[4][i] : buckets[4][i + 1]] for part in buckets[1:4])
         series[keys[i]] = SeriesData(
             tallies(0, i),
             tallies(1, i),
-            bucket_means=(totals / sizes).tolist(),
+            bucket_means=(totals_ / sizes).tolist(),
             bucket_sizes=sizes.astype(np.int64).tolist(),
             baseline_buckets=int(np.count_nonzero(starts < baseline_end)),
             baseline_decisions=(int(decisions[0, i, 0]), int(decisions[0, i, 1])),
@@ -139,31 +142,89 @@ def assemble(hours: Sequence[Hour], catalog: Catalog, baseline_end: float) -> di
     return series
 
 
-def _entry_sides(hour: Hour, n: int, per_entry: Ints) -> Ints:
-    """Each entry's side this pass: the chunk's, or as read when a boundary cuts the chunk."""
-    return per_entry if hour.side is None else np.full(n, hour.side, dtype=np.int64)
+def _entry_sides(side: int | None, per_entry: Ints) -> Ints:
+    """Each entry's side this pass: the chunk's (a whole chunk may have moved from the window to the
+    baseline since it was read), or as read when a boundary cuts the chunk."""
+    return per_entry if side is None else np.full(len(per_entry), side, dtype=np.int64)
 
 
-def _tally(hours: Sequence[Hour], n_series: int, catalog: Catalog) -> Callable[[int, int], Counts]:
+@dataclass
+class Totals:
+    """The value counts of the whole chunks on a side, per (side, series, value rank) as a dense
+    table, kept from pass to pass: a pass takes off the chunks that left, changed or moved side and
+    adds the new ones, where adding up a week of chunks cost about a second a pass. Counts are whole
+    numbers, exact in float64, so taking a chunk off leaves exactly the sums without it. A new series
+    or value changes the layout: the table is then added up again from every chunk."""
+
+    counted: dict[int, tuple[Hour, int]] = field(default_factory=dict)  # by chunk start, with its side
+    table: Floats = field(default_factory=lambda: np.zeros(0))
+    layout: tuple[int, int] = (0, 0)  # (series, values) the table is laid out for
+
+    def update(self, counted: dict[int, tuple[Hour, int]], layout: tuple[int, int], rank: Ints) -> Floats:
+        """The table of ``counted`` (the whole chunks of this pass on a side)."""
+        if layout != self.layout:
+            self.table = _dense(list(counted.values()), [], layout, rank)
+        else:
+            gone = [was for start, was in self.counted.items() if not _same(counted.get(start), was)]
+            new = [now for start, now in counted.items() if not _same(self.counted.get(start), now)]
+            if gone or new:
+                self.table = self.table + _dense(new, gone, layout, rank)
+        self.counted, self.layout = counted, layout
+        return self.table
+
+
+def _same(a: tuple[Hour, int] | None, b: tuple[Hour, int]) -> bool:
+    return a is not None and a[0] is b[0] and a[1] == b[1]
+
+
+def _dense(
+    added: Sequence[tuple[Hour, int | None]],
+    taken: Sequence[tuple[Hour, int]],
+    layout: tuple[int, int],
+    rank: Ints,
+) -> Floats:
+    """The value counts of ``added`` less those of ``taken``, per (side, series, value rank)."""
+    n_series, n_values = layout
+    added_keys, added_counts = _cells(added, n_series, n_values, rank)
+    taken_keys, taken_counts = _cells(taken, n_series, n_values, rank)
+    keys = np.concatenate([added_keys, taken_keys])
+    weights = np.concatenate([added_counts, -taken_counts])
+    return np.bincount(keys, weights=weights, minlength=2 * n_series * n_values)
+
+
+def _cells(
+    hours: Sequence[tuple[Hour, int | None]], n_series: int, n_values: int, rank: Ints
+) -> tuple[Ints, Floats]:
+    """The value-count entries on a side of ``hours``, as keys ordered by (side, series, value rank)
+    (ranks, not codes, so values come out ascending), with their counts."""
+    empty = [np.empty(0, np.int64)]
+    sides = np.concatenate([_entry_sides(side, h.sides) for h, side in hours] or empty)
+    series = np.concatenate([h.series for h, _ in hours] or empty)
+    codes = np.concatenate([h.codes for h, _ in hours] or empty)
+    counts = np.concatenate([h.counts for h, _ in hours] or empty)
+    on_a_side = sides >= 0
+    keys = (sides[on_a_side] * n_series + series[on_a_side]) * n_values + rank[codes[on_a_side]]
+    return keys, counts[on_a_side].astype(np.float64)
+
+
+def _tally(
+    hours: Mapping[int, tuple[Hour, int | None]], n_series: int, catalog: Catalog, totals: Totals
+) -> Callable[[int, int], Counts]:
     """Every chunk's value counts added per (side, series, value); gives one side of one series."""
     values = np.array(list(catalog.codes), dtype=np.float64)
     order = np.argsort(values, kind="stable")
     rank = np.empty(len(values), dtype=np.int64)
     rank[order] = np.arange(len(values))
     n_values = max(len(values), 1)
-    sides = np.concatenate([_entry_sides(h, len(h.codes), h.sides) for h in hours] or [np.empty(0, np.int64)])
-    series = np.concatenate([h.series for h in hours] or [np.empty(0, np.int64)])
-    codes = np.concatenate([h.codes for h in hours] or [np.empty(0, np.int64)])
-    counts = np.concatenate([h.counts for h in hours] or [np.empty(0, np.int64)])
-    on_a_side = sides >= 0
-    # Keys ordered by (side, series, value): ranks, not codes, so values come out ascending.
-    keys = (sides[on_a_side] * n_series + series[on_a_side]) * n_values + rank[codes[on_a_side]]
-    weights = counts[on_a_side].astype(np.float64)
     if 2 * n_series * n_values <= _DENSE_CELLS:
-        table = np.bincount(keys, weights=weights, minlength=2 * n_series * n_values)
+        whole = {start: (h, side) for start, (h, side) in hours.items() if side is not None and side >= 0}
+        cut = [(h, side) for h, side in hours.values() if side is None]
+        table = totals.update(whole, (n_series, n_values), rank) + _dense(cut, [], (n_series, n_values), rank)
         distinct = np.flatnonzero(table)
         sums = table[distinct]
     else:
+        totals.counted, totals.layout = {}, (0, 0)
+        keys, weights = _cells(list(hours.values()), n_series, n_values, rank)
         distinct, at = np.unique(keys, return_inverse=True)
         sums = np.bincount(at.reshape(-1), weights=weights, minlength=len(distinct))
     bounds = np.searchsorted(distinct, np.arange(2 * n_series + 1) * n_values)
@@ -188,14 +249,14 @@ def _buckets(hours: Sequence[Hour], n_series: int) -> tuple[Ints, Ints, Floats, 
     return series, starts, sizes.astype(np.float64), totals, bounds
 
 
-def _decisions(hours: Sequence[Hour], n_series: int) -> tuple[Ints, Ints]:
+def _decisions(hours: Sequence[tuple[Hour, int | None]], n_series: int) -> tuple[Ints, Ints]:
     """Per (side, series) the (failed, decided) sums, and per series how many decision rows it has on
     either side."""
     sides = np.concatenate(
-        [_entry_sides(h, len(h.decision_series), h.decision_sides) for h in hours] or [np.empty(0, np.int64)]
+        [_entry_sides(side, h.decision_sides) for h, side in hours] or [np.empty(0, np.int64)]
     )
-    series = np.concatenate([h.decision_series for h in hours] or [np.empty(0, np.int64)])
-    pairs = np.concatenate([h.decisions for h in hours] or [np.empty((0, 2), np.int64)])
+    series = np.concatenate([h.decision_series for h, _ in hours] or [np.empty(0, np.int64)])
+    pairs = np.concatenate([h.decisions for h, _ in hours] or [np.empty((0, 2), np.int64)])
     on_a_side = sides >= 0
     cells = sides[on_a_side] * n_series + series[on_a_side]
     sums = np.stack(

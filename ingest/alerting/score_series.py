@@ -27,6 +27,7 @@ from tracescore.ingest.alerting.score_hours import (
     Catalog,
     Check,
     Hour,
+    Totals,
     assemble,
     checks,
     chunk_seconds,
@@ -172,6 +173,7 @@ class DriftStore:
         self._store = store
         self._hours: dict[int, Hour] = {}  # by chunk start; only chunks of the last pass's span
         self._catalog = Catalog()
+        self._totals = Totals()  # the kept chunks' value counts added up
 
     async def read(
         self, windows: Windows, bucket_seconds: int, thresholds: Mapping[str, tuple[float, str]]
@@ -190,7 +192,8 @@ class DriftStore:
         hours = kept | await self._read_chunks(stale, chunk, params, found)
         # Only chunks wholly on one side are kept: a boundary moves through the others every pass.
         self._hours = {start: hour for start, hour in hours.items() if hour.side is not None}
-        series = assemble([hours[start] for start in spans], self._catalog, windows.baseline_end.timestamp())
+        this_pass = {start: (hours[start], side) for start, side in spans.items()}
+        series = assemble(this_pass, self._catalog, self._totals, windows.baseline_end.timestamp())
         for (scorer, _, _), data in series.items():
             data.threshold = thresholds.get(scorer)
         return series

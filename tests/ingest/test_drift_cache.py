@@ -71,3 +71,48 @@ async def test_a_pass_from_kept_chunks_after_new_and_replayed_scores_equals_a_fi
 
 def _name(finding: Finding) -> str:
     return finding.name
+
+
+async def test_passes_from_kept_chunks_equal_full_reads_with_late_replayed_and_duplicated_rows(
+    store: Store,
+) -> None:
+    """Random rounds of new scores, late scores in kept hours, scores and decisions replayed with a
+    new version, and rows stored twice; the window is two hours, so whole chunks move from the window
+    to the baseline, and some passes fall on the hour."""
+    streams = Streams(seed=7)
+    rng = streams.rng
+    config = DriftConfig(window=7_200.0)
+    start = NOW - timedelta(days=7, hours=3)
+    for service in ("a", "b", "c"):
+        streams.add("relevancy", rng.random(600).round(2), streams.times(600, start, NOW), service=service)
+        streams.add_decisions("relevancy", rng.random(200) < 0.2, streams.times(200, start, NOW), service)
+    await streams.write(store)
+    kept = DriftStore(store)
+    monitor = DriftMonitor(store, config)
+    at = NOW
+    for round_, step in enumerate([60, 5, 35, 20, 60]):  # 12:00, 13:00: a whole chunk moves side
+        windows = windows_for(config, at)
+        again = await kept.read(windows, int(config.bucket), {})
+        fresh = await DriftStore(store).read(windows, int(config.bucket), {})
+        assert {k: _inputs(d) for k, d in again.items()} == {k: _inputs(d) for k, d in fresh.items()}
+        cached = await monitor.run_pass(at, record=False)
+        full = await DriftMonitor(store, config).run_pass(at, record=False)
+        assert [f.as_json() for f in cached.findings] == [f.as_json() for f in full.findings]
+
+        later = at + timedelta(minutes=step)
+        scores, decisions = len(streams.scores), len(streams.decisions)
+        service = str(rng.choice(["a", "b", "c", "d"]))
+        streams.add("relevancy", rng.random(20).round(2), streams.times(20, at, later), service=service)
+        late = at - timedelta(days=int(rng.integers(1, 6)), hours=int(rng.integers(0, 24)))
+        streams.add("relevancy", [0.999], streams.times(1, late, late + timedelta(minutes=1)), service="a")
+        for row in rng.choice(scores, 3, replace=False):
+            replayed = list(streams.scores[row])
+            replayed[6], replayed[-1] = round(rng.random(), 2), replayed[-1] + round_ + 1  # Score, Version
+            streams.scores.append(replayed)
+        streams.scores.append(list(streams.scores[int(rng.integers(scores))]))  # stored twice
+        decision = list(streams.decisions[int(rng.integers(decisions))])
+        decision[4], decision[-1] = "failed", decision[-1] + round_ + 1  # Decision, Version
+        streams.decisions += [decision, list(streams.decisions[int(rng.integers(decisions))])]
+        await store.insert("scores", streams.scores[scores:], SCORES_COLUMNS)
+        await store.insert("score_decisions", streams.decisions[decisions:], DECISIONS_COLUMNS)
+        at = later
