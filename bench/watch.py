@@ -10,8 +10,10 @@ variable at All, alert rules over their own range (best of 3 each); each is held
 The drift pass is timed as the service runs it, every ``drift.interval`` (5 min) on one monitor: after
 a first pass, the scores and decisions of the next 5 minutes land (at the data's rate, ~4,300 rows per
 10 million) and the next pass is timed, from its checks to its findings; best of 3 such rounds, held to
-1 s. The cold pass (a new monitor, nothing kept: every chunk read through FINAL) is its own row, best
-of 3 new monitors, held to 2 s. The baseline is the floor of any exactly-once read: a count of the
+1 s: the row is that steady pass, what an operator sees every interval. The cold pass (a new
+monitor, nothing kept: every chunk read through FINAL, as after a restart) is its own row and a detail
+of the steady one, best of 3 new monitors, held to 1.6 s: what one full pass took before passes kept
+chunks (1.5-1.6 s on a quiet machine), so keeping chunks must not make the first pass slower. The baseline is the floor of any exactly-once read: a count of the
 scores of the last week through FINAL, measured in the same run.
 """
 
@@ -37,7 +39,7 @@ DAYS = 8
 LIMIT_SECONDS = 2.0
 DRIFT_PASS = "full drift pass (window 1h, baseline 7d; 5 min after the last, new scores landed)"
 COLD_PASS = "full drift pass, cold (window 1h, baseline 7d; first pass of a monitor)"
-LIMITS = {DRIFT_PASS: 1.0, COLD_PASS: 2.0}
+LIMITS = {DRIFT_PASS: 1.0, COLD_PASS: 1.6}
 REPEATS = 3
 
 # Row number n of the generated rows: its trace (80 rows each), span, series and span start.
