@@ -192,7 +192,8 @@ def _dense(
     taken_keys, taken_counts = _cells(taken, n_series, n_values, rank)
     keys = np.concatenate([added_keys, taken_keys])
     weights = np.concatenate([added_counts, -taken_counts])
-    return np.bincount(keys, weights=weights, minlength=2 * n_series * n_values)
+    # Float64 already (weighted); asarray only tells the type checker, without a copy.
+    return np.asarray(np.bincount(keys, weights=weights, minlength=2 * n_series * n_values), dtype=np.float64)
 
 
 def _cells(
@@ -229,7 +230,7 @@ def _tally(
         totals.counted, totals.layout = {}, (0, 0)
         keys, weights = _cells(list(hours.values()), n_series, n_values, rank)
         distinct, at = np.unique(keys, return_inverse=True)
-        sums = np.bincount(at.reshape(-1), weights=weights, minlength=len(distinct))
+        sums = np.asarray(np.bincount(at.reshape(-1), weights=weights, minlength=len(distinct)), np.float64)
     bounds = np.searchsorted(distinct, np.arange(2 * n_series + 1) * n_values)
     sorted_values = values[order]
 
