@@ -10,11 +10,12 @@ variable at All, alert rules over their own range (best of 3 each); each is held
 The drift pass is timed as the service runs it, every ``drift.interval`` (5 min) on one monitor: after
 a first pass, the scores and decisions of the next 5 minutes land (at the data's rate, ~4,300 rows per
 10 million) and the next pass is timed, from its checks to its findings; best of 3 such rounds, held to
-1 s: the row is that steady pass, what an operator sees every interval. The cold pass (a new
-monitor, nothing kept: every chunk read through FINAL, as after a restart) is its own row and a detail
-of the steady one, best of 3 new monitors, held to 1.6 s: what one full pass took before passes kept
-chunks (1.5-1.6 s on a quiet machine), so keeping chunks must not make the first pass slower. The baseline is the floor of any exactly-once read: a count of the
-scores of the last week through FINAL, measured in the same run.
+1 s: the row is that steady pass, what an operator sees every interval. The cold pass (a new monitor,
+nothing kept: every chunk read through FINAL, as after a restart) is its own row and a detail of the
+steady one, best of 3 new monitors, held to 1.6 s: what one full pass took before passes kept chunks
+(1.5-1.6 s on a quiet machine), so keeping chunks must not make the first pass slower. The baseline
+is the floor of any exactly-once read: a count of the scores of the last week through FINAL, measured
+in the same run.
 """
 
 from __future__ import annotations
