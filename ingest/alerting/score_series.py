@@ -22,6 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from tracescore.ingest.alerting.score_hours import (
+    CHECK,
+    Catalog,
+    Check,
+    Hour,
+    Totals,
+    assemble,
+    checks,
+    chunk_seconds,
+    hours_of,
+    series_key,
+    side_of,
+)
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.scoring.drift.detect import Finding, SeriesData, SeriesKey, State, Windows
 from tracescore.scoring.drift.stats import Counts
@@ -52,49 +65,77 @@ _RUNS = """arrayMap((v, p) -> v != p, {s}, arrayPopBack(arrayPushFront({s}, nan)
        arrayFilter((i, start) -> start, arrayEnumerate({s}), {s}Starts) AS {s}At,
        arrayMap((a, b) -> b - a, {s}At, arrayPopFront(arrayPushBack({s}At, length({s}) + 1))) AS {s}Counts"""
 
-# One scan for both: the count and sum of scores per bucket over the whole span from the earlier start
-# to the window's end, and the count of each distinct score per side (rounded to 1e-3). Grouped by
-# bucket, where each bucket keeps its scores of either side; each series' scores are then sorted and
-# counted by value. (Grouping by value as well, or in a grouping set of its own, gives a hash table of
-# every (series, side, value): twice the time of this in the store.) Each series is one row of flat
-# arrays, numbers the client turns into lists in bulk, where arrays of tuples cost it a Python tuple
-# per element.
-_SCORES = f"""
-SELECT ScorerId, ServiceName, AgentName, {_RUNS.format(s="Baseline")}, {_RUNS.format(s="Window")},
+# Per (series, chunk) of the chunks a pass reads (``{{ranges}}``, whole chunks): the count and sum of
+# scores per bucket, and the count of each distinct score per side (rounded to 1e-3). Grouped by
+# bucket, where each bucket keeps its scores of either side; each chunk's scores are then sorted and
+# counted by value. (Grouping by value as well gives a hash table of every (series, side, value): twice
+# the time of this in the store.) Each row is flat arrays, numbers the client turns into lists in bulk.
+_SERIES_CHUNKS = f"""
+SELECT ScorerId, ServiceName, AgentName, Chunk, {_RUNS.format(s="Baseline")}, {_RUNS.format(s="Window")},
        arrayMap(x -> x.1, Buckets) AS BucketStarts, arrayMap(x -> x.2, Buckets) AS BucketSizes,
        arrayMap(x -> x.3, Buckets) AS BucketTotals
 FROM (
-    SELECT Scorer AS ScorerId, ServiceName, AgentName,
+    SELECT Scorer AS ScorerId, ServiceName, AgentName, Chunk,
            arraySort(groupArray((Bucket, N, Total))) AS Buckets,
            arraySort(arrayFlatten(groupArray(BaselineScores))) AS Baseline,
            arraySort(arrayFlatten(groupArray(WindowScores))) AS Window
     FROM (
-        SELECT Scorer, ServiceName, AgentName, Bucket, count() AS N, sum(Score) AS Total,
+        SELECT Scorer, ServiceName, AgentName, Chunk, Bucket, count() AS N, sum(Score) AS Total,
                groupArrayIf(Value, Side = 0) AS BaselineScores, groupArrayIf(Value, Side = 1) AS WindowScores
         FROM (
             SELECT {_SCORER} AS Scorer, ServiceName, AgentName, Score, round(Score, 3) AS Value,
                    {_SIDE} AS Side,
                    toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{bucket:UInt32}}}})))
-                       AS Bucket
+                       AS Bucket,
+                   toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{chunk:UInt32}}}})))
+                       AS Chunk
             FROM {{database}}.scores_by_scorer FINAL
             WHERE SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
+                AND ({{ranges}})
         )
-        GROUP BY Scorer, ServiceName, AgentName, Bucket
+        GROUP BY Scorer, ServiceName, AgentName, Chunk, Bucket
     )
-    GROUP BY Scorer, ServiceName, AgentName
+    GROUP BY Scorer, ServiceName, AgentName, Chunk
 )
 """
 
+# One row per chunk, its series' arrays end to end (with each one's length): a week is ~170 rows the
+# client converts in bulk, where a row per series and chunk costs it Python objects per row.
+_SCORES = f"""
+SELECT Chunk, groupArray(ScorerId) AS Scorers, groupArray(ServiceName) AS Services,
+       groupArray(AgentName) AS Agents,
+       groupArray(length(BaselineValues)) AS BaselineLengths,
+       arrayFlatten(groupArray(BaselineValues)) AS BaselineValuesFlat,
+       arrayFlatten(groupArray(BaselineCounts)) AS BaselineCountsFlat,
+       groupArray(length(WindowValues)) AS WindowLengths,
+       arrayFlatten(groupArray(WindowValues)) AS WindowValuesFlat,
+       arrayFlatten(groupArray(WindowCounts)) AS WindowCountsFlat,
+       groupArray(length(BucketStarts)) AS BucketLengths,
+       arrayFlatten(groupArray(BucketStarts)) AS BucketStartsFlat,
+       arrayFlatten(groupArray(BucketSizes)) AS BucketSizesFlat,
+       arrayFlatten(groupArray(BucketTotals)) AS BucketTotalsFlat
+FROM ({_SERIES_CHUNKS})
+GROUP BY Chunk
+"""
+
 _DECISIONS = f"""
-SELECT Scorer AS ScorerId, ServiceName, AgentName, Side, sum(Failed) AS Failed, sum(Decided) AS Decided
+SELECT Chunk, groupArray(Scorer) AS Scorers, groupArray(ServiceName) AS Services,
+       groupArray(AgentName) AS Agents, groupArray(Side) AS Sides, groupArray(Failed) AS Failed,
+       groupArray(Decided) AS Decided
+FROM (
+SELECT Scorer, ServiceName, AgentName, Chunk, Side, sum(Failed) AS Failed, sum(Decided) AS Decided
 FROM (
     SELECT {_SCORER} AS Scorer, ServiceName, AgentName, {_SIDE} AS Side,
+           toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{chunk:UInt32}}}}))) AS Chunk,
            countIf(Decision = 'failed') AS Failed, countIf(Decision IN ('scored', 'failed')) AS Decided
     FROM {{database}}.decisions_by_scorer FINAL
-    WHERE {_RANGE}
-    GROUP BY ScorerId, ServiceName, AgentName, Side
+    WHERE ({_RANGE}) AND ({{ranges}})
+    GROUP BY ScorerId, ServiceName, AgentName, Chunk, Side
 )
-GROUP BY Scorer, ServiceName, AgentName, Side
+GROUP BY Scorer, ServiceName, AgentName, Chunk, Side
+HAVING Side >= 0
+)
+GROUP BY Chunk
 """
 
 _LAST_STATES = f"""
@@ -126,46 +167,50 @@ class Notification:
 
 
 class DriftStore:
+    """The drift tables of one store, and the chunks of scores the last pass read (``score_hours``)."""
+
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._hours: dict[int, Hour] = {}  # by chunk start; only chunks of the last pass's span
+        self._catalog = Catalog()
+        self._totals = Totals()  # the kept chunks' value counts added up
 
     async def read(
         self, windows: Windows, bucket_seconds: int, thresholds: Mapping[str, tuple[float, str]]
     ) -> dict[SeriesKey, SeriesData]:
-        """Every series with a score or decision in the baseline or the window."""
-        database = self._store.quoted_database
+        """Every series with a score or decision in the baseline or the window: the kept chunks whose
+        check is unchanged, the others read through FINAL."""
+        chunk = chunk_seconds(bucket_seconds)
+        first = min(windows.baseline_start, windows.window_start)
         sides = {"w0": windows.window_start, "w1": windows.window_end}
         sides |= {"b0": windows.baseline_start, "b1": windows.baseline_end}
-        empty = Counts.of({})
-        first = min(windows.baseline_start, windows.window_start)
-        renamed = _renamed()
-        params = sides | renamed | {"first": first, "bucket": bucket_seconds}
-        baseline_end = windows.baseline_end.timestamp()
-        series: dict[SeriesKey, SeriesData] = {}
-        for row in await self._store.query(_SCORES.format(database=database), params):
-            starts = np.array(row["BucketStarts"], dtype=np.float64)
-            totals = np.array(row["BucketTotals"], dtype=np.float64)
-            sizes = np.array(row["BucketSizes"], dtype=np.float64)
-            series[_key(row)] = SeriesData(
-                _counts(row["BaselineValues"], row["BaselineCounts"]),
-                _counts(row["WindowValues"], row["WindowCounts"]),
-                bucket_means=(totals / sizes).tolist(),
-                bucket_sizes=[int(n) for n in row["BucketSizes"]],
-                baseline_buckets=int(np.count_nonzero(starts < baseline_end)),
-            )
-
-        for row in await self._store.query(_DECISIONS.format(database=database), sides | renamed):
-            if row["Side"] < 0:
-                continue
-            data = series.setdefault(_key(row), SeriesData(empty, empty))
-            counts = (int(row["Failed"]), int(row["Decided"]))
-            if row["Side"] == 1:
-                data.window_decisions = counts
-            else:
-                data.baseline_decisions = counts
+        params = sides | _renamed() | {"first": first, "bucket": bucket_seconds, "chunk": chunk}
+        found = checks(await self._store.query(CHECK.format(database=self._store.quoted_database), params))
+        spans = _chunks(first, windows.window_end, chunk, windows)
+        kept = {start: hour for start, hour in self._hours.items() if _current(hour, start, spans, found)}
+        stale = {start: side for start, side in spans.items() if start not in kept}
+        hours = kept | await self._read_chunks(stale, chunk, params, found)
+        # Only chunks wholly on one side are kept: a boundary moves through the others every pass.
+        self._hours = {start: hour for start, hour in hours.items() if hour.side is not None}
+        this_pass = {start: (hours[start], side) for start, side in spans.items()}
+        series = assemble(this_pass, self._catalog, self._totals, windows.baseline_end.timestamp())
         for (scorer, _, _), data in series.items():
             data.threshold = thresholds.get(scorer)
         return series
+
+    async def _read_chunks(
+        self, spans: Mapping[int, int | None], chunk: int, params: dict[str, Any], found: Mapping[int, Check]
+    ) -> dict[int, Hour]:
+        """The given chunks through FINAL."""
+        if not spans:
+            return {}
+        ranges, bounds = _ranges(list(spans), chunk)
+        database = self._store.quoted_database
+        scores = await self._store.query(_SCORES.format(database=database, ranges=ranges), params | bounds)
+        decisions = await self._store.query(
+            _DECISIONS.format(database=database, ranges=ranges), params | bounds
+        )
+        return hours_of(scores, decisions, self._catalog, found, spans)
 
     async def write(self, findings: Sequence[Finding], checked_at: datetime) -> None:
         if findings:
@@ -174,7 +219,7 @@ class DriftStore:
     async def last_states(self) -> dict[SeriesKey, State]:
         sql = _LAST_STATES.format(database=self._store.quoted_database)
         rows = await self._store.query(sql, _renamed())
-        return {_key(row): row["State"] for row in rows}
+        return {series_key(row): row["State"] for row in rows}
 
     async def last_alerts(self, since: datetime) -> dict[str, dict[str, datetime]]:
         """Per webhook, when each series' last alert was delivered to it, if after ``since``."""
@@ -193,6 +238,49 @@ class DriftStore:
             await self._store.insert("drift_notifications", rows, NOTIFICATION_COLUMNS)
 
 
+def _chunks(first: datetime, end: datetime, chunk: int, windows: Windows) -> dict[int, int | None]:
+    """The chunks from the one holding ``first`` to the one holding ``end`` (exclusive), each with the
+    side it lies wholly in, or None when a side boundary cuts it."""
+    start = int(first.timestamp()) // chunk * chunk
+    spans: dict[int, int | None] = {}
+    while start < end.timestamp():
+        spans[start] = side_of(windows, _moment(start), _moment(start + chunk))
+        start += chunk
+    return spans
+
+
+def _moment(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _current(hour: Hour, start: int, spans: Mapping[int, int | None], found: Mapping[int, Check]) -> bool:
+    """Whether a kept chunk serves this pass: still in the span, wholly on one side, its check
+    unchanged, and not kept from outside both sides (it has no value counts then) into one."""
+    side, kept_side = spans.get(start), hour.side
+    if side is None or kept_side is None:
+        return False
+    return hour.check == found.get(start) and not (kept_side < 0 <= side)
+
+
+def _ranges(starts: Sequence[int], chunk: int) -> tuple[str, dict[str, datetime]]:
+    """A condition on SpanStart for the given chunks, contiguous ones as one range (so the store
+    prunes by its key), and its parameters."""
+    runs: list[list[int]] = []
+    for start in sorted(starts):
+        if runs and runs[-1][1] == start:
+            runs[-1][1] = start + chunk
+        else:
+            runs.append([start, start + chunk])
+    conditions = [
+        f"(SpanStart >= {{r{i}a:DateTime64(9)}} AND SpanStart < {{r{i}b:DateTime64(9)}})"
+        for i in range(len(runs))
+    ]
+    bounds = {
+        f"r{i}{end}": _moment(at) for i, run in enumerate(runs) for end, at in zip("ab", run, strict=True)
+    }
+    return " OR ".join(conditions), bounds
+
+
 def _renamed() -> dict[str, list[str]]:
     """The parameters of ``_SCORER``: the former ids and the names they map to."""
     renamed = former_ids()
@@ -202,10 +290,6 @@ def _renamed() -> dict[str, list[str]]:
 def _counts(values: Sequence[float], counts: Sequence[int]) -> Counts:
     """One side's value counts, as the store sorted them (distinct values, ascending)."""
     return Counts(np.array(values, dtype=np.float64), np.array(counts, dtype=np.float64))
-
-
-def _key(row: Mapping[str, Any]) -> SeriesKey:
-    return (row["ScorerId"], row["ServiceName"], row["AgentName"])
 
 
 def _naive(moment: datetime) -> datetime:
