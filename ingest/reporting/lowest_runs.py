@@ -8,8 +8,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from tracescore.ingest.reporting.report_reads import LowScore, ReportData
 from tracescore.ingest.replay.scorer_inputs import scored_units
+from tracescore.ingest.reporting.report_reads import LowScore, ReportData
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.scoring.runtime.rule_routing import RuleGroup
 

@@ -150,9 +150,7 @@ def _distribution(histogram: Histogram) -> go.Figure:
 
 
 def _style(figure: go.Figure, height: int = CHART_HEIGHT) -> None:
-    figure.update_layout(
-        template="plotly_white", height=height, margin={"l": 50, "r": 20, "t": 30, "b": 40}
-    )
+    figure.update_layout(template="plotly_white", height=height, margin={"l": 50, "r": 20, "t": 30, "b": 40})
 
 
 def _kind_order(kind: str) -> tuple[int, str]:

@@ -76,7 +76,9 @@ def render_page(data: ReportData, service_url: str = "") -> str:
         charts=charts,
         drift=data.drift,
         versions=data.versions,
-        version_changes=[(scorer, spans) for scorer, spans in sorted(data.versions.items()) if len(spans) > 1],
+        version_changes=[
+            (scorer, spans) for scorer, spans in sorted(data.versions.items()) if len(spans) > 1
+        ],
         decisions=data.decisions,
         decision_kinds=kinds,
         decision_chart=mix,
