@@ -113,22 +113,32 @@ def _over_time(
     for mark in drift:
         where = ", ".join(part for part in (mark.service_name, mark.agent_name) if part)
         text = f"drift ({mark.severity})" + (f": {where}" if where else "")
-        _mark(figure, mark.checked_at.isoformat(), text, DRIFT_COLOR, "solid")
+        _mark(figure, mark.checked_at.isoformat(), text, DRIFT_COLOR, "solid", label_at=1.0)
     for change in versions[1:]:  # the first version seen is no change
-        _mark(figure, change.first_seen.isoformat(), f"version {change.version}", VERSION_COLOR, "dash")
+        label = f"version {change.version}"
+        _mark(figure, change.first_seen.isoformat(), label, VERSION_COLOR, "dash", label_at=0.9)
     figure.update_layout(yaxis_title="score", showlegend=False)
     _style(figure)
     return figure
 
 
-def _mark(figure: go.Figure, at: str, text: str, color: str, dash: str) -> None:
-    """A vertical line at ``at``, labelled (a shape and an annotation: plotly's add_vline cannot
-    place itself on a date axis given as text)."""
+def _mark(figure: go.Figure, at: str, text: str, color: str, dash: str, label_at: float) -> None:
+    """A vertical line at ``at``, labelled at height ``label_at`` (a share of the plot: drift and
+    version labels apart). A shape and an annotation: plotly's add_vline cannot place its label on a
+    date axis given as text."""
     figure.add_shape(
         type="line", x0=at, x1=at, xref="x", y0=0, y1=1, yref="paper", line={"color": color, "dash": dash}
     )
     figure.add_annotation(
-        x=at, y=1, xref="x", yref="paper", text=text, showarrow=False, font_color=color, yanchor="bottom"
+        x=at,
+        y=label_at,
+        xref="x",
+        yref="paper",
+        text=text,
+        showarrow=False,
+        font_color=color,
+        yanchor="bottom",
+        xanchor="right",
     )
 
 
