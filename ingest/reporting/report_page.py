@@ -97,7 +97,8 @@ def render_page(data: ReportData, service_url: str = "") -> str:
 @cache
 def plotly_js() -> str:
     """plotly.js as the plotly package ships it (minified), read once."""
-    return plotly.offline.get_plotlyjs()
+    code: str = plotly.offline.get_plotlyjs()
+    return code
 
 
 @cache

@@ -18,7 +18,7 @@ store holds it:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -291,10 +291,10 @@ async def read_report(
     )
 
 
-def _fields(row: Mapping[str, Any], kind: type) -> dict[str, Any]:
+def _fields(row: Mapping[str, Any], kind: type[Any]) -> dict[str, Any]:
     """The row's values under the dataclass's field names (``ScorerId`` -> ``scorer_id``)."""
     by_name = {_snake(column): value for column, value in row.items()}
-    return {name: by_name[name] for name in kind.__dataclass_fields__ if name in by_name}
+    return {f.name: by_name[f.name] for f in fields(kind) if f.name in by_name}
 
 
 def _snake(column: str) -> str:
