@@ -33,6 +33,7 @@ from rich.table import Table
 
 from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
+from tracescore.ingest.cli.report_command import write_page
 from tracescore.ingest.cli.store_flags import add_database_argument
 from tracescore.ingest.cli.terminal import make_console
 from tracescore.ingest.configuration.config_loader import load_config
@@ -166,14 +167,7 @@ async def _write_report(service: Service, path: str) -> str:
         until,
         max_items=service.config.assembly.max_spans_per_trace,
     )
-    return await asyncio.to_thread(_write, path, page)
-
-
-def _write(path: str, text: str) -> str:
-    """Write ``text`` to ``path``; its absolute path."""
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(text)
-    return os.path.abspath(path)
+    return await asyncio.to_thread(write_page, path, page)
 
 
 async def run_demo(

@@ -85,8 +85,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         return exc.status
     if args.out == "-":
         sys.stdout.write(page)
-        return 0
-    with open(args.out, "w", encoding="utf-8") as out:
-        out.write(page)
-    print(os.path.abspath(args.out))
+    else:
+        print(write_page(args.out, page))
     return 0
+
+
+def write_page(path: str, page: str) -> str:
+    """Write ``page`` to ``path``; its absolute path."""
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(page)
+    return os.path.abspath(path)
