@@ -33,11 +33,10 @@ from rich.table import Table
 
 from tracescore.ingest.cli.demo_traces import SCENARIOS, Scenario, emit_scenario
 from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
-from tracescore.ingest.cli.report_command import write_page
 from tracescore.ingest.cli.store_flags import add_database_argument
 from tracescore.ingest.cli.terminal import make_console
 from tracescore.ingest.configuration.config_loader import load_config
-from tracescore.ingest.reporting.report_page import build_report
+from tracescore.ingest.reporting.report_page import build_report, write_page
 from tracescore.ingest.service import Service
 from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.store_config import DEFAULT_DEMO_STORE_NAME, default_store

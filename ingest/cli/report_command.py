@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from datetime import UTC, datetime
 
@@ -22,7 +21,7 @@ from tracescore.ingest.cli.store_access import (
     store_config,
     through_front_door,
 )
-from tracescore.ingest.reporting.report_page import build_report
+from tracescore.ingest.reporting.report_page import build_report, write_page
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.durations import parse_time
 from tracescore.scoring.runtime.rule_routing import build_rules
@@ -88,10 +87,3 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         print(write_page(args.out, page))
     return 0
-
-
-def write_page(path: str, page: str) -> str:
-    """Write ``page`` to ``path``; its absolute path."""
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(page)
-    return os.path.abspath(path)

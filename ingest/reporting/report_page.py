@@ -10,6 +10,7 @@ element with ``<``, ``>`` and ``&`` escaped, so no stored text can close it.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import urllib.parse
 from collections.abc import Sequence
@@ -92,6 +93,13 @@ def render_page(data: ReportData, service_url: str = "") -> str:
         plotly_js=Markup(plotly_js()),
         chart_data=Markup(json.dumps(figures).translate(_JSON_IN_HTML)),
     )
+
+
+def write_page(path: str, page: str) -> str:
+    """Write ``page`` to the file ``path``; its absolute path."""
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(page)
+    return os.path.abspath(path)
 
 
 @cache

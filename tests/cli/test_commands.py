@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,18 @@ def test_demo_prints_the_scores_of_its_agent_runs(tmp_path: Path) -> None:
         ("textual-difference", "0", "4"),
         ("tool-call-accuracy-code", "1", "3"),  # the support run is filtered out of both of its rules
     ]
+    # tracescore report on the same store, opened directly (no service holds it): the same decisions.
+    again = tracescore("report", "--store", str(tmp_path / "data"), "--since", "1m", "--until", "1h")
+    assert (again.returncode, again.stderr) == (
+        2,
+        "tracescore: error: --since (1m) must be before --until (1h)\n",
+    )
+    ahead = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()  # the demo stamps its runs ahead of now
+    written = tracescore("report", "--store", str(tmp_path / "data"), "--out", "-", "--until", ahead)
+    assert written.returncode == 0, written.stderr
+    assert re.findall(r"<tr><td>([\w-]+)</td>" + filtered_scored, written.stdout) == re.findall(
+        r"<tr><td>([\w-]+)</td>" + filtered_scored, page
+    )
 
 
 def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
