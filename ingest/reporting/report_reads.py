@@ -203,7 +203,7 @@ class JudgeCost:
 
 @dataclass(frozen=True)
 class LowScore:
-    """One of a scorer's lowest scores; ``seen`` is what the scorer was given (filled in later)."""
+    """One of a scorer's lowest scores (what its scorer was given is in ``ReportData.seen``)."""
 
     trace_id: str
     span_id: str
@@ -226,7 +226,8 @@ class Agreement:
 
 @dataclass(frozen=True)
 class ReportData:
-    """Everything the page shows, for one period."""
+    """Everything the page shows, for one period. ``seen``: per lowest score (trace, span, scorer), the
+    unit its scorer was given, as ``ingest.reporting.lowest_runs`` shows it."""
 
     since: datetime
     until: datetime
@@ -247,9 +248,6 @@ class ReportData:
     def calls_avoided(self) -> int:
         """Units a gate held back from their rule: each one a scorer call not made."""
         return sum(kinds.get(GATED_DECISION, 0) for kinds in self.decisions.values())
-
-    def scored(self, scorer_id: str) -> int:
-        return self.decisions.get(scorer_id, {}).get("scored", 0)
 
 
 async def read_report(
