@@ -249,7 +249,9 @@ class ScoringExecutor:
                 gates.expect(unit.span_id, routed.rule.scorer_id)
                 gates.wait(unit.span_id, routed.rule.gate_id, job)  # decided when its gate is
                 return
-            if (held := held_by(routed.rule.when, gates.outcome(unit.span_id, routed.rule.gate_id))) is not None:
+            if (
+                held := held_by(routed.rule.when, gates.outcome(unit.span_id, routed.rule.gate_id))
+            ) is not None:
                 routed = Routed(routed.rule, "gated", held)
         if routed.decision is not None and routed.decision == earlier:
             await self._settle(gates, unit, routed.rule.scorer_id, UnitOutcome(routed.decision))
@@ -369,4 +371,3 @@ class ScoringExecutor:
 
     def _update_room(self) -> None:
         self._jobs.update_room(self._buffer.rows_buffered)
-

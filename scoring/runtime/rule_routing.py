@@ -166,7 +166,9 @@ def build_rules(
 def routing_order(groups: Sequence[RuleGroup]) -> tuple[RuleGroup, ...]:
     """``groups`` with every cascade's gate before the rules it gates, else in config order."""
     by_id = {group[0].scorer_id: group for group in groups}
-    waits_for = {scorer_id: {rule.gate_id for rule in group if rule.gate_id} for scorer_id, group in by_id.items()}
+    waits_for = {
+        scorer_id: {rule.gate_id for rule in group if rule.gate_id} for scorer_id, group in by_id.items()
+    }
     return tuple(by_id[scorer_id] for scorer_id in gate_order(list(by_id), waits_for))
 
 
