@@ -29,8 +29,8 @@ from tracescore.ingest.store.ledger import Ledger, StoredTrace
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink, merged_outcome
 from tracescore.ingest.transform.scoring_units import build_units
 from tracescore.schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, TraceRound
-from tracescore.schemas.config import ScorerRule, ServiceConfig
 from tracescore.schemas.assembly_rounds import UnitOutcome
+from tracescore.schemas.config import ScorerRule, ServiceConfig
 from tracescore.schemas.consumers import PriorOutcomes
 from tracescore.schemas.trace_view import TraceView
 from tracescore.scoring.framework.scorer import Scorer
@@ -160,14 +160,13 @@ class Backfill:
         with what each came to (a cascade's gated rules read their gate's)."""
         database = self._store.quoted_database
         where = "WHERE TraceId IN {ids:Array(String)}"
+        pair = "SELECT TraceId, SpanId, ScorerId"
         decided = await self._store.query(
-            f"SELECT TraceId, SpanId, ScorerId, Decision, 1 AS Decided FROM {database}.score_decisions FINAL "
-            + where,
+            f"{pair}, Decision, 1 AS Decided FROM {database}.score_decisions FINAL {where}",
             {"ids": trace_ids},
         )
         scored = await self._store.query(
-            f"SELECT TraceId, SpanId, ScorerId, Score, Label, 0 AS Decided FROM {database}.scores FINAL {where}",
-            {"ids": trace_ids},
+            f"{pair}, Score, Label, 0 AS Decided FROM {database}.scores FINAL {where}", {"ids": trace_ids}
         )
         earlier: dict[str, dict[tuple[str, str], str]] = {}
         outcomes: dict[str, dict[tuple[str, str], UnitOutcome]] = {}

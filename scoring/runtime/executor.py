@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from tracescore.schemas import AgentRun, ScoreSource, TraceRound
-from tracescore.schemas.config import ScoringConfig
 from tracescore.schemas.assembly_rounds import UnitOutcome
+from tracescore.schemas.config import ScoringConfig
 from tracescore.schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
 from tracescore.schemas.errors import is_retriable
 from tracescore.schemas.trace_view import TraceView
