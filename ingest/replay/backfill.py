@@ -73,7 +73,9 @@ class BackfillReport:
 
 
 def select_rules(rules: Sequence[ScorerRule], names: Sequence[str], scorer_ids: Sequence[str]) -> list[int]:
-    """Indexes of the rules ``names`` asks for (a rule's name, scorer, use or stored id); all if none."""
+    """Indexes of the rules ``names`` asks for (a rule's name, scorer, use or stored id), with the gates
+    they wait for (a cascade's ``when``: a gate that decided a unit before is read, not run again);
+    all if none."""
     if not names:
         return list(range(len(rules)))
     known = [
@@ -84,7 +86,13 @@ def select_rules(rules: Sequence[ScorerRule], names: Sequence[str], scorer_ids: 
     if unknown:
         every = sorted({scorer_id for scorer_id in scorer_ids} | {rule.label for rule in rules})
         raise ValueError(f"--rule {', '.join(unknown)}: no such rule; the rules are {', '.join(every)}")
-    return [index for index, names_of in enumerate(known) if names_of & set(names)]
+    chosen = {index for index, names_of in enumerate(known) if names_of & set(names)}
+    while True:
+        waited_for = {when.rule for index in chosen if (when := rules[index].when) is not None}
+        gates = {index for index, rule in enumerate(rules) if rule.label in waited_for} - chosen
+        if not gates:
+            return sorted(chosen)
+        chosen |= gates
 
 
 class Backfill:

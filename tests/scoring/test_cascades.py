@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from tests.support.llm_server import LLMServer, answering, error_reply
 from tests.support.runs import agent_run
 from tests.support.sinks import RecordingSink
+from tracescore.ingest.replay.backfill import select_rules
 from tracescore.schemas import AgentRun, TraceRound
 from tracescore.schemas.assembly_rounds import PriorOutcomes, UnitOutcome
 from tracescore.schemas.config import ScorerRule, ScoringConfig
@@ -324,3 +325,32 @@ def _cascade_judge_gate(server: LLMServer) -> ScoringConfig:
             ScorerRule(scorer="textual-difference", when=RuleGate(rule="toxicity", score_below=0.5)),
         ]
     )
+
+
+async def test_a_backfill_reads_the_gate_s_earlier_result_and_selects_the_gates_of_its_rules(
+    llm_server: LLMServer,
+) -> None:
+    config = _cascade_judge_gate(llm_server)
+    run = _run(1, "Yes, Paris.")
+    gate = (run.span_id, "toxicity")
+    earlier = PriorOutcomes(earlier={gate: "scored"}, outcomes={gate: UnitOutcome("scored", 0.9)})
+    sink = RecordingSink()
+    executor = ScoringExecutor(config, sink, ScoringMetrics(), source="backfill")
+    await executor.start()
+    try:
+        await executor.consume_runs([run], None, None, prior=earlier)
+        await executor.drain()
+    finally:
+        await executor.shutdown()
+    assert [(d.scorer_id, d.decision, d.source) for d in sink.decisions] == [
+        ("textual-difference", "gated", "backfill")
+    ]
+    assert llm_server.chat_requests == []
+    # `--rule big` backfills its gate too (and that one's gate: a chain).
+    rules = _rules(
+        {"scorer": "textual-difference", "name": "a"},
+        {"scorer": "completeness", "name": "b", "when": {"rule": "a", "score_below": 0.5}},
+        {"scorer": "content-similarity", "name": "big", "when": {"rule": "b", "score_below": 0.5}},
+        {"scorer": "keyword-coverage"},
+    )
+    assert select_rules(rules, ["big"], ["a", "b", "big", "keyword-coverage"]) == [0, 1, 2]
