@@ -168,13 +168,13 @@ class Backfill:
         with what each came to (a cascade's gated rules read their gate's)."""
         database = self._store.quoted_database
         where = "WHERE TraceId IN {ids:Array(String)}"
-        pair = "SELECT TraceId, SpanId, ScorerId"
+        columns = "SELECT TraceId, SpanId, ScorerId"
         decided = await self._store.query(
-            f"{pair}, Decision, 1 AS Decided FROM {database}.score_decisions FINAL {where}",
+            f"{columns}, Decision, 1 AS Decided FROM {database}.score_decisions FINAL {where}",
             {"ids": trace_ids},
         )
         scored = await self._store.query(
-            f"{pair}, Score, Label, 0 AS Decided FROM {database}.scores FINAL {where}", {"ids": trace_ids}
+            f"{columns}, Score, Label, 0 AS Decided FROM {database}.scores FINAL {where}", {"ids": trace_ids}
         )
         earlier: dict[str, dict[tuple[str, str], str]] = {}
         outcomes: dict[str, dict[tuple[str, str], UnitOutcome]] = {}
