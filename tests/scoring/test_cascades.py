@@ -4,7 +4,6 @@ through, after the gate, exactly once, across a restart."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -12,9 +11,9 @@ from pydantic import ValidationError
 
 from tests.support.llm_server import LLMServer, answering, error_reply
 from tests.support.runs import agent_run
-from tests.support.sinks import RecordingSink
+from tests.support.sinks import RecordingSink, until_done
 from tracescore.ingest.replay.backfill import select_rules
-from tracescore.schemas import AgentRun, TraceRound
+from tracescore.schemas import AgentRun, ScoreSource, TraceRound
 from tracescore.schemas.assembly_rounds import PriorOutcomes, UnitOutcome
 from tracescore.schemas.config import ScorerRule, ScoringConfig
 from tracescore.schemas.rules import RuleGate
@@ -217,14 +216,7 @@ async def test_a_gate_waiting_for_its_judge_holds_the_gated_unit_and_its_round(l
     # A judge gate (toxicity, down for its first attempt) before a heuristic.
     llm_server.script(error_reply(503), error_reply(503))
     llm_server.responder = answering(VERDICTS, "The score is 0 because the answer is polite.")
-    judge = {"model": "openai/gpt-4o-mini", "api_base": llm_server.api_base, "api_key": "k", "max_retries": 1}
-    config = ScoringConfig(
-        rules=[
-            ScorerRule(scorer="toxicity", options={"judge": judge}),
-            ScorerRule(scorer="textual-difference", when=RuleGate(rule="toxicity", score_below=0.5)),
-        ],
-        retry_max_age_seconds=60,
-    )
+    config = _cascade_judge_gate(llm_server, max_retries=1)
     run = _run(1, "Yes, Paris.")
     sink = RecordingSink()
     executor = ScoringExecutor(config, sink, ScoringMetrics(), flush_interval=0.05)
@@ -234,11 +226,7 @@ async def test_a_gate_waiting_for_its_judge_holds_the_gated_unit_and_its_round(l
         await executor.drain()
         assert sink.decisions == [] and sink.done == []  # both wait: the round stays open
         assert executor.oldest_open() == 1
-        for _ in range(200):  # the gate's retry comes after a second or so of backoff
-            if sink.done:
-                break
-            await executor.drain()
-            await asyncio.sleep(0.05)
+        await until_done(executor, sink)  # the gate's retry comes after a second or so of backoff
     finally:
         await executor.shutdown()
     assert [(d.scorer_id, d.decision) for d in sink.decisions] == [
@@ -252,17 +240,23 @@ def _heuristics(*rules: dict[str, Any]) -> ScoringConfig:
     return ScoringConfig(rules=_rules(*rules), sampling_salt="s")
 
 
-async def _decide(config: ScoringConfig, run: AgentRun, prior: PriorOutcomes | None = None) -> RecordingSink:
+async def _decide(
+    config: ScoringConfig, run: AgentRun, prior: PriorOutcomes | None = None, *, backfill: bool = False
+) -> RecordingSink:
+    """The decisions of ``run``: in a round resumed with ``prior`` (none: a new round), or, in a
+    backfill, with ``prior`` as the earlier outcomes."""
     sink = RecordingSink()
-    round = _round(run).model_copy(update={"resumed": prior is not None, "prior": prior})
-    executor = ScoringExecutor(config, sink, ScoringMetrics(), flush_interval=0.05)
+    resumed = {"resumed": prior is not None, "prior": prior}
+    round = None if backfill else _round(run).model_copy(update=resumed)
+    source: ScoreSource = "backfill" if backfill else "live"
+    executor = ScoringExecutor(config, sink, ScoringMetrics(), source=source, flush_interval=0.05)
     await executor.start()
     try:
-        await executor.consume_runs([run], round)
+        await executor.consume_runs([run], round, None, prior=prior if backfill else None)
         await executor.drain()
     finally:
         await executor.shutdown()
-    assert sink.done == [round]
+    assert sink.done == ([round] if round is not None else [])
     return sink
 
 
@@ -296,7 +290,7 @@ async def test_the_gated_rule_s_own_filter_and_sampling_come_before_its_gate() -
     }
 
 
-async def test_after_a_restart_the_gate_s_stored_result_is_read_not_judged_again(
+async def test_after_a_restart_or_in_a_backfill_the_gate_s_stored_result_is_read_not_judged_again(
     llm_server: LLMServer,
 ) -> None:
     # No reply scripted: a call to the judge would fail the gate's rule, not score it.
@@ -314,38 +308,28 @@ async def test_after_a_restart_the_gate_s_stored_result_is_read_not_judged_again
         ("toxicity", "scored", "the score was written before a restart; "),
         ("textual-difference", "gated", "held by rule toxicity: score 0.9 is not "),
     ]
-    assert llm_server.chat_requests == []
-
-
-def _cascade_judge_gate(server: LLMServer) -> ScoringConfig:
-    judge = {"model": "openai/gpt-4o-mini", "api_base": server.api_base, "api_key": "k", "max_retries": 0}
-    return ScoringConfig(
-        rules=[
-            ScorerRule(scorer="toxicity", options={"judge": judge}),
-            ScorerRule(scorer="textual-difference", when=RuleGate(rule="toxicity", score_below=0.5)),
-        ]
-    )
-
-
-async def test_a_backfill_reads_the_gate_s_earlier_result_and_selects_the_gates_of_its_rules(
-    llm_server: LLMServer,
-) -> None:
-    config = _cascade_judge_gate(llm_server)
-    run = _run(1, "Yes, Paris.")
-    gate = (run.span_id, "toxicity")
+    # A backfill reads the gate's earlier score the same way.
     earlier = PriorOutcomes(earlier={gate: "scored"}, outcomes={gate: UnitOutcome("scored", 0.9)})
-    sink = RecordingSink()
-    executor = ScoringExecutor(config, sink, ScoringMetrics(), source="backfill")
-    await executor.start()
-    try:
-        await executor.consume_runs([run], None, None, prior=earlier)
-        await executor.drain()
-    finally:
-        await executor.shutdown()
+    sink = await _decide(config, run, earlier, backfill=True)
     assert [(d.scorer_id, d.decision, d.source) for d in sink.decisions] == [
         ("textual-difference", "gated", "backfill")
     ]
     assert llm_server.chat_requests == []
+
+
+def _cascade_judge_gate(server: LLMServer, max_retries: int = 0) -> ScoringConfig:
+    """A toxicity judge gating a heuristic; a judge that failed is tried again for a minute."""
+    judge = {"model": "openai/gpt-4o-mini", "api_base": server.api_base, "api_key": "k"}
+    return ScoringConfig(
+        rules=[
+            ScorerRule(scorer="toxicity", options={"judge": {**judge, "max_retries": max_retries}}),
+            ScorerRule(scorer="textual-difference", when=RuleGate(rule="toxicity", score_below=0.5)),
+        ],
+        retry_max_age_seconds=60,
+    )
+
+
+def test_a_backfill_of_a_gated_rule_takes_its_gates() -> None:
     # `--rule big` backfills its gate too (and that one's gate: a chain).
     rules = _rules(
         {"scorer": "textual-difference", "name": "a"},
