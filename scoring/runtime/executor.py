@@ -243,15 +243,15 @@ class ScoringExecutor:
         routed = route(unit, group, self._config.sampling_salt, self._config.max_run_chars, trace)
         job = ScoringJob(unit, routed.rule, state, gates=gates)
         if routed.decision is None and routed.rule.when is not None and gates is not None:
-            if gates.will_decide(unit.span_id, routed.rule.gate_id):
+            gate_id = routed.rule.gate_id
+            if gates.will_decide(unit.span_id, gate_id):  # the gate is queued, or waits itself
                 if state is not None:
                     self._rounds.queued(state)
                 gates.expect(unit.span_id, routed.rule.scorer_id)
-                gates.wait(unit.span_id, routed.rule.gate_id, job)  # decided when its gate is
+                gates.wait(unit.span_id, gate_id, job)  # decided when its gate is
                 return
-            if (
-                held := held_by(routed.rule.when, gates.outcome(unit.span_id, routed.rule.gate_id))
-            ) is not None:
+            held = held_by(routed.rule.when, gates.outcome(unit.span_id, gate_id))
+            if held is not None:
                 routed = Routed(routed.rule, "gated", held)
         if routed.decision is not None and routed.decision == earlier:
             await self._settle(gates, unit, routed.rule.scorer_id, UnitOutcome(routed.decision))
@@ -292,7 +292,8 @@ class ScoringExecutor:
                 if held is None:
                     through.append(job)
                     continue
-                self._buffer.add(None, self._rows.decision(job.run, job.rule, "gated", held))
+                detail = with_round(held, job.round.round if job.round is not None else None)
+                self._buffer.add(None, self._rows.decision(job.run, job.rule, "gated", detail))
                 if job.round is not None:
                     self._rounds.decided(job.round)
                 settled.append((job.rule.scorer_id, UnitOutcome("gated")))
