@@ -86,26 +86,34 @@ class OutcomeRows:
         if spend.units:
             per_1000 = self.metrics.judge_cost_per_1000_units.labels(scorer=rule.scorer_id)
             per_1000.set(1000.0 * spend.usd / spend.units)
+            self._price_avoided(rule.scorer_id, spend)
 
     def _avoided(self, rule: Rule) -> None:
-        """A gate held a unit of this judge rule: the calls and dollars a scored unit of it costs on
-        average (until it has scored one: a call per judge model, and no dollars) were not spent."""
-        spend = self._spend.get(rule.scorer_id)
-        measured = spend is not None and spend.units > 0
-        calls = spend.calls / spend.units if spend is not None and measured else len(rule.scorer.judge_models)
-        usd = spend.usd / spend.units if spend is not None and measured else 0.0
+        """A gate held a unit of this judge rule: it did not spend what a scored unit of the rule costs
+        on average (priced once the rule has scored a unit, when it has not yet)."""
         self.metrics.judge_units_avoided.labels(scorer=rule.scorer_id).inc()
-        self.metrics.judge_calls_avoided.labels(scorer=rule.scorer_id).inc(calls)
-        self.metrics.judge_cost_avoided.labels(scorer=rule.scorer_id).inc(usd)
+        spend = self._spend.setdefault(rule.scorer_id, JudgeSpend())
+        spend.unpriced += 1
+        if spend.units:
+            self._price_avoided(rule.scorer_id, spend)
+
+    def _price_avoided(self, scorer_id: str, spend: JudgeSpend) -> None:
+        """The held units not yet counted in the calls and dollars avoided, at the average so far."""
+        if spend.unpriced:
+            held, spend.unpriced = spend.unpriced, 0
+            self.metrics.judge_calls_avoided.labels(scorer=scorer_id).inc(held * spend.calls / spend.units)
+            self.metrics.judge_cost_avoided.labels(scorer=scorer_id).inc(held * spend.usd / spend.units)
 
 
 @dataclass(slots=True)
 class JudgeSpend:
-    """One judge rule's spend since start: judge calls and dollars (failed runs too), units scored."""
+    """One judge rule's spend since start: judge calls and dollars (failed runs too), units scored,
+    and the units a gate held that the calls and dollars avoided do not count yet."""
 
     units: int = 0
     calls: int = 0
     usd: float = 0.0
+    unpriced: int = 0
 
     def add(self, usage: JudgeUsage, *, scored: bool) -> None:
         self.units += scored

@@ -185,7 +185,8 @@ async def test_only_units_the_gate_lets_through_reach_the_judge(llm_server: LLMS
     executor = ScoringExecutor(_cascade(llm_server, score_below=0.8), sink, metrics, flush_interval=0.05)
     await executor.start()
     try:
-        for batch in ([runs[1]], [runs[3]], [runs[0]], [runs[2]]):  # judged ones first: costs measured
+        # 1 is held before the judge scored anything (priced when 2 is scored), 3 after 2 and 4 were.
+        for batch in ([runs[0]], [runs[1]], [runs[3]], [runs[2]]):
             await executor.consume_runs(batch, _round(batch[0]))
             await executor.drain()
     finally:
@@ -204,12 +205,15 @@ async def test_only_units_the_gate_lets_through_reach_the_judge(llm_server: LLMS
     sample = metrics.registry.get_sample_value
     assert sample("tracescore_scoring_decisions_total", {"scorer": "toxicity", "decision": "gated"}) == 2
     assert sample("tracescore_judge_units_avoided_total", {"scorer": "toxicity"}) == 2
-    # Each gated unit avoided what a scored one cost on average: two calls, half of the two's cost.
+    # Each gated unit avoided what a scored one cost on average: two calls; 1 at 2's cost, 3 at the
+    # mean of 2's and 4's.
     assert sample("tracescore_judge_calls_avoided_total", {"scorer": "toxicity"}) == 2 * 2
-    cost = sample("tracescore_judge_cost_usd_total", {"scorer": "toxicity", "outcome": "scored"})
+    costs = {r.trace_id[-1]: r.cost_usd for r in sink.records if r.scorer_id == "toxicity"}
+    assert costs["2"] > 0 and costs["4"] > 0
+    avoided = sample("tracescore_judge_cost_avoided_usd_total", {"scorer": "toxicity"})
+    assert avoided == pytest.approx(costs["2"] + (costs["2"] + costs["4"]) / 2)
     per_1000 = sample("tracescore_judge_cost_per_1000_scored_units_usd", {"scorer": "toxicity"})
-    assert cost is not None and cost > 0 and per_1000 == pytest.approx(1000 * cost / 2)
-    assert sample("tracescore_judge_cost_avoided_usd_total", {"scorer": "toxicity"}) == pytest.approx(cost)
+    assert per_1000 == pytest.approx(1000 * (costs["2"] + costs["4"]) / 2)
 
 
 async def test_a_gate_waiting_for_its_judge_holds_the_gated_unit_and_its_round(llm_server: LLMServer) -> None:
