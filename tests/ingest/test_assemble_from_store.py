@@ -20,8 +20,8 @@ from tracescore.ingest.store.ledger import Ledger, PriorRounds, StoredTrace
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import SpanSink
 from tracescore.schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
-from tracescore.schemas.config import AssemblyConfig
 from tracescore.schemas.assembly_rounds import UnitOutcome
+from tracescore.schemas.config import AssemblyConfig
 from tracescore.schemas.consumers import PriorOutcomes
 from tracescore.schemas.errors import StoreError
 
