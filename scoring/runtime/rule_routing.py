@@ -7,9 +7,8 @@ the scorer needs (absent -> ``skipped_empty``), then the size of its text (over 
 ``skipped_too_large``); a unit that passes them all goes to the executor, which for a rule with
 ``when`` first waits for its gate's result on the unit (``scoring.runtime.cascades``: held ->
 ``gated``). Gating comes last, so a filtered or sampled-out unit never waits for, nor costs, anything
-more. Several rules may store
-under one scorer id (one scorer with other options per agent) when their filters are disjoint; a
-unit then gets the decision of the rule that matches it.
+more. Several rules may store under one scorer id (one scorer with other options per agent) when their
+filters are disjoint; a unit then gets the decision of the rule that matches it.
 
 Loop guard: a unit that is one of tracescore's own judge calls (its span or an ancestor carries
 ``tracescore.judge``, or its system prompt opens with the judges' preamble) is never scored.
