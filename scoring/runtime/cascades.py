@@ -25,13 +25,14 @@ W = TypeVar("W")
 
 
 class CascadeError(ValueError):
-    """A rule's ``when`` that cannot hold: ``index`` is the rule's place in ``scoring.rules``,
-    ``reason`` what is wrong with its ``when.rule``."""
+    """Rules whose ``when`` cannot hold: ``problems`` are (the rule's place in ``scoring.rules``, what
+    is wrong with its ``when.rule``), each rule once."""
 
-    def __init__(self, index: int, label: str, reason: str) -> None:
-        super().__init__(f"scoring.rules[{index}] ({label}): when.rule: {reason}")
-        self.index = index
-        self.reason = reason
+    def __init__(self, problems: Sequence[tuple[int, str, str]]) -> None:
+        super().__init__(
+            "; ".join(f"scoring.rules[{i}] ({label}): when.rule: {why}" for i, label, why in problems)
+        )
+        self.problems = [(index, reason) for index, _, reason in problems]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,54 +48,60 @@ class CascadeNode:
 
 def resolve_gates(nodes: Sequence[CascadeNode]) -> list[str]:
     """The scorer id of each rule's gate ("" for a rule without ``when``), in the rules' order.
-    Raises ``CascadeError`` for the first rule whose gate is missing, ambiguous, scores other units,
-    or closes a cycle."""
+    Raises ``CascadeError`` naming every rule whose gate is missing, ambiguous or scores other units;
+    when there is none, every rule that closes a cycle."""
     by_label: dict[str, set[str]] = {}
     kinds: dict[str, str] = {}
     for node in nodes:
         by_label.setdefault(node.label, set()).add(node.scorer_id)
         kinds[node.scorer_id] = node.unit_kind
     gates: list[str] = []
+    problems: list[tuple[int, str, str]] = []
     for index, node in enumerate(nodes):
-        if node.when is None:
-            gates.append("")
-            continue
-        named = by_label.get(node.when.rule, set())
-        if not named:
-            guess = did_you_mean(node.when.rule, by_label)
-            raise CascadeError(index, node.label, f"no rule is named {node.when.rule!r}{guess}")
-        if len(named) > 1:
-            stored = ", ".join(sorted(named))
-            raise CascadeError(
-                index, node.label, f"{node.when.rule!r} names rules storing as {stored}; name them apart"
-            )
-        (gate,) = named
-        if kinds[gate] != node.unit_kind:
-            raise CascadeError(
-                index,
-                node.label,
-                f"rule {node.when.rule!r} scores {kinds[gate]} units, this rule {node.unit_kind} units: "
-                "a gate decides the same unit as the rule it gates",
-            )
+        gate, problem = _gate_of(node, by_label, kinds) if node.when is not None else ("", None)
         gates.append(gate)
-    _check_acyclic(nodes, gates)
+        if problem is not None:
+            problems.append((index, node.label, problem))
+    problems = problems or _cycles(nodes, gates)
+    if problems:
+        raise CascadeError(problems)
     return gates
 
 
-def _check_acyclic(nodes: Sequence[CascadeNode], gates: Sequence[str]) -> None:
-    """Raise ``CascadeError`` at the first rule whose gates lead back to its own scorer id."""
+def _gate_of(
+    node: CascadeNode, by_label: Mapping[str, set[str]], kinds: Mapping[str, str]
+) -> tuple[str, str | None]:
+    """The scorer id of the gate ``node`` names, or why it has none."""
+    assert node.when is not None
+    named = by_label.get(node.when.rule, set())
+    if not named:
+        return "", f"no rule is named {node.when.rule!r}{did_you_mean(node.when.rule, by_label)}"
+    if len(named) > 1:
+        return "", f"{node.when.rule!r} names rules storing as {', '.join(sorted(named))}; name them apart"
+    (gate,) = named
+    if kinds[gate] != node.unit_kind:
+        why = (
+            f"rule {node.when.rule!r} scores {kinds[gate]} units, this rule {node.unit_kind} units: "
+            "a gate decides the same unit as the rule it gates"
+        )
+        return "", why
+    return gate, None
+
+
+def _cycles(nodes: Sequence[CascadeNode], gates: Sequence[str]) -> list[tuple[int, str, str]]:
+    """Each rule whose gates lead back to its own scorer id, with the loop."""
     waits_for: dict[str, set[str]] = {}
     for node, gate in zip(nodes, gates, strict=True):
         if gate:
             waits_for.setdefault(node.scorer_id, set()).add(gate)
     labels = {node.scorer_id: node.label for node in nodes}
+    problems: list[tuple[int, str, str]] = []
     for index, (node, gate) in enumerate(zip(nodes, gates, strict=True)):
-        if not gate:
-            continue
-        path = _path(gate, node.scorer_id, waits_for)
+        path = _path(gate, node.scorer_id, waits_for) if gate else None
         if path is not None:
             loop = " -> ".join(labels[scorer_id] for scorer_id in (node.scorer_id, *path))
-            raise CascadeError(index, node.label, f"the gates form a cycle: {loop}")
+            problems.append((index, node.label, f"the gates form a cycle: {loop}"))
+    return problems
 
 
 def _path(start: str, goal: str, waits_for: Mapping[str, set[str]]) -> list[str] | None:

@@ -37,7 +37,7 @@ def rule_errors(data: Mapping[str, Any], config: ServiceConfig | None) -> list[t
         try:
             build_rules(config.scoring.rules, judge=config.scoring.judge)
         except CascadeError as exc:
-            errors.append((("scoring", "rules", exc.index, "when", "rule"), exc.reason))
+            errors.extend((("scoring", "rules", index, "when", "rule"), why) for index, why in exc.problems)
         except ValueError as exc:
             errors.append((("scoring", "rules"), str(exc)))
     return errors

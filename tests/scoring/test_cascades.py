@@ -85,7 +85,7 @@ def test_a_gate_that_cannot_hold_is_an_error_naming_the_rule_and_the_field(
 ) -> None:
     with pytest.raises(CascadeError) as caught:
         build_rules(_rules(*rules))
-    assert (caught.value.index, caught.value.reason) == (index, reason)
+    assert caught.value.problems[0] == (index, reason)
     assert str(caught.value).startswith(f"scoring.rules[{index}] (")
     assert f"): when.rule: {reason}" in str(caught.value)
 
@@ -97,12 +97,20 @@ def test_the_config_check_reports_a_bad_gate_at_its_key() -> None:
         "scoring": {
             "rules": [
                 {"scorer": "completeness", "when": {"rule": "tone", "score_below": 0.5}},
-                {"scorer": "textual-difference"},
+                {"scorer": "textual-difference", "name": "llm", "target": "llm_call"},
+                {"scorer": "keyword-coverage", "when": {"rule": "llm", "decision": "scored"}},
             ]
         }
     }
     errors = rule_errors(data, ServiceConfig.model_validate(data))
-    assert errors == [(("scoring", "rules", 0, "when", "rule"), "no rule is named 'tone'")]
+    assert errors == [
+        (("scoring", "rules", 0, "when", "rule"), "no rule is named 'tone'"),
+        (
+            ("scoring", "rules", 2, "when", "rule"),
+            "rule 'llm' scores llm_call units, this rule run units: "
+            "a gate decides the same unit as the rule it gates",
+        ),
+    ]
 
 
 def test_a_chain_is_routed_gates_first() -> None:
