@@ -21,6 +21,7 @@ DDL_FILES = (
     "otel_logs.sql",
     "span_ledger.sql",
     "trace_done.sql",
+    "sessions.sql",
     "ingest_watermarks.sql",
     "replicas.sql",
     "trace_handoffs.sql",

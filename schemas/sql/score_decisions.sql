@@ -25,3 +25,7 @@ ALTER TABLE {database}.score_decisions
     ADD COLUMN IF NOT EXISTS ServiceName LowCardinality(String) CODEC(ZSTD(1)) AFTER AgentName,
     ADD COLUMN IF NOT EXISTS SpanStart DateTime64(9, 'UTC') DEFAULT Timestamp CODEC(Delta(8), ZSTD(1))
         AFTER ServiceName;
+
+-- As in scores: the conversation of a session decision.
+ALTER TABLE {database}.score_decisions
+    ADD COLUMN IF NOT EXISTS SessionId String DEFAULT '' CODEC(ZSTD(1)) AFTER Version;
