@@ -12,7 +12,6 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,7 +112,9 @@ def test_two_frameworks_conversations_are_scored_whole_on_their_last_runs_root(s
             assert (row["trace_id"], row["span_id"]) == (turns[-1].trace_id, turns[-1].root_span_id)
             assert row["session_id"] == sid
         decisions = by_scorer(session_rows(served, sid, "decisions"))
-        assert {d: decisions[d]["decision"] for d in SESSION_SCORERS} == dict.fromkeys(SESSION_SCORERS, "scored")
+        assert {d: decisions[d]["decision"] for d in SESSION_SCORERS} == dict.fromkeys(
+            SESSION_SCORERS, "scored"
+        )
     # Every turn was scored as a run too, without a session id on its row.
     first = api_rows(f"{served}/api/scores?trace_id={chat_turns[0].trace_id}")
     assert [(r["scorer_id"], r["session_id"]) for r in first] == [("textual-difference", "")]

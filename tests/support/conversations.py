@@ -5,17 +5,23 @@ TOOL span below), and the Vercel AI SDK's ``ai.telemetry.metadata.sessionId`` on
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode, Tracer
+
+from tracescore.ingest.store.clickhouse import Store
 
 Convention = Literal["openinference", "vercel"]
 TURN_NS = 1_000_000_000  # a turn starts a second after the one before
@@ -72,8 +78,6 @@ def _openinference(tracer: Tracer, session_id: str, turn: Turn, start: int) -> t
         }
     )
     if turn.tool_failed is not None:
-        from opentelemetry import trace
-
         with trace.use_span(agent):
             tool = tracer.start_span("lookup_order", start_time=start + 1_000_000)
             tool.set_attributes(
@@ -113,3 +117,43 @@ def _vercel(tracer: Tracer, session_id: str, turn: Turn, start: int) -> tuple[st
     span.end(end_time=start + 5_000_000)
     context = span.get_span_context()
     return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+@dataclass(frozen=True)
+class SessionRows:
+    """What a stopped service left of its session scores, read from the store through FINAL."""
+
+    scores: dict[tuple[str, str], tuple[str, str, float, int]]  # (session, scorer) -> (trace, span, score, n)
+    decisions: dict[tuple[str, str], int]  # (session, scorer) -> current decision rows
+    by_scorer: dict[str, int]  # scorer -> rows of scores_by_scorer (what dashboards and drift read)
+
+
+def session_rows(store_dir: Path, scorers: Sequence[str]) -> SessionRows:
+    """The session score and decision rows of a stopped service's embedded store."""
+
+    async def read() -> SessionRows:
+        store = Store(str(store_dir))
+        await store.start()
+        try:
+            scores = await store.query(
+                "SELECT SessionId, ScorerId, any(TraceId) AS T, any(SpanId) AS S, any(Score) AS V, "
+                "count() AS n FROM scores FINAL WHERE SessionId != '' GROUP BY SessionId, ScorerId"
+            )
+            decisions = await store.query(
+                "SELECT SessionId, ScorerId, count() AS n FROM score_decisions FINAL "
+                "WHERE SessionId != '' GROUP BY SessionId, ScorerId"
+            )
+            by_scorer = await store.query(
+                "SELECT ScorerId, count() AS n FROM scores_by_scorer FINAL "
+                "WHERE ScorerId IN {scorers:Array(String)} GROUP BY ScorerId",
+                {"scorers": list(scorers)},
+            )
+        finally:
+            await store.shutdown()
+        return SessionRows(
+            {(r["SessionId"], r["ScorerId"]): (r["T"], r["S"], float(r["V"]), int(r["n"])) for r in scores},
+            {(r["SessionId"], r["ScorerId"]): int(r["n"]) for r in decisions},
+            {r["ScorerId"]: int(r["n"]) for r in by_scorer},
+        )
+
+    return asyncio.run(read())
