@@ -66,7 +66,7 @@ async def test_tool_error_rate_counts_every_turns_tool_calls() -> None:
 
 async def test_a_user_asking_again_counts_as_a_repeated_request() -> None:
     result = await create_repeated_requests_scorer().run(CHAT)
-    # "hello my package never arrived" vs "my package never arrived": ratio 88.9 (rapidfuzz, normalized).
+    # "hello my package never arrived" vs "my package never arrived": ratio 87.3 (rapidfuzz, normalized).
     assert result.score == 0.5
     assert (await create_repeated_requests_scorer(similarity=95).run(CHAT)).score == 0.0
 
