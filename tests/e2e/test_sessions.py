@@ -2,23 +2,27 @@
 OTel SDK with two frameworks' session attributes (OpenInference ``session.id``, the Vercel AI SDK's
 ``ai.telemetry.metadata.sessionId``), ``target: session`` rules scoring each conversation once it
 has been quiet for ``session.idle``, and a conversation that resumes after it was scored scored again
-with its old rows gone.
+with its old rows gone; Mastra's multi-turn judge on a whole conversation, through litellm to the
+local OpenAI-compatible server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.support.conversations import SentTurn, Turn, conversation
-from tests.support.serve import api_rows, start_serve, stop, wait_healthy
+from tests.support.llm_server import LLMServer, json_reply
+from tests.support.serve import ENV, api_rows, start_serve, stop, wait_healthy
 
 SESSION_SCORERS = ("conversation-turns", "repeated-requests", "tool-error-rate", "time-to-resolution")
 CONFIG: dict[str, Any] = {
@@ -138,3 +142,48 @@ def test_a_conversation_resumed_after_scoring_is_scored_again_replacing_its_rows
     decided_first = api_rows(f"{served}/api/decisions?trace_id={turns[0].trace_id}")
     assert [r["scorer_id"] for r in decided_first] == ["textual-difference"]
     assert len(session_rows(served, session)) == len(SESSION_SCORERS)
+
+
+async def test_the_mastra_multi_turn_judge_grades_the_whole_conversation_through_litellm(
+    tmp_path: Path,
+) -> None:
+    server = LLMServer()
+    server.responder = lambda body: json_reply({"satisfied": True, "reasoning": "Both turns answer."})
+    await server.start()
+    rule = {
+        "scorer": "multi-turn-judge",
+        "target": "session",
+        "options": {"criterion": "The user is helped."},
+    }
+    config = tmp_path / "tracescore.yaml"
+    config.write_text(yaml.safe_dump({**CONFIG, "scoring": {"rules": [rule]}}))
+    proc, http_port = start_serve(
+        tmp_path / "store",
+        *(
+            "--config",
+            str(config),
+            "--judge-model",
+            "openai/gpt-4o-mini",
+            "--judge-api-base",
+            server.api_base,
+        ),
+        env={**ENV, "OPENAI_API_KEY": "sk-test"},
+    )
+    try:
+        base = await asyncio.to_thread(wait_healthy, proc, http_port)
+        session = f"judge-{uuid.uuid4().hex[:8]}"
+        turns = conversation(
+            session, "vercel", [Turn("Is it raining?", "Yes, in London."), Turn("Paris?", "Sunny in Paris.")]
+        )
+        await asyncio.to_thread(send, base, turns)
+        rows = await asyncio.to_thread(wait_for, lambda: session_rows(base, session), "the judge's score")
+    finally:
+        await asyncio.to_thread(stop, proc)
+        await server.close()
+    assert [(r["scorer_id"], r["score"], r["span_id"]) for r in rows] == [
+        ("multi-turn-judge", 1.0, turns[-1].root_span_id)
+    ]
+    assert rows[0]["reason"] == "✅ Criterion satisfied.\n\nThe user is helped.\n\nBoth turns answer."
+    [prompt] = server.user_prompts()
+    transcript = "Assistant turn 1: Yes, in London.\n\nAssistant turn 2: Sunny in Paris."
+    assert f'label="conversation">\n{transcript}\n</data-' in prompt  # the service's own data fence
