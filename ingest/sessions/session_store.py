@@ -9,9 +9,12 @@ completion killed half way and done again leaves what one clean completion leave
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from clickhouse_connect.driver.binding import format_query_value, quote_identifier
 
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas import AgentRun
@@ -22,6 +25,8 @@ DONE_COLUMNS = ("SessionId", "Through", "Decided", "TraceId", "SpanId")
 # The tables whose rows name a (trace, span, scorer): companions first, the tables they copy last, so
 # that a removal cut short is found again (from scores / score_decisions) and finished.
 _SCORED_TABLES = ("scores_by_scorer", "decisions_by_scorer", "judge_io", "scores", "score_decisions")
+# ``Distributed('cluster', 'database', 'table_local', sharding)``: its cluster's name.
+_DISTRIBUTED = re.compile(r"^Distributed\('((?:[^'\\]|\\.)*)'")
 
 # Sessions with a run arrived since ``since``: the newest arrival of each, the oldest arrival after its
 # last mark, and that mark; due when idle for ``idle`` or waiting for ``max_wait``.
@@ -84,6 +89,7 @@ class SessionStore:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._engines: dict[str, str] | None = None  # read once, at the first removal
 
     async def record_runs(self, runs: Sequence[tuple[AgentRun, int]]) -> None:
         """The rows of the runs that carry a session id, each with when it arrived (its newest item)."""
@@ -134,19 +140,45 @@ class SessionStore:
         if not keys:
             return 0
         triples = [(row["TraceId"], row["SpanId"], row["ScorerId"]) for row in keys]
-        for table in _SCORED_TABLES:
-            await self._store.command(
-                f"DELETE FROM {database}.{table} "
-                "WHERE has({keys:Array(Tuple(String, String, String))}, (TraceId, SpanId, ScorerId))",
-                {"keys": triples},
-            )
+        if self._engines is None:
+            self._engines = await self._table_engines()
+        for statement in delete_statements(database, self._engines, triples):
+            await self._store.command(statement)
         return len(triples)
+
+    async def _table_engines(self) -> dict[str, str]:
+        """Each scored table's ``engine_full``: a ``Distributed`` one is deleted from on its cluster."""
+        rows = await self._store.query(
+            "SELECT name, engine_full FROM system.tables "
+            "WHERE database = {database:String} AND name IN {names:Array(String)}",
+            {"database": self._store.database, "names": list(_SCORED_TABLES)},
+        )
+        return {row["name"]: row["engine_full"] for row in rows}
 
     async def mark_done(self, scored: Sequence[ScoredSession]) -> None:
         if scored:
             now = time.time_ns()
             rows = [[s.session_id, s.through_unix_nano, now, s.trace_id, s.span_id] for s in scored]
             await self._store.insert("session_done", rows, DONE_COLUMNS)
+
+
+def delete_statements(
+    database: str, engines: Mapping[str, str], keys: Sequence[tuple[str, str, str]]
+) -> list[str]:
+    """The lightweight ``DELETE`` of the rows keyed (trace, span, scorer) from every scored table, in
+    ``_SCORED_TABLES`` order. A ``Distributed`` table (``tracescore schema --cluster``) cannot be
+    deleted from: the rows go from its ``*_local`` tables on its cluster. The keys are inlined as
+    literals (a query sent ``ON CLUSTER`` is run by each node as text)."""
+    condition = f"has({format_query_value(list(keys))}, (TraceId, SpanId, ScorerId))"
+    statements = []
+    for table in _SCORED_TABLES:
+        cluster = _DISTRIBUTED.match(engines.get(table, ""))
+        if cluster is None:
+            statements.append(f"DELETE FROM {database}.{table} WHERE {condition}")
+        else:
+            on = quote_identifier(cluster[1].replace("\\'", "'"))
+            statements.append(f"DELETE FROM {database}.{table}_local ON CLUSTER {on} WHERE {condition}")
+    return statements
 
 
 def _at(unix_nano: int) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.deploy.conftest import SESSION_ID, SESSION_SCORERS
 from tests.support.grafana import Selection, TimeRange, expand_macros, render
 from tests.support.grafana_files import (
     DATA_SOURCE_DATABASE,
@@ -309,3 +310,14 @@ async def test_the_drift_rule_fires_for_the_drifted_series_only(demo: Store) -> 
     rows = await _alert_rows(demo, query)
     firing = {(r["scorer"], r["service"], r["agent"]) for r in rows if r["drifted"] > 0}
     assert firing == {await first_series(demo)}
+
+
+async def test_the_session_panel_shows_each_sessions_scores_on_its_last_run(demo: Store) -> None:
+    rows = await _panel(demo, "tracescore-scores", "Session scores")
+    assert {(r["Session"], r["Scorer"]): r["Score"] for r in rows} == {
+        (SESSION_ID, scorer): value for scorer, value in SESSION_SCORERS.items()
+    }
+    (last,) = await demo.query(
+        "SELECT TraceId FROM score_decisions FINAL ORDER BY SpanStart DESC, TraceId LIMIT 1"
+    )
+    assert {r["TraceId"] for r in rows} == {last["TraceId"]}

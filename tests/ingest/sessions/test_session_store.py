@@ -5,8 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tracescore.ingest.sessions.session_recorder import PendingSessionRuns, SessionRecorder, SessionRunsSink
-from tracescore.ingest.sessions.session_store import DueSession, ScoredSession, SessionStore
+from tracescore.ingest.sessions.session_store import (
+    DueSession,
+    ScoredSession,
+    SessionStore,
+    delete_statements,
+)
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.schema import SchemaOptions, schema_ddl
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.schemas import AgentRun, Decision, ScoreRecord, TraceRound
 
@@ -23,7 +29,9 @@ async def due(sessions: SessionStore, now: int) -> list[DueSession]:
     return await sessions.due(now, idle=IDLE, max_duration=MAX_DURATION, lookback=LOOKBACK, limit=100)
 
 
-async def test_a_session_is_due_once_idle_and_again_only_when_a_run_arrives_after_its_mark(store: Store) -> None:
+async def test_a_session_is_due_once_idle_and_again_only_when_a_run_arrives_after_its_mark(
+    store: Store,
+) -> None:
     sessions = SessionStore(store)
     await sessions.record_runs([(run("a", "t1"), T0), (run("a", "t2"), T0 + S), (run("b", "t3"), T0 + 5 * S)])
     await sessions.record_runs([(run(None, "t4"), T0)])  # no session: no row
@@ -66,7 +74,9 @@ async def test_an_earlier_scorings_rows_on_another_span_are_removed_from_every_r
         [
             ScoreRecord(scorer_id="conversation-turns", score=1, **old),
             ScoreRecord(scorer_id="textual-difference", score=0.5, trace_id="t1", span_id="old"),
-            ScoreRecord(scorer_id="conversation-turns", score=2, trace_id="t2", span_id="new", session_id="s"),
+            ScoreRecord(
+                scorer_id="conversation-turns", score=2, trace_id="t2", span_id="new", session_id="s"
+            ),
         ],
         [Decision(scorer_id="conversation-turns", decision="scored", **old)],
     )
@@ -89,7 +99,9 @@ async def test_session_runs_are_written_with_their_rounds_mark_not_before(store:
     marked: list[TraceRound] = []
 
     class Executor:
-        async def consume_runs(self, runs: object, round: TraceRound | None = None, trace: object = None) -> None:
+        async def consume_runs(
+            self, runs: object, round: TraceRound | None = None, trace: object = None
+        ) -> None:
             assert round is not None
             marked.append(round)
 
@@ -105,3 +117,28 @@ async def test_session_runs_are_written_with_their_rounds_mark_not_before(store:
     done = await store.query("SELECT TraceId FROM trace_done")
     assert done == [{"TraceId": "t1"}]
     assert pending.held == 0
+
+
+def test_on_a_cluster_the_removal_deletes_from_the_local_tables_on_the_cluster() -> None:
+    # The Distributed tables as `tracescore schema --cluster` creates them (engine_full reads the same).
+    engines = {
+        statement.split(" ON CLUSTER")[0].rsplit(".", 1)[1]: statement.split("ENGINE = ", 1)[1]
+        for statement in schema_ddl(SchemaOptions(cluster="prod's"))
+        if "ENGINE = Distributed" in statement
+    }
+    keys = [("t1", "old", "conversation-turns")]
+    statements = delete_statements("`default`", engines, keys)
+    assert statements[3] == (
+        "DELETE FROM `default`.scores_local ON CLUSTER `prod\\'s` "  # quote_identifier's escape
+        "WHERE has([('t1', 'old', 'conversation-turns')], (TraceId, SpanId, ScorerId))"
+    )
+    assert all(
+        ".scores" in s or ".score_decisions" in s or "_by_scorer" in s or "judge_io" in s for s in statements
+    )
+    assert all("_local ON CLUSTER `prod\\'s` WHERE" in s for s in statements)
+    # On one node (chDB, a server without --cluster): the tables themselves.
+    single = delete_statements("`default`", {"scores": "ReplacingMergeTree(Version) ORDER BY ..."}, keys)
+    assert single[3] == (
+        "DELETE FROM `default`.scores WHERE has([('t1', 'old', 'conversation-turns')], (TraceId, SpanId, "
+        "ScorerId))"
+    )
