@@ -105,12 +105,13 @@ class SessionMonitor:
             await asyncio.sleep(self._config.interval)
             try:
                 while await self.run_pass() >= self._config.batch:
-                    pass  # a full batch: more may be due
+                    pass  # a full batch scored: more may be due
             except Exception:  # logged; the next pass tries again (nothing was marked)
                 log.exception("session completion pass failed")
 
     async def run_pass(self, now_unix_nano: int | None = None) -> int:
-        """Score the complete sessions this replica owns (at most ``session.batch``); how many were due."""
+        """Score the complete sessions this replica owns (of at most ``session.batch`` due); how many it
+        scored and marked (0 when their rows could not all be written: they are due again)."""
         config = self._config
         due = await self._sessions.due(
             now_unix_nano if now_unix_nano is not None else time.time_ns(),
@@ -120,11 +121,12 @@ class SessionMonitor:
             limit=config.batch,
         )
         mine = [session for session in due if self._owns(SESSION_KEY_PREFIX + session.session_id)]
-        if mine:
-            await self._complete(mine)
-        return len(due)
+        if not mine:
+            return 0
+        return len(mine) if await self._complete(mine) else 0
 
-    async def _complete(self, due: list[DueSession]) -> None:
+    async def _complete(self, due: list[DueSession]) -> bool:
+        """Score ``due`` and mark them; False when their rows are not all written (none marked)."""
         runs_of = await self._sessions.runs_of([session.session_id for session in due])
         built = await self._rebuild({key for keys in runs_of.values() for key in keys})
         scored: list[ScoredSession] = []
@@ -142,9 +144,10 @@ class SessionMonitor:
         await self._executor.drain()
         if self._executor.rows_buffered or self._executor.write_error:
             log.warning("session scores are not all written yet; the sessions are scored again later")
-            return
+            return False
         await self._sessions.mark_done(scored)
         self._scored.inc(len(scored))
+        return True
 
     async def _rebuild(self, keys: set[RunKey]) -> dict[RunKey, tuple[AgentRun, TraceView]]:
         """The runs named by ``keys``, rebuilt from their stored traces, each with its trace's view."""
