@@ -121,6 +121,18 @@ class AgentRun(_Model):
                     chars += len(message.reasoning)
         return chars
 
+    def as_turn(self) -> Turn:
+        """This run as one turn of a conversation: its new input and its answer, times and status."""
+        return Turn(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            status=self.status,
+            input=self.input.input_messages,
+            output=self.output,
+        )
+
     def to_json_dict(self) -> dict[str, Any]:
         """The AgentRun JSON shape of ARCHITECTURE.md (snake_case, ISO times); ``session_id`` and
         ``turns`` only when the run has them."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from tracescore.schemas import AgentRun, Turn, Usage
+from tracescore.schemas import AgentRun, Usage
 
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
 
@@ -27,18 +27,7 @@ def conversation_unit(session_id: str, runs: Sequence[AgentRun]) -> AgentRun:
     """The session unit of ``runs`` (at least one), whatever order they come in."""
     ordered = sorted(runs, key=lambda run: (run.start_time or _EARLIEST, run.trace_id, run.span_id))
     last = ordered[-1]
-    turns = [
-        Turn(
-            trace_id=run.trace_id,
-            span_id=run.span_id,
-            start_time=run.start_time,
-            end_time=run.end_time,
-            status=run.status,
-            input=run.input.input_messages,
-            output=run.output,
-        )
-        for run in ordered
-    ]
+    turns = [run.as_turn() for run in ordered]
     history = [message for turn in turns[:-1] for message in (*turn.input, *turn.output)]
     return last.model_copy(
         update={

@@ -32,18 +32,7 @@ DEFAULT_SIMILARITY = 85.0  # rapidfuzz ratio, 0-100
 
 def turns_of(run: AgentRun) -> list[Turn]:
     """The conversation's turns: the unit's, or the run itself as one turn."""
-    if run.turns:
-        return run.turns
-    one = Turn(
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        start_time=run.start_time,
-        end_time=run.end_time,
-        status=run.status,
-        input=run.input.input_messages,
-        output=run.output,
-    )
-    return [one]
+    return run.turns or [run.as_turn()]
 
 
 CONVERSATION_TURNS = ScorerSpec(
