@@ -11,9 +11,10 @@ client that resends the history itself, as assistant messages among ``input.inpu
 transcript is therefore the assistant messages of ``remembered_messages``, then of ``input_messages``,
 then of ``output``, in that order; on a session unit (``target: session``, docs/sessions.md), which
 holds every run of the conversation as a turn, it is the assistant messages of each turn's output.
-User, system and tool messages are left out (Mastra grades the assistant's words only). Each turn is its message text, trimmed; turns without text (tool-call-only
-steps) are dropped. A run whose earlier turns are not captured is judged on its own output, which is
-what Mastra sees for a single-turn run.
+User, system and tool messages are left out (Mastra grades the assistant's words only). Each turn
+is its message text, trimmed; turns without text (tool-call-only steps) are dropped. A run whose
+earlier turns are not captured is judged on its own output, which is what Mastra sees for a
+single-turn run.
 
 The prompt (``prompts/multi_turn_judge/*.txt``) is Mastra's, markers and their sanitising included;
 the transcript inside Mastra's markers is in our data markers too (``delimit``). The criterion is
