@@ -7,8 +7,8 @@ choose: the queries name no database and read the one their data source gives (t
 The demo runs as users run it, in its own process, with LLM-judge scorers: their judge is the local
 OpenAI-compatible server of the tests, which answers every run but fails one run's toxicity check on
 purpose, so the store also holds a failed decision. Real drift passes then add findings and
-notifications (see ``_add_drift``), and a conversation's session scores land on the demo's last run
-(``_add_session``: the demo's runs carry no session id).
+notifications (see ``_add_drift``); before them, a conversation's session scores land on the demo's
+last run (``_add_session``: the demo's runs carry no session id).
 """
 
 from __future__ import annotations
@@ -131,6 +131,17 @@ async def _add_drift(store_dir: Path) -> None:
 
 SESSION_ID = "demo-conversation"
 SESSION_SCORERS = {"conversation-turns": 2.0, "repeated-requests": 0.0}
+# The conversation's last run: the newest of the service and agent the dashboards pick first (the first
+# of each variable's values), so a dashboard showing only those still shows the session.
+SESSION_RUN_SQL = """
+SELECT TraceId, SpanId, AgentName, ServiceName, SpanStart FROM score_decisions FINAL
+WHERE (ServiceName, AgentName) = (
+    SELECT ServiceName, AgentName FROM decisions_by_scorer
+    WHERE ScorerId = (SELECT min(ScorerId) FROM decisions_by_scorer)
+    ORDER BY ServiceName, AgentName LIMIT 1
+)
+ORDER BY SpanStart DESC, TraceId LIMIT 1
+"""
 
 
 async def _add_session(store_dir: Path) -> None:
@@ -139,10 +150,7 @@ async def _add_session(store_dir: Path) -> None:
     store = Store(str(store_dir), DATA_SOURCE_DATABASE)
     await store.start()
     try:
-        (last,) = await store.query(
-            "SELECT TraceId, SpanId, AgentName, ServiceName, SpanStart FROM score_decisions FINAL "
-            "ORDER BY SpanStart DESC, TraceId LIMIT 1"
-        )
+        (last,) = await store.query(SESSION_RUN_SQL)
         where = dict(trace_id=last["TraceId"], span_id=last["SpanId"], session_id=SESSION_ID)
         names = dict(agent_name=last["AgentName"], service_name=last["ServiceName"])
         start = last["SpanStart"].replace(tzinfo=UTC)
@@ -170,7 +178,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The data directory of a finished demo run (closed: open it with ``Store``, in its database)."""
     store_dir = tmp_path_factory.mktemp("grafana") / "store"
     _in_own_thread(_run_demo(store_dir))
+    _in_own_thread(_add_session(store_dir))  # before the drift passes: they watch session scorers too
     _in_own_thread(_add_drift(store_dir))
-    _in_own_thread(_add_session(store_dir))
     assert os.path.isdir(store_dir)
     return store_dir

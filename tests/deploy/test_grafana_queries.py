@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import SESSION_ID, SESSION_SCORERS
+from tests.deploy.conftest import SESSION_ID, SESSION_RUN_SQL, SESSION_SCORERS
 from tests.support.grafana import Selection, TimeRange, expand_macros, render
 from tests.support.grafana_files import (
     DATA_SOURCE_DATABASE,
@@ -317,7 +317,5 @@ async def test_the_session_panel_shows_each_sessions_scores_on_its_last_run(demo
     assert {(r["Session"], r["Scorer"]): r["Score"] for r in rows} == {
         (SESSION_ID, scorer): value for scorer, value in SESSION_SCORERS.items()
     }
-    (last,) = await demo.query(
-        "SELECT TraceId FROM score_decisions FINAL ORDER BY SpanStart DESC, TraceId LIMIT 1"
-    )
-    assert {r["TraceId"] for r in rows} == {last["TraceId"]}
+    (last,) = await demo.query(SESSION_RUN_SQL)
+    assert {(r["TraceId"], r["SpanId"]) for r in rows} == {(last["TraceId"], last["SpanId"])}
