@@ -92,13 +92,15 @@ class Service:
         self.events = EvaluationEventExporter.configured(
             config.export.otlp, self.metrics.registry, self.membership.replica_id
         )
-        sink = exporting(self.score_sink, self.events)  # score rows written also go out as OTLP events
+        scores_out = exporting(self.score_sink, self.events)  # score rows written also go out as OTLP events
         runs_scoring, session_scoring = split_session_rules(config.scoring)
         self.sessions = SessionStore(self.store)
         pending_sessions = PendingSessionRuns()
         self.executor = ScoringExecutor(
             runs_scoring,
-            sink=SessionRunsSink(sink, pending_sessions, self.sessions) if session_scoring else sink,
+            sink=SessionRunsSink(scores_out, pending_sessions, self.sessions)
+            if session_scoring
+            else scores_out,
             metrics=self.metrics.scoring,
             spend=self.score_sink,
             replica_id=self.membership.replica_id,
@@ -110,7 +112,7 @@ class Service:
             scored_runs = SessionRecorder(self.executor, pending_sessions)
             session_executor = ScoringExecutor(
                 session_scoring,
-                sink=sink,
+                sink=scores_out,
                 metrics=self.metrics.scoring,
                 spend=self.score_sink,
                 replica_id=f"{self.membership.replica_id}/sessions",

@@ -69,16 +69,25 @@ async def test_a_session_that_never_pauses_is_due_when_its_oldest_unscored_run_w
 
 async def test_an_earlier_scorings_rows_on_another_span_are_removed_from_every_read(store: Store) -> None:
     sink, sessions = ClickHouseScoreSink(store), SessionStore(store)
-    old = dict(trace_id="t1", span_id="old", session_id="s")
     await sink.write_scores(
         [
-            ScoreRecord(scorer_id="conversation-turns", score=1, **old),
+            ScoreRecord(
+                scorer_id="conversation-turns", score=1, trace_id="t1", span_id="old", session_id="s"
+            ),
             ScoreRecord(scorer_id="textual-difference", score=0.5, trace_id="t1", span_id="old"),
             ScoreRecord(
                 scorer_id="conversation-turns", score=2, trace_id="t2", span_id="new", session_id="s"
             ),
         ],
-        [Decision(scorer_id="conversation-turns", decision="scored", **old)],
+        [
+            Decision(
+                scorer_id="conversation-turns",
+                decision="scored",
+                trace_id="t1",
+                span_id="old",
+                session_id="s",
+            )
+        ],
     )
     removed = await sessions.remove_superseded(ScoredSession("s", T0, "t2", "new"))
     assert removed == 1
@@ -105,7 +114,7 @@ async def test_session_runs_are_written_with_their_rounds_mark_not_before(store:
             assert round is not None
             marked.append(round)
 
-    recorder = SessionRecorder(Executor(), pending)  # type: ignore[arg-type]
+    recorder = SessionRecorder(Executor(), pending)
     first = TraceRound(trace_id="t1", since_unix_nano=0, through_unix_nano=T0, reason="idle")
     await recorder.consume_runs([run("s", "t1"), run(None, "t1", "other")], first)
     assert await store.query("SELECT * FROM session_runs") == []

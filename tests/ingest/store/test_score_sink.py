@@ -101,10 +101,12 @@ async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -
     assert await ScoreResults(store).trace_decisions(TRACE) == [
         {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "answer-relevancy", "decision": "scored",
          "detail": "", "sample_rate": 0.5, "source": "live",
-         "created_at": "2025-01-02T03:09:00.000001+00:00", "agent_name": "", "service_name": "", "session_id": ""},
+         "created_at": "2025-01-02T03:09:00.000001+00:00", "agent_name": "", "service_name": "",
+         "session_id": ""},
         {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "toxicity", "decision": "sampled_out",
          "detail": "", "sample_rate": 0.1, "source": "backfill",
-         "created_at": "2025-01-02T03:04:05.678901+00:00", "agent_name": "", "service_name": "", "session_id": ""},
+         "created_at": "2025-01-02T03:04:05.678901+00:00", "agent_name": "", "service_name": "",
+         "session_id": ""},
     ]  # fmt: skip
     assert len(await ScoreResults(store).trace_scores(TRACE)) == 1
 
