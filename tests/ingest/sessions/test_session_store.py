@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from tracescore.ingest.sessions.session_recorder import PendingSessionRuns, SessionRecorder, SessionRunsSink
 from tracescore.ingest.sessions.session_store import (
@@ -151,3 +152,35 @@ def test_on_a_cluster_the_removal_deletes_from_the_local_tables_on_the_cluster()
         "DELETE FROM `default`.scores WHERE has([('t1', 'old', 'conversation-turns')], (TraceId, SpanId, "
         "ScorerId))"
     )
+
+
+async def test_a_store_made_before_sessions_gets_the_session_columns_and_keeps_its_rows(
+    tmp_path: Path,
+) -> None:
+    old = Store(str(tmp_path / "chdb"))
+    await old.start()
+    try:
+        for table in ("scores", "score_decisions"):
+            await old.command(f"ALTER TABLE {table} DROP COLUMN SessionId")
+        await old.command(
+            "INSERT INTO scores (ScoreId, TraceId, SpanId, ScorerId, Score, Version) "
+            "VALUES ('x', 't', 's', 'tone', 1, 1)"
+        )
+    finally:
+        await old.shutdown()
+    upgraded = Store(str(tmp_path / "chdb"))
+    await upgraded.start()  # the DDL again: ALTER TABLE ... ADD COLUMN IF NOT EXISTS
+    try:
+        rows = await upgraded.query("SELECT ScorerId, SessionId FROM scores FINAL")
+        assert rows == [{"ScorerId": "tone", "SessionId": ""}]
+        await ClickHouseScoreSink(upgraded).write_scores(
+            [ScoreRecord(scorer_id="conversation-turns", score=2, trace_id="t", span_id="s", session_id="c")],
+            [],
+        )
+        rows = await upgraded.query("SELECT ScorerId, SessionId FROM scores FINAL ORDER BY ScorerId")
+        assert rows == [
+            {"ScorerId": "conversation-turns", "SessionId": "c"},
+            {"ScorerId": "tone", "SessionId": ""},
+        ]
+    finally:
+        await upgraded.shutdown()
