@@ -110,18 +110,15 @@ class Service:
         scored_runs: RunConsumer = self.executor
         if session_scoring is not None:
             scored_runs = SessionRecorder(self.executor, pending_sessions)
-            session_executor = ScoringExecutor(
-                session_scoring,
-                sink=scores_out,
-                metrics=self.metrics.scoring,
-                spend=self.score_sink,
-                replica_id=f"{self.membership.replica_id}/sessions",
-            )
             self.session_monitor = SessionMonitor(
                 self.sessions,
                 self.ledger,
                 config.session,
-                session_executor,
+                session_scoring,
+                scores_out,
+                self.metrics.scoring,
+                spend=self.score_sink,
+                replica_id=self.membership.replica_id,
                 owns=self.membership.owns,
                 max_spans=config.assembly.max_spans_per_trace,
                 registry=self.metrics.registry,

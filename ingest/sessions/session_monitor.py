@@ -6,8 +6,10 @@ keeps those this replica owns (the rendezvous hash of ``session:<id>`` over the 
 traces), rebuilds their runs from the stored spans (``span_ledger``), joins each session's runs into
 one conversation unit (``ingest.transform.conversation``), removes the rows of an earlier scoring
 that sit on another span (the conversation had fewer turns then: a session is never counted twice),
-and hands the units to the session executor (the ``target: session`` rules). Once their score and
-decision rows are written, each session gets its ``session_done`` mark.
+and hands each unit to the session executor (the ``target: session`` rules) as a round of its own.
+The executor marks a round done once every decision of it is written, however long its judge takes
+(``SessionMarks``): the session then gets its ``session_done`` mark. A session in the executor is
+not handed on again; a judge that is down holds only its own sessions.
 
 A kill at any point redoes no more than the unmarked sessions: the removal finds what is left to
 remove, scored again their rows replace the ones written (the same span, scorer and ids), and the
@@ -25,16 +27,19 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter
 
 from tracescore.ingest.replay.backfill import stored_items
+from tracescore.ingest.sessions.session_recorder import SessionMarks
 from tracescore.ingest.sessions.session_store import DueSession, ScoredSession, SessionStore
 from tracescore.ingest.store.ledger import Ledger
 from tracescore.ingest.transform.conversation import conversation_unit
 from tracescore.ingest.transform.scoring_units import build_units
-from tracescore.schemas import AgentRun
+from tracescore.schemas import AgentRun, TraceRound
+from tracescore.schemas.consumers import ScoreSink, SpendStore
 from tracescore.schemas.scoring_config import ScoringConfig
 from tracescore.schemas.session_config import SessionConfig
 from tracescore.schemas.trace_view import TraceView
 from tracescore.scoring.runtime.executor import ScoringExecutor
 from tracescore.scoring.runtime.rule_routing import is_session_rule
+from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 log = logging.getLogger(__name__)
 
@@ -63,22 +68,31 @@ class SessionMonitor:
         sessions: SessionStore,
         ledger: Ledger,
         config: SessionConfig,
-        executor: ScoringExecutor,
+        scoring: ScoringConfig,
+        sink: ScoreSink,
+        metrics: ScoringMetrics,
         *,
+        spend: SpendStore | None = None,
+        replica_id: str = "",
         owns: Callable[[str], bool] = lambda key: True,
         max_spans: int = 10_000,
         registry: CollectorRegistry | None = None,
     ) -> None:
+        """``scoring``: the ``target: session`` rules (``split_session_rules``), run by an executor of
+        their own that writes to ``sink`` and marks each session once its rows are written."""
         self._sessions = sessions
         self._ledger = ledger
         self._config = config
-        self._executor = executor
         self._owns = owns
         self._max_spans = max_spans
-        self._scored = Counter(
+        scored = Counter(
             "tracescore_sessions_scored",
-            "Complete sessions handed to the session rules (a resumed session counts again)",
+            "Complete sessions scored and marked (a resumed session counts again)",
             registry=registry if registry is not None else CollectorRegistry(),
+        )
+        self._marks = SessionMarks(sink, sessions, on_marked=scored.inc)
+        self._executor = ScoringExecutor(
+            scoring, self._marks, metrics, spend=spend, replica_id=f"{replica_id}/sessions"
         )
         self._task: asyncio.Task[None] | None = None
 
@@ -89,7 +103,7 @@ class SessionMonitor:
             self._task = asyncio.create_task(self._loop(), name="sessions")
 
     async def shutdown(self) -> None:
-        """Stops the passes (a pass cut short is redone on the next start: nothing was marked)."""
+        """Stops the passes (a pass cut short is redone on the next start: what it left unmarked)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -97,21 +111,26 @@ class SessionMonitor:
             self._task = None
 
     async def shutdown_executor(self) -> None:
-        """Stops the session executor once the passes have stopped (its rows written)."""
+        """Stops the session executor once the passes have stopped: the sessions it holds are scored,
+        written and marked (those waiting for a judge are left unmarked, and scored after a restart)."""
         await self._executor.shutdown()
+
+    async def drain(self) -> None:
+        """Wait until every session handed to the executor so far is scored, written and marked."""
+        await self._executor.drain()
 
     async def _loop(self) -> None:
         while True:
             await asyncio.sleep(self._config.interval)
             try:
                 while await self.run_pass() >= self._config.batch:
-                    pass  # a full batch scored: more may be due
-            except Exception:  # logged; the next pass tries again (nothing was marked)
+                    pass  # a full batch handed on: more may be due
+            except Exception:  # logged; the next pass tries again (what it left is not marked)
                 log.exception("session completion pass failed")
 
     async def run_pass(self, now_unix_nano: int | None = None) -> int:
-        """Score the complete sessions this replica owns (of at most ``session.batch`` due); how many it
-        scored and marked (0 when their rows could not all be written: they are due again)."""
+        """Hand the complete sessions this replica owns (of at most ``session.batch`` due) that are not
+        in the executor already to it; how many."""
         config = self._config
         due = await self._sessions.due(
             now_unix_nano if now_unix_nano is not None else time.time_ns(),
@@ -120,34 +139,43 @@ class SessionMonitor:
             lookback=config.lookback,
             limit=config.batch,
         )
-        mine = [session for session in due if self._owns(SESSION_KEY_PREFIX + session.session_id)]
-        if not mine:
-            return 0
-        return len(mine) if await self._complete(mine) else 0
+        in_flight = self._marks.in_flight()
+        mine = [
+            session
+            for session in due
+            if session.session_id not in in_flight and self._owns(SESSION_KEY_PREFIX + session.session_id)
+        ]
+        if mine:
+            await self._complete(mine)
+        return len(mine)
 
-    async def _complete(self, due: list[DueSession]) -> bool:
-        """Score ``due`` and mark them; False when their rows are not all written (none marked)."""
+    async def _complete(self, due: list[DueSession]) -> None:
+        """Hand each of ``due`` to the executor as a round of its own (marked once its rows are written)."""
         runs_of = await self._sessions.runs_of([session.session_id for session in due])
         built = await self._rebuild({key for keys in runs_of.values() for key in keys})
-        scored: list[ScoredSession] = []
+        expired: list[ScoredSession] = []
         for session in due:
             runs = [built[key][0] for key in runs_of.get(session.session_id, []) if key in built]
             if not runs:  # its traces are gone from the store (expired): nothing to score, ever
-                scored.append(ScoredSession(session.session_id, session.through_unix_nano, "", ""))
+                expired.append(ScoredSession(session.session_id, session.through_unix_nano, "", ""))
                 continue
             unit = conversation_unit(session.session_id, runs)
             done = ScoredSession(session.session_id, session.through_unix_nano, unit.trace_id, unit.span_id)
             # An earlier scoring's rows on another span go first: no read ever counts a session twice.
             await self._sessions.remove_superseded(done)
-            await self._executor.consume_runs([unit], None, built[(unit.trace_id, unit.span_id)][1])
-            scored.append(done)
-        await self._executor.drain()
-        if self._executor.rows_buffered or self._executor.write_error:
-            log.warning("session scores are not all written yet; the sessions are scored again later")
-            return False
-        await self._sessions.mark_done(scored)
-        self._scored.inc(len(scored))
-        return True
+            round = TraceRound(
+                trace_id=unit.trace_id,
+                since_unix_nano=0,
+                through_unix_nano=done.through_unix_nano,
+                reason="idle",
+            )
+            self._marks.open(round, done)
+            try:
+                await self._executor.consume_runs([unit], round, built[(unit.trace_id, unit.span_id)][1])
+            except BaseException:
+                self._marks.drop(round)
+                raise
+        await self._sessions.mark_done(expired)
 
     async def _rebuild(self, keys: set[RunKey]) -> dict[RunKey, tuple[AgentRun, TraceView]]:
         """The runs named by ``keys``, rebuilt from their stored traces, each with its trace's view."""

@@ -12,9 +12,9 @@ noted again and written then (rows of the same run replace one another).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from tracescore.ingest.sessions.session_store import SessionStore
+from tracescore.ingest.sessions.session_store import ScoredSession, SessionStore
 from tracescore.schemas import AgentRun, Decision, ScoreRecord, TraceRound
 from tracescore.schemas.consumers import PriorOutcomes, RunConsumer, ScoreSink
 from tracescore.schemas.trace_view import TraceView
@@ -52,6 +52,43 @@ class PendingSessionRuns:
     @property
     def held(self) -> int:
         return sum(len(runs) for _, runs in self._by_trace.values())
+
+
+class SessionMarks:
+    """Implements ``ScoreSink`` for the session executor around ``next``: a session unit is handed to
+    the executor as a round of its own, and when the executor marks that round done (after its score
+    and decision rows are written, however long its judge took) the session gets its ``session_done``
+    mark instead of a ``trace_done`` row."""
+
+    def __init__(self, next: ScoreSink, sessions: SessionStore, on_marked: Callable[[int], object]) -> None:
+        self._next = next
+        self._sessions = sessions
+        self._on_marked = on_marked  # told how many sessions each mark wrote
+        self._open: dict[int, tuple[TraceRound, ScoredSession]] = {}  # by the round's identity
+
+    def open(self, round: TraceRound, session: ScoredSession) -> None:
+        self._open[id(round)] = (round, session)
+
+    def drop(self, round: TraceRound) -> None:
+        """A round the executor will never mark (it failed to route it): the session is due again."""
+        self._open.pop(id(round), None)
+
+    def in_flight(self) -> set[str]:
+        """The sessions handed to the executor and not yet marked."""
+        return {session.session_id for _, session in self._open.values()}
+
+    async def write_scores(self, records: Sequence[ScoreRecord], decisions: Sequence[Decision]) -> None:
+        await self._next.write_scores(records, decisions)
+
+    async def mark_done(self, rounds: Sequence[TraceRound]) -> None:
+        sessions = [self._open[id(r)][1] for r in rounds if id(r) in self._open]
+        await self._sessions.mark_done(sessions)
+        for round in rounds:
+            self._open.pop(id(round), None)
+        self._on_marked(len(sessions))
+
+    async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
+        return await self._next.prior_outcomes(trace_id, since_unix_nano)
 
 
 class SessionRecorder:

@@ -11,7 +11,6 @@ from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.schemas import AgentRun
 from tracescore.schemas.scoring_config import ScoringConfig
 from tracescore.schemas.session_config import SessionConfig
-from tracescore.scoring.runtime.executor import ScoringExecutor
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 S = 1_000_000_000
@@ -32,27 +31,23 @@ async def test_a_replica_completes_only_the_sessions_it_owns(store: Store) -> No
     sessions = SessionStore(store)
     await sessions.record_runs([(AgentRun(trace_id="gone", span_id="root", session_id="s-1"), T0)])
     scoring = ScoringConfig.model_validate({"rules": [{"scorer": "conversation-turns", "target": "session"}]})
-    executor = ScoringExecutor(scoring, ClickHouseScoreSink(store), ScoringMetrics())
     asked: list[str] = []
 
     def another_replicas(key: str) -> bool:
         asked.append(key)
         return False
 
-    config = SessionConfig(idle=60)
-    other = SessionMonitor(sessions, Ledger(store), config, executor, owns=another_replicas)
-    mine = SessionMonitor(sessions, Ledger(store), config, executor)
-    await executor.start()
-    try:
-        now = T0 + 61 * S
-        assert await other.run_pass(now) == 0
-        assert asked == [SESSION_KEY_PREFIX + "s-1"]
-        assert [
-            s.session_id for s in await sessions.due(now, idle=60, max_duration=86_400, lookback=1, limit=9)
-        ] == ["s-1"]
-        # Its trace is gone from the store (expired): marked, with nothing to score, never due again.
-        assert await mine.run_pass(now) == 1
-        assert await sessions.due(now, idle=60, max_duration=86_400, lookback=1, limit=9) == []
-        assert await store.query("SELECT * FROM scores") == []
-    finally:
-        await executor.shutdown()
+    config, sink = SessionConfig(idle=60), ClickHouseScoreSink(store)
+    other = SessionMonitor(
+        sessions, Ledger(store), config, scoring, sink, ScoringMetrics(), owns=another_replicas
+    )
+    mine = SessionMonitor(sessions, Ledger(store), config, scoring, sink, ScoringMetrics())
+    now = T0 + 61 * S
+    assert await other.run_pass(now) == 0
+    assert asked == [SESSION_KEY_PREFIX + "s-1"]
+    due = await sessions.due(now, idle=60, max_duration=86_400, lookback=1, limit=9)
+    assert [s.session_id for s in due] == ["s-1"]
+    # Its trace is gone from the store (expired): marked, with nothing to score, never due again.
+    assert await mine.run_pass(now) == 1
+    assert await sessions.due(now, idle=60, max_duration=86_400, lookback=1, limit=9) == []
+    assert await store.query("SELECT * FROM scores") == []
