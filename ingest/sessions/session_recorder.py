@@ -28,7 +28,17 @@ class PendingSessionRuns:
         self._by_trace: dict[str, tuple[int, list[AgentRun]]] = {}
 
     def note(self, round: TraceRound, runs: Sequence[AgentRun]) -> None:
-        held = [run for run in runs if run.session_id]
+        # Only what a session_runs row holds: a run's messages are not kept until its round's mark.
+        held = [
+            AgentRun(
+                trace_id=run.trace_id,
+                span_id=run.span_id,
+                session_id=run.session_id,
+                start_time=run.start_time,
+            )
+            for run in runs
+            if run.session_id
+        ]
         if held:
             self._by_trace[round.trace_id] = (round.through_unix_nano, held)
 
