@@ -9,6 +9,7 @@ local OpenAI-compatible server.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import urllib.parse
 import urllib.request
@@ -22,7 +23,7 @@ import yaml
 
 from tests.support.conversations import SentTurn, Turn, conversation
 from tests.support.llm_server import LLMServer, json_reply
-from tests.support.serve import ENV, api_rows, start_serve, stop, wait_healthy
+from tests.support.serve import ENV, api_rows, start_serve, stop, tracescore, wait_healthy
 
 SESSION_SCORERS = ("conversation-turns", "repeated-requests", "tool-error-rate", "time-to-resolution")
 CONFIG: dict[str, Any] = {
@@ -119,6 +120,10 @@ def test_two_frameworks_conversations_are_scored_whole_on_their_last_runs_root(s
         assert {d: decisions[d]["decision"] for d in SESSION_SCORERS} == dict.fromkeys(
             SESSION_SCORERS, "scored"
         )
+    # The command reads a conversation's session scores too.
+    listed = tracescore("scores", "--url", served, "--session", chat, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(row["scorer_id"] for row in json.loads(listed.stdout)) == sorted(SESSION_SCORERS)
     # Every turn was scored as a run too, without a session id on its row.
     first = api_rows(f"{served}/api/scores?trace_id={chat_turns[0].trace_id}")
     assert [(r["scorer_id"], r["session_id"]) for r in first] == [("textual-difference", "")]
