@@ -2,11 +2,11 @@
 
 A rule's ``target`` says what it scores: every agent run (``run``), every model call (``llm_call``),
 every span passing its ``span`` tests, or a whole conversation (``session``: the service gives those
-rules to an executor of their own, fed the conversation units of completed sessions).
-For each unit and each scorer id: the rule whose filter
-matches (none -> ``filtered``), then deterministic sampling (out -> ``sampled_out``), then the content
-the scorer needs (absent -> ``skipped_empty``), then the size of its text (over ``max_run_chars`` ->
-``skipped_too_large``); a unit that passes them all goes to the executor. Several rules may store
+rules to an executor of their own, fed the conversation units of completed sessions). For each unit
+and each scorer id: the rule whose filter matches (none -> ``filtered``), then deterministic sampling
+(out -> ``sampled_out``), then the content the scorer needs (absent -> ``skipped_empty``), then the
+size of its text (over ``max_run_chars`` -> ``skipped_too_large``); a unit that passes them all goes
+to the executor. Several rules may store
 under one scorer id (one scorer with other options per agent) when their filters are disjoint; a
 unit then gets the decision of the rule that matches it.
 
