@@ -6,9 +6,8 @@ rules to an executor of their own, fed the conversation units of completed sessi
 and each scorer id: the rule whose filter matches (none -> ``filtered``), then deterministic sampling
 (out -> ``sampled_out``), then the content the scorer needs (absent -> ``skipped_empty``), then the
 size of its text (over ``max_run_chars`` -> ``skipped_too_large``); a unit that passes them all goes
-to the executor. Several rules may store
-under one scorer id (one scorer with other options per agent) when their filters are disjoint; a
-unit then gets the decision of the rule that matches it.
+to the executor. Several rules may store under one scorer id (one scorer with other options per
+agent) when their filters are disjoint; a unit then gets the decision of the rule that matches it.
 
 Loop guard: a unit that is one of tracescore's own judge calls (its span or an ancestor carries
 ``tracescore.judge``, or its system prompt opens with the judges' preamble) is never scored.
