@@ -127,14 +127,32 @@ class Notifier:
         )
 
     async def post(self, hook: WebhookConfig, message: DriftNotice, checked_at: datetime) -> Notification:
+        content = body(message, hook, checked_at)
+        return await self.send(hook, message.kind, message.series, content, checked_at)
+
+    async def send(
+        self,
+        hook: WebhookConfig,
+        kind: Kind,
+        series: list[str],
+        content: dict[str, Any],
+        checked_at: datetime,
+    ) -> Notification:
+        """Post ``content`` (a JSON body of any alert about ``series``) to one webhook."""
         timeout = aiohttp.ClientTimeout(total=self._config.timeout)
         async with aiohttp.ClientSession(timeout=timeout) as session:
-            return await self._post(session, hook, message, checked_at)
+            return await self._post(session, hook, kind, series, content, checked_at)
 
     async def _post(
-        self, session: aiohttp.ClientSession, hook: WebhookConfig, message: DriftNotice, checked_at: datetime
+        self,
+        session: aiohttp.ClientSession,
+        hook: WebhookConfig,
+        kind: Kind,
+        series: list[str],
+        content: dict[str, Any],
+        checked_at: datetime,
     ) -> Notification:
-        payload = json.dumps(body(message, hook, checked_at), ensure_ascii=False)
+        payload = json.dumps(content, ensure_ascii=False)
         headers = {"Content-Type": "application/json", "User-Agent": f"tracescore/{__version__}"}
         headers |= hook.headers
         attempts, error = 0, ""
@@ -151,14 +169,14 @@ class Notifier:
             except (aiohttp.ClientError, TimeoutError) as exc:  # no answer: the next try may get one
                 error = f"{type(exc).__name__}: {exc}"[:300]
             if not retriable or attempts > self._config.retries:
-                log.warning("drift %s to webhook %s not delivered: %s", message.kind, hook.label, error)
+                log.warning("%s about %s to webhook %s not delivered: %s", kind, series, hook.label, error)
                 break
             await self._sleep(self._retry.delay(attempts - 1))
         return Notification(
             sent_at=checked_at,
             webhook=hook.label,
-            kind=message.kind,
-            series=message.series,
+            kind=kind,
+            series=series,
             attempts=attempts,
             delivered=not error,
             error=error,

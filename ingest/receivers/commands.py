@@ -73,7 +73,7 @@ class BackfillRequest(_Body):
     rate: float | None = Field(default=None, gt=0)
 
 
-B = TypeVar("B", bound=_Body)
+B = TypeVar("B", bound=BaseModel)
 
 
 class BadRequest(Exception):
@@ -114,7 +114,7 @@ class StoreCommands:
             except QueryError as exc:
                 return web.json_response({"error": str(exc), "parameter": exc.parameter}, status=400)
             except StoreError as exc:
-                return _store_failed(request, exc)
+                return store_failed(request, exc)
 
         return handle
 
@@ -132,7 +132,7 @@ class StoreCommands:
         return web.json_response(found, dumps=_dumps)
 
     async def _drift(self, request: web.Request) -> web.StreamResponse:
-        asked = await _body(request, DriftRequest)
+        asked = await body_as(request, DriftRequest)
         given = {"window": asked.window, "baseline": asked.baseline}
         drift = self._config.drift.model_copy(update={k: v for k, v in given.items() if v is not None})
         monitor = DriftMonitor(self._store, drift, self._thresholds)
@@ -154,7 +154,7 @@ class StoreCommands:
         )
 
     async def _start_backfill(self, request: web.Request) -> web.StreamResponse:
-        asked = await _body(request, BackfillRequest)
+        asked = await body_as(request, BackfillRequest)
         if asked.since >= asked.until:
             raise BadRequest("since must be before until")
         if self._backfill is not None and not self._backfill.done():
@@ -219,7 +219,7 @@ async def _line(response: web.StreamResponse, value: dict[str, Any]) -> None:
     await response.write((_dumps(value) + "\n").encode())
 
 
-async def _body(request: web.Request, model: type[B]) -> B:
+async def body_as(request: web.Request, model: type[B]) -> B:
     """The JSON body as ``model``; a ``BadRequest`` naming the field that is wrong."""
     try:
         data = await request.json()
@@ -233,7 +233,7 @@ async def _body(request: web.Request, model: type[B]) -> B:
         raise BadRequest(f"{where}: {error['msg']}") from None
 
 
-def _store_failed(request: web.Request, exc: StoreError) -> web.Response:
+def store_failed(request: web.Request, exc: StoreError) -> web.Response:
     log.warning("%s failed: %s", request.path, exc)
     if exc.retriable:
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
