@@ -6,6 +6,7 @@
   nothing: when any item is wrong, the answer is a 400 listing every wrong item by its index and field,
   and nothing is stored; otherwise every item is stored before the 200 (acknowledged = stored), whose
   body lists the rows as stored, with their ids.
+- ``GET /api/annotations?trace_id=…[&name=…]``: a trace's labels as stored (each person's latest).
 - ``POST /api/agreement`` (JSON: ``window``, ``until``, ``record``, ``notify``): one agreement pass
   with the service's settings, for ``tracescore agreement``.
 - ``GET /api/annotate?pick=…&scorer=…&other=…&limit=…&since=…``: units to label, for
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracescore.ingest.alerting.agreement_monitor import AgreementMonitor
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.receivers.commands import BadRequest, body_as, store_failed
-from tracescore.ingest.store.annotation_rows import insert_annotations, root_spans
+from tracescore.ingest.store.annotation_rows import insert_annotations, root_spans, stored_annotations
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.label_candidates import Pick, pick_units
 from tracescore.schemas.annotations import Annotation, AnnotationRequest
@@ -32,6 +33,7 @@ from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.drift_config import Duration
 from tracescore.schemas.durations import parse_time
 from tracescore.schemas.errors import StoreError
+from tracescore.schemas.score_queries import QueryError, parse_query
 
 ANNOTATIONS_PATH = "/api/annotations"
 AGREEMENT_PATH = "/api/agreement"
@@ -69,6 +71,7 @@ class AnnotationRoutes:
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post(ANNOTATIONS_PATH, self._answering(self._annotate))
+        router.add_get(ANNOTATIONS_PATH, self._answering(self._labels))
         router.add_post(AGREEMENT_PATH, self._answering(self._agreement))
         router.add_get(ANNOTATE_PATH, self._answering(self._pick))
 
@@ -125,6 +128,19 @@ class AnnotationRoutes:
                 continue
             annotations.append(Annotation.of_request(item, span_id, received))
         return annotations, errors
+
+    async def _labels(self, request: web.Request) -> web.Response:
+        unknown = sorted(set(request.query) - {"trace_id", "name"})
+        if unknown:
+            raise BadRequest(f"{unknown[0]}: unknown parameter; give trace_id (and name)")
+        try:
+            trace_id = parse_query({"trace_id": request.query.get("trace_id", "")}, decisions=False).trace_id
+        except QueryError as exc:
+            raise BadRequest(str(exc)) from None
+        if trace_id is None:
+            raise BadRequest("trace_id: give the trace id (32 hex characters)")
+        found = await stored_annotations(self._store, trace_id, request.query.get("name"))
+        return web.json_response([annotation.as_json() for annotation in found])
 
     async def _agreement(self, request: web.Request) -> web.Response:
         asked = await body_as(request, AgreementRequest)

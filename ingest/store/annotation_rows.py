@@ -55,6 +55,13 @@ WHERE TraceId IN {{trace_ids:Array(String)}} AND Kind = 'span' AND EndedRoot = 1
 GROUP BY TraceId
 """
 
+_STORED = """
+SELECT TraceId, SpanId, Name, Value, Label, Annotator, Comment, Source, Timestamp
+FROM {database}.annotations FINAL
+WHERE TraceId = {{trace_id:String}} AND ({{name:String}} = '' OR Name = {{name:String}})
+ORDER BY Timestamp, SpanId, Name, Annotator
+"""
+
 
 def annotation_row(annotation: Annotation, stored_ns: int) -> list[object]:
     """One ``annotations`` row in ANNOTATION_COLUMNS order. Version is the label's time: a later label
@@ -152,6 +159,32 @@ async def root_spans(store: Store, trace_ids: Iterable[str]) -> dict[str, str]:
     sql = _ROOT_SPANS.format(database=store.quoted_database)
     rows = await store.query(sql, {"trace_ids": wanted})
     return {row["TraceId"]: row["SpanId"] for row in rows}
+
+
+async def stored_annotations(store: Store, trace_id: str, name: str | None = None) -> list[Annotation]:
+    """A trace's labels as stored now (FINAL: each person's latest per span and name), oldest first."""
+    sql = _STORED.format(database=store.quoted_database)
+    rows = await store.query(sql, {"trace_id": trace_id, "name": name or ""})
+    return [
+        Annotation(
+            trace_id=row["TraceId"],
+            span_id=row["SpanId"],
+            name=row["Name"],
+            value=row["Value"],
+            label=row["Label"],
+            annotator=row["Annotator"],
+            comment=row["Comment"],
+            source=row["Source"],
+            time=row["Timestamp"].replace(tzinfo=UTC)
+            if row["Timestamp"].tzinfo is None
+            else row["Timestamp"],
+        )
+        for row in rows
+    ]
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 async def insert_annotations(store: Store, annotations: Sequence[Annotation]) -> None:
