@@ -26,8 +26,13 @@ from tracescore.ingest.alerting.score_series import DriftStore, Notification
 from tracescore.ingest.alerting.webhooks import Kind, Notifier
 from tracescore.ingest.observability.service_metrics import AgreementMetrics
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.agreement import ALERTING_STATES, AgreementFinding, AgreementRow, AgreementState
 from tracescore.schemas.agreement_config import AgreementConfig
+from tracescore.schemas.agreement_results import (
+    ALERTING_STATES,
+    AgreementFinding,
+    AgreementRow,
+    AgreementState,
+)
 from tracescore.schemas.drift_config import DriftConfig, WebhookConfig
 from tracescore.schemas.version import __version__
 from tracescore.scoring.agreement.agreement_findings import assess, measure

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.agreement import AgreementFinding, AgreementState
+from tracescore.schemas.agreement_results import AgreementFinding, AgreementState
 from tracescore.scoring.agreement.agreement_findings import Pairs
 
 AGREEMENT_COLUMNS = (

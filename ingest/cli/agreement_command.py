@@ -22,7 +22,7 @@ from tracescore.ingest.cli.store_access import (
 )
 from tracescore.ingest.cli.terminal import make_console
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas.agreement import AgreementFinding
+from tracescore.schemas.agreement_results import AgreementFinding
 from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.durations import parse_time
 

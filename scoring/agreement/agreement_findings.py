@@ -15,8 +15,8 @@ from datetime import datetime
 
 import numpy as np
 
-from tracescore.schemas.agreement import AgreementFinding, AgreementRow, AgreementState
 from tracescore.schemas.agreement_config import AgreementConfig
+from tracescore.schemas.agreement_results import AgreementFinding, AgreementRow, AgreementState
 from tracescore.scoring.agreement.agreement_stats import (
     Estimate,
     cohens_kappa,
