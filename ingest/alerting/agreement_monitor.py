@@ -13,7 +13,6 @@ name ``agreement:<scorer>``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tracescore.ingest.alerting.agreement_pairs import last_states, read_pairs, write_findings
+from tracescore.ingest.alerting.periodic_pass import PeriodicPass
 from tracescore.ingest.alerting.score_series import DriftStore, Notification
 from tracescore.ingest.alerting.webhooks import Kind, Notifier
 from tracescore.ingest.observability.service_metrics import AgreementMetrics
@@ -98,9 +98,8 @@ class AgreementMonitor:
         self._config = config
         self._drift = drift  # its webhooks and cooldown
         self._metrics = metrics
-        self._leads = leads
         self._notifier = notifier or Notifier(drift)
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = PeriodicPass("agreement", config.interval, self._periodic_pass, leads, self._count)
 
     async def run_pass(
         self, now: datetime | None = None, *, record: bool = True, notify: bool = True
@@ -161,31 +160,17 @@ class AgreementMonitor:
 
     async def start(self) -> None:
         """Starts the periodic passes (when ``agreement.enabled``); the first comes after one interval."""
-        if self._config.enabled and self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="agreement")
+        if self._config.enabled:
+            self._periodic.start()
 
     async def shutdown(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._periodic.shutdown()
 
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._config.interval)
-            if not self._leads():
-                continue
-            try:
-                report = await self.run_pass()
-            except Exception:  # a failed pass is logged and counted; the next one tries again
-                self._count("failed")
-                log.exception("agreement pass failed")
-                continue
-            self._count("done")
-            for finding in report.findings:
-                if finding.alerting:
-                    log.warning("judge agreement of %s: %s", finding.scorer_id, "; ".join(finding.reasons))
+    async def _periodic_pass(self) -> None:
+        report = await self.run_pass()
+        for finding in report.findings:
+            if finding.alerting:
+                log.warning("judge agreement of %s: %s", finding.scorer_id, "; ".join(finding.reasons))
 
     def _count(self, outcome: str) -> None:
         if self._metrics is not None:

@@ -158,7 +158,7 @@ async def _add_agreement(store_dir: Path) -> None:
             for row in scored
         ]
         await insert_annotations(store, labels)
-        config = AgreementConfig(min_pairs=3, window="7d")
+        config = AgreementConfig(min_pairs=3, window=7 * 86_400)
         await AgreementMonitor(store, config, DriftConfig()).run_pass(now + timedelta(seconds=1))
     finally:
         await store.shutdown()

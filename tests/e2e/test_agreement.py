@@ -95,7 +95,8 @@ class Served:
     def labels(self, trace_id: str, name: str | None = None) -> list[dict[str, Any]]:
         status, body = self.call("GET", "/api/annotations", params={"trace_id": trace_id, "name": name or ""})
         assert status == 200, body
-        return body
+        rows: list[dict[str, Any]] = body
+        return rows
 
     def metrics(self) -> str:
         request = urllib.request.Request(self.base + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
@@ -230,7 +231,7 @@ def test_labels_from_the_otel_sdk_are_stored_and_machine_evaluations_are_not(ser
     )
     logs.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     logger = logs.get_logger("review-tool")
-    result = {"gen_ai.evaluation.name": "helpfulness", "gen_ai.evaluation.score.value": 0.9}
+    result: dict[str, Any] = {"gen_ai.evaluation.name": "helpfulness", "gen_ai.evaluation.score.value": 0.9}
     with trace.use_span(NonRecordingSpan(root)):
         logger.emit(
             event_name="gen_ai.evaluation.result",
@@ -245,7 +246,7 @@ def test_labels_from_the_otel_sdk_are_stored_and_machine_evaluations_are_not(ser
         endpoint=f"127.0.0.1:{served.grpc_port}", insecure=True, headers=_exporter_headers()
     )
     spans.add_span_processor(SimpleSpanProcessor(span_exporter))
-    feedback = {"gen_ai.evaluation.name": "tone", "gen_ai.evaluation.score.label": "rude"}
+    feedback: dict[str, Any] = {"gen_ai.evaluation.name": "tone", "gen_ai.evaluation.score.label": "rude"}
     with spans.get_tracer("review-tool").start_as_current_span("user feedback", attributes=feedback) as span:
         span.set_attribute("tracescore.annotator", "erin")
         span.add_event(
@@ -284,9 +285,9 @@ def test_annotate_picks_unlabelled_runs_and_prints_them_with_the_command_to_labe
 
     assert shown.returncode == 0, shown.stderr
     picked = re.findall(r"^=== \d/2: trace (\w+) span (\w+): length ([\d.]+)", shown.stdout, re.MULTILINE)
-    assert [(t, s, float(v)) for t, s, v in picked] == [
-        (t, served.roots[t], pytest.approx(served.scores[t][0], abs=1e-3)) for t, _, _ in picked
-    ]
+    assert [(t, s) for t, s, _ in picked] == [(t, served.roots[t]) for t, _, _ in picked]
+    for t, _, printed in picked:
+        assert pytest.approx(served.scores[t][0], abs=1e-3) == float(printed)
     assert lowest[0] not in shown.stdout  # labelled already
     assert sorted(served.scores[t][0] for t, _, _ in picked) == [served.scores[t][0] for t in lowest[1:3]]
     assert shown.stdout.count("as its scorers received it (AgentRun JSON):") == 2
@@ -311,7 +312,8 @@ def expected_kappa(first: list[str], second: list[str]) -> float:
 def test_agreement_is_measured_from_stored_scores_and_labels_and_alerts(served: Served) -> None:
     # ann labels every run: her labels of the two runs the test above labelled replace those.
     flipped = {"short": "long enough", "long enough": "short"}
-    labels, values = [], []
+    labels: list[dict[str, Any]] = []
+    values: list[float] = []
     for index, trace_id in enumerate(served.traces):
         score, label = served.scores[trace_id]
         human_label = label if index < 6 else flipped[label]

@@ -21,7 +21,7 @@ from tracescore.schemas.annotations import Annotation
 from tracescore.schemas.drift_config import DriftConfig
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-CONFIG = AgreementConfig(window="7d", min_pairs=10, min_kappa=0.4, drop_alpha=0.01)
+CONFIG = AgreementConfig(window=7 * 86_400, min_pairs=10, min_kappa=0.4, drop_alpha=0.01)
 
 
 def unit(index: int) -> tuple[str, str]:

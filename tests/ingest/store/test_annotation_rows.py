@@ -7,14 +7,17 @@ from tracescore.ingest.store.annotation_rows import batch_annotations, root_span
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.span_sink import insert_logs, insert_spans
 from tracescore.schemas import LogRecord, Span, SpanBatch
-from tracescore.schemas.spans import SpanEvent
+from tracescore.schemas.spans import AttributeValue, SpanEvent
 
 TRACE, ROOT, CHILD = "a" * 32, "b" * 16, "c" * 16
-RESULT = {"gen_ai.evaluation.name": "helpfulness", "gen_ai.evaluation.score.value": 0.25}
-BY_ANN = {**RESULT, "tracescore.annotator": "ann"}
+RESULT: dict[str, AttributeValue] = {
+    "gen_ai.evaluation.name": "helpfulness",
+    "gen_ai.evaluation.score.value": 0.25,
+}
+BY_ANN: dict[str, AttributeValue] = {**RESULT, "tracescore.annotator": "ann"}
 
 
-def event(attributes: dict[str, object], **fields: object) -> LogRecord:
+def event(attributes: dict[str, AttributeValue], **fields: object) -> LogRecord:
     values: dict[str, object] = {
         "trace_id": TRACE,
         "span_id": CHILD,
