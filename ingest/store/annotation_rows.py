@@ -37,6 +37,7 @@ from tracescore.schemas.annotations import (
 )
 from tracescore.schemas.durations import unix_nanos
 from tracescore.schemas.spans import AttributeValue
+from tracescore.scoring.runtime.rule_filters import attribute_number
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def _labelled(
             trace_id=trace_id,
             span_id=span_id,
             name=_text(attributes.get(EVALUATION_NAME)),
-            value=_number(attributes.get(EVALUATION_SCORE_VALUE)),
+            value=attribute_number(attributes.get(EVALUATION_SCORE_VALUE)),
             label=_text(attributes.get(EVALUATION_SCORE_LABEL)),
             annotator=annotator,
             comment=_text(attributes.get(EVALUATION_EXPLANATION)),
@@ -134,20 +135,6 @@ def _labelled(
 
 def _text(value: AttributeValue) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _number(value: AttributeValue) -> float | None:
-    """A score value as sent: a double, an int, or a number written as a string."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
 
 
 async def root_spans(store: Store, trace_ids: Iterable[str]) -> dict[str, str]:
