@@ -4,6 +4,7 @@ alert, its cooldown and the recovery."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -138,3 +139,30 @@ async def test_an_alert_once_per_cooldown_then_a_recovery(store: Store) -> None:
         {"Kind": "alert", "Series": ["agreement:tone"]},
         {"Kind": "recovery", "Series": ["agreement:tone"]},
     ]
+
+
+async def test_the_service_runs_the_pass_every_interval_while_it_leads(store: Store) -> None:
+    half_a_day_ago = (NOW - datetime.now(UTC)).total_seconds() / 86_400 + 0.5  # before now, not NOW
+    await score_units(store, 0, 20, days_ago=half_a_day_ago)
+    await label_units(store, 0, 20, agree=True)
+    leading = [False]
+    registry = CollectorRegistry()
+    config = CONFIG.model_copy(update={"interval": 0.05})
+    monitor = AgreementMonitor(
+        store, config, DriftConfig(), metrics=AgreementMetrics(registry), leads=lambda: leading[0]
+    )
+    await monitor.start()
+    try:
+        await asyncio.sleep(0.3)
+        assert await store.query("SELECT 1 FROM judge_agreement") == []  # another replica leads
+        leading[0] = True
+        for _ in range(100):
+            if await store.query("SELECT 1 FROM judge_agreement LIMIT 1"):
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await monitor.shutdown()
+    (row,) = await store.query("SELECT ScorerId, State, LabelPairs FROM judge_agreement LIMIT 1")
+    assert row == {"ScorerId": "tone", "State": "ok", "LabelPairs": 20}
+    done = registry.get_sample_value("tracescore_judge_agreement_passes_total", {"outcome": "done"})
+    assert done is not None and done >= 1
