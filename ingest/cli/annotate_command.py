@@ -35,6 +35,7 @@ from tracescore.schemas.durations import parse_time
 from tracescore.schemas.score_queries import TraceStatus
 from tracescore.scoring.runtime.rule_routing import build_rules
 
+USER = "$USER"  # the default annotator: whoever runs the printed command
 Shown = list[tuple[Candidate, dict[str, Any] | TraceStatus]]
 
 
@@ -54,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--other", help="the scorer to compare with (--pick disagreement)")
     parser.add_argument("--limit", type=int, default=5, help="how many units (default 5)")
     parser.add_argument("--since", default="7d", help="scores written since: an ISO time or an age (7d)")
-    parser.add_argument("--annotator", default="$USER", help="who labels, in the printed command")
+    parser.add_argument("--annotator", default=USER, help="who labels, in the printed command")
     add_store_arguments(parser, "YAML or JSON config file (its store, receiver and scoring settings)")
     parser.set_defaults(func=cmd_annotate)
 
@@ -129,18 +130,19 @@ def _unit(
 
 def _submit(api: ServiceApi, candidate: Candidate, scorer: str, annotator: str) -> list[str]:
     """The command that sends a label of the unit (a shell line): fill in the value and/or the label.
-    The annotator is left to the shell when it is ``$USER``, else quoted."""
+    An annotator of ``$USER`` is left to the shell to fill in."""
     label = {
         "trace_id": candidate.trace_id,
         "span_id": candidate.span_id,
         "name": scorer,
-        "annotator": "ANNOTATOR",
+        "annotator": annotator,
         "value": 1.0,
         "label": "pass",
         "comment": "",
     }
-    who = '"$USER"' if annotator == "$USER" else shlex.quote(annotator)
-    body = shlex.quote(json.dumps(label)).replace('"ANNOTATOR"', f"\"'{who}'\"")
+    body = shlex.quote(json.dumps(label))
+    if annotator == USER:  # the JSON string "$USER": out of the single quotes, into double ones
+        body = body.replace(json.dumps(USER), '"\'"$USER"\'"')
     auth = ' -H "Authorization: Bearer $TRACESCORE_AUTH_TOKEN"' if api.token else ""
     return [
         "  label it (set value and/or label, then run):",

@@ -177,7 +177,10 @@ def _validated(items: list[Any], *, single: bool) -> tuple[list[AnnotationReques
             valid.append(AnnotationRequest.model_validate(item))
         except ValidationError as exc:
             for error in exc.errors():
-                field = ".".join(str(part) for part in error["loc"]) or "body"
+                # An object whose every field is fine can still say nothing: it wants a value (or label).
+                field = ".".join(str(part) for part in error["loc"]) or (
+                    "value" if isinstance(item, dict) else "body"
+                )
                 errors.append(_error(index, field, error["msg"], single))
     return valid, errors
 

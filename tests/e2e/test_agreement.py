@@ -172,7 +172,7 @@ def test_a_wrong_item_refuses_the_whole_request_naming_it(served: Served) -> Non
     )
 
     assert status == 400 and body["stored"] == 0
-    assert [(e["index"], e["field"]) for e in body["errors"]] == [(1, "value"), (1, "trace_id"), (2, "body")]
+    assert [(e["index"], e["field"]) for e in body["errors"]] == [(1, "value"), (1, "trace_id"), (2, "value")]
     assert (
         body["error"]
         == "[1].value: Input should be a valid number, unable to parse string as a number (and 2 more)"
