@@ -176,6 +176,12 @@ class Metrics:
             ["source"],
             registry=r,
         )
+        self.annotations_refused = Counter(
+            "tracescore_annotations_refused",
+            "Evaluation results with an annotator sent over OTLP that are no label (no name, neither a "
+            "value nor a label, no span): their spans and log records are stored, without a label",
+            registry=r,
+        )
         self.agreement = AgreementMetrics(r)
 
         self.scoring = ScoringMetrics(r)

@@ -11,21 +11,23 @@ carries ``gen_ai.evaluation.name`` and the annotator attribute (``schemas.annota
 
 Items without the annotator are machine evaluations and stay what they were (spans, log records);
 tracescore's own exported events (scope ``tracescore.scores``) are never labels, whatever they carry.
-A result that says nothing usable (no name, neither a value nor a label, no span) is no label; its
-item is stored as usual.
+A person's result that says nothing usable (no name, neither a value nor a label, no span) is no
+label: it is counted (``tracescore_annotations_refused_total``) and logged, and its item is stored as
+usual.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from pydantic import ValidationError
 
 from tracescore.ingest.store.clickhouse import Store
-from tracescore.schemas import Span, SpanBatch
+from tracescore.schemas import SpanBatch
 from tracescore.schemas.annotations import (
     ANNOTATOR_ATTRIBUTE,
     EVALUATION_EVENT,
@@ -84,41 +86,51 @@ def annotation_row(annotation: Annotation, stored_ns: int) -> list[object]:
     ]
 
 
-def batch_annotations(batch: SpanBatch, arrived_ns: int) -> list[Annotation]:
+@dataclass
+class BatchLabels:
+    """The labels a batch carries, and why each person's result that is no label was refused."""
+
+    labels: list[Annotation] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def add(self, found: Annotation | str | None) -> None:
+        if isinstance(found, Annotation):
+            self.labels.append(found)
+        elif found is not None:
+            self.refused.append(found)
+
+
+def batch_annotations(batch: SpanBatch, arrived_ns: int) -> BatchLabels:
     """Every person's label an OTLP batch carries (see the module docstring)."""
-    found: list[Annotation] = []
+    found = BatchLabels()
     for span in batch.spans:
-        found.extend(_span_annotations(span))
+        if span.scope_name == OWN_EVENTS_SCOPE:
+            continue
+        if EVALUATION_NAME in span.attributes:
+            found.add(_labelled(span.trace_id, span.span_id, span.attributes, span.end_time_unix_nano))
+        for event in span.events:
+            if event.name == EVALUATION_EVENT:
+                moment = event.time_unix_nano or span.end_time_unix_nano
+                found.add(_labelled(span.trace_id, span.span_id, event.attributes, moment))
     for record in batch.logs:
         if record.event_name == EVALUATION_EVENT and record.scope_name != OWN_EVENTS_SCOPE:
             moment = record.time_unix_nano or record.observed_time_unix_nano or arrived_ns
-            found.extend(_labelled(record.trace_id, record.span_id, record.attributes, moment))
+            found.add(_labelled(record.trace_id, record.span_id, record.attributes, moment))
     return found
-
-
-def _span_annotations(span: Span) -> Iterator[Annotation]:
-    if span.scope_name == OWN_EVENTS_SCOPE:
-        return
-    if EVALUATION_NAME in span.attributes:
-        yield from _labelled(span.trace_id, span.span_id, span.attributes, span.end_time_unix_nano)
-    for event in span.events:
-        if event.name == EVALUATION_EVENT:
-            moment = event.time_unix_nano or span.end_time_unix_nano
-            yield from _labelled(span.trace_id, span.span_id, event.attributes, moment)
 
 
 def _labelled(
     trace_id: str, span_id: str, attributes: Mapping[str, AttributeValue], moment_ns: int
-) -> Iterator[Annotation]:
-    """The label these attributes carry, if a person gave it (at most one)."""
+) -> Annotation | str | None:
+    """The label these attributes carry if a person gave it; why not, if a person's result is no
+    label; None for a machine evaluation."""
     annotator = attributes.get(ANNOTATOR_ATTRIBUTE)
     if not isinstance(annotator, str) or not annotator.strip():
-        return  # a machine evaluation
+        return None
     if not trace_id or not span_id:
-        log.debug("an evaluation result of %s judges no span: not a label", annotator)
-        return
+        return f"a result of {annotator} in trace {trace_id or '-'} judges no span"
     try:
-        yield Annotation(
+        return Annotation(
             trace_id=trace_id,
             span_id=span_id,
             name=_text(attributes.get(EVALUATION_NAME)),
@@ -130,7 +142,9 @@ def _labelled(
             time=_EPOCH + timedelta(microseconds=(moment_ns or time.time_ns()) // 1_000),
         )
     except ValidationError as exc:
-        log.debug("an evaluation result of %s in trace %s is not a label: %s", annotator, trace_id, exc)
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "value"
+        return f"a result of {annotator} in trace {trace_id}: {where}: {error['msg']}"
 
 
 def _text(value: AttributeValue) -> str:

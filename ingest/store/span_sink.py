@@ -99,12 +99,15 @@ def split_by_owner(
     return handoffs, owned
 
 
-def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows]:
+def stored_rows(
+    batches: Sequence[SpanBatch], arrived_ns: int, refused: list[str] | None = None
+) -> list[TableRows]:
     """The rows of a commit in the order they are inserted, built on the store's worker thread:
     ``span_ledger`` (what the scorers read) last, so that a process killed between two inserts never
     leaves a span to be scored that ``otel_traces`` (what Grafana shows) does not hold. Such a commit
     is not acknowledged: its client sends it again (its labels are then written again, with the same
-    ids: they replace themselves)."""
+    ids: they replace themselves). Why each person's evaluation result that is no label was refused is
+    added to ``refused``."""
     ledger: list[list[object]] = []
     traces: list[list[object]] = []
     logs: list[list[object]] = []
@@ -114,7 +117,10 @@ def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows
         ledger.extend(ledger_rows(batch, arrived_ns))
         traces.extend(span_rows(batch.spans))
         logs.extend(log_row(record) for record in batch.logs)
-        labels.extend(annotation_row(label, arrived_ns) for label in batch_annotations(batch, arrived_ns))
+        found = batch_annotations(batch, arrived_ns)
+        labels.extend(annotation_row(label, arrived_ns) for label in found.labels)
+        if refused is not None:
+            refused.extend(found.refused)
     return [
         *([("annotations", ANNOTATION_COLUMNS, labels)] if labels else []),
         ("otel_logs", OTEL_LOGS_COLUMNS, logs),
@@ -277,10 +283,11 @@ class SpanSink:
         self._unhanded[arrived] += len(window)  # before the insert: a checkpoint meanwhile must not pass it
         routed: list[SpanBatch] = []
         labels: list[list[list[object]]] = []  # the annotation rows of the commit, counted once stored
+        refused: list[str] = []  # people's evaluation results that are no label, and why
         router = self._router
 
         def build() -> list[TableRows]:
-            tables = stored_rows(batches, arrived)
+            tables = stored_rows(batches, arrived, refused)
             labels.extend(rows for table, _, rows in tables if table == "annotations")
             if router is not None and not router.solo:
                 # In the same commit as the items: an acknowledged item always has an owner that knows.
@@ -303,6 +310,11 @@ class SpanSink:
         self._metrics.logs_stored.inc(sum(len(batch.logs) for batch in batches))
         if labels:
             self._metrics.annotations_stored.labels("otlp").inc(sum(len(rows) for rows in labels))
+        if refused:
+            self._metrics.annotations_refused.inc(len(refused))
+            log.warning(
+                "%d evaluation result(s) with an annotator are no label: %s", len(refused), refused[0]
+            )
         for waiting, owned in zip(window, routed or batches, strict=True):
             waiting.batch = owned
             if waiting.committed.done():

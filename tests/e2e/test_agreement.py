@@ -240,6 +240,8 @@ def test_labels_from_the_otel_sdk_are_stored_and_machine_evaluations_are_not(ser
         logger.emit(
             event_name="gen_ai.evaluation.result", attributes={**result, "gen_ai.evaluation.name": "bot"}
         )
+        says_nothing = {"gen_ai.evaluation.name": "helpfulness", "tracescore.annotator": "dave"}
+        logger.emit(event_name="gen_ai.evaluation.result", attributes=says_nothing)
     logs.shutdown()
     spans = TracerProvider(resource=Resource.create({"service.name": "review-tool"}))
     span_exporter = OTLPSpanExporter(
@@ -272,6 +274,7 @@ def test_labels_from_the_otel_sdk_are_stored_and_machine_evaluations_are_not(ser
     ) == (feedback_span, "tone", "rude", None, "erin")
     metrics = served.metrics()
     assert 'tracescore_annotations_stored_total{source="otlp"} 2.0' in metrics
+    assert "tracescore_annotations_refused_total 1.0" in metrics
 
 
 def test_annotate_picks_unlabelled_runs_and_prints_them_with_the_command_to_label(served: Served) -> None:

@@ -41,11 +41,15 @@ def test_only_a_persons_usable_results_are_labels() -> None:
 
     found = batch_annotations(SpanBatch(logs=records), arrived_ns=1)
 
-    assert [(a.span_id, a.annotator, a.value, a.comment, a.source) for a in found] == [
+    assert found.refused == [
+        f"a result of ann in trace {TRACE} judges no span",
+        f"a result of ann in trace {TRACE}: value: Value error, give a value, a label, or both",
+    ]
+    assert [(a.span_id, a.annotator, a.value, a.comment, a.source) for a in found.labels] == [
         (CHILD, "ann", 0.25, "too long", "otlp"),
         (CHILD, "bob", 0.7, "", "otlp"),
     ]
-    assert found[0].time.timestamp() == 1_790_000_000
+    assert found.labels[0].time.timestamp() == 1_790_000_000
 
 
 def test_span_attributes_and_span_events_label_their_span() -> None:
@@ -66,7 +70,11 @@ def test_span_attributes_and_span_events_label_their_span() -> None:
 
     found = batch_annotations(SpanBatch(spans=[carrying]), arrived_ns=1)
 
-    assert [(a.span_id, a.annotator, a.label) for a in found] == [(ROOT, "ann", "meh"), (ROOT, "cy", "")]
+    assert found.refused == []
+    assert [(a.span_id, a.annotator, a.label) for a in found.labels] == [
+        (ROOT, "ann", "meh"),
+        (ROOT, "cy", ""),
+    ]
 
 
 async def test_labels_are_stored_with_their_items_and_the_root_span_is_found(store: Store) -> None:
