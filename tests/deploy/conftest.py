@@ -168,6 +168,10 @@ async def _add_session(store_dir: Path) -> None:
             for scorer in SESSION_SCORERS
         ]
         await ClickHouseScoreSink(store).write_scores(records, decisions)
+    finally:
+        await store.shutdown()
+
+
 async def _add_agreement(store_dir: Path) -> None:
     """Labels from a person for every scored run of the demo -- values a whole point above the first
     scorer's scores, the same as the others'; the scorers' own labels -- and a real agreement pass over

@@ -346,6 +346,8 @@ async def test_the_cascade_panel_shows_the_units_a_gate_held_and_the_cost_they_a
     assert toxicity["Cost per 1,000 scored"] == pytest.approx(1000 * cost / count)
     assert toxicity["Cost avoided (est.)"] == pytest.approx(3 * cost / count)
     assert toxicity["Share held"] == pytest.approx(3 / (3 + count))
+
+
 async def test_agreement_panels_and_rule_show_the_scorer_that_disagrees(demo: Store) -> None:
     # The labels of conftest: the opposite of the first scorer's scores, the same as the others'.
     (first,) = await demo.query("SELECT min(ScorerId) AS scorer FROM scores")
