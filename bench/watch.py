@@ -4,7 +4,8 @@ rows and their decisions in chDB.
 Rows are generated inside the store (INSERT ... SELECT FROM numbers()), written to ``scores`` and
 ``score_decisions`` so the materialized views fill the by-scorer companions as in production: 20
 scorers x 5 services x 10 agents (1,000 drift series) over eight days, 80 score rows per trace;
-otel_traces gets the spans of one score row in ten. Panels are timed over the last 7 days with every
+otel_traces gets the spans of one score row in ten, `annotations` a person's label on one in a thousand
+(an agreement pass over them is timed too, and recorded for the agreement dashboard). Panels are timed over the last 7 days with every
 variable at All, alert rules over their own range (best of 3 each); each is held to 2 s.
 
 The drift pass is timed as the service runs it, every ``drift.interval`` (5 min) on one monitor: after
@@ -30,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import Metric
+from tracescore.ingest.alerting.agreement_monitor import AgreementMonitor
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.agreement_config import AgreementConfig
 from tracescore.schemas.drift_config import DriftConfig
 
 ROWS = int(os.environ.get("TRACESCORE_BENCH_WATCH_ROWS", "10000000"))
@@ -40,6 +43,7 @@ DAYS = 8
 LIMIT_SECONDS = 2.0
 DRIFT_PASS = "full drift pass (window 1h, baseline 7d; 5 min after the last, new scores landed)"
 COLD_PASS = "full drift pass, cold (window 1h, baseline 7d; first pass of a monitor)"
+AGREEMENT_PASS = "agreement pass (window 7d, a label on one score in 1,000)"
 LIMITS = {DRIFT_PASS: 1.0, COLD_PASS: 1.6}
 REPEATS = 3
 
@@ -79,6 +83,17 @@ SELECT start + toIntervalSecond(2), trace, span, scorer,
 FROM (SELECT *, rand(3) % 100 AS r FROM {_ROWS})
 """
 
+# A person's label on one score row in a thousand, near the scorer's score (the agreement panels' pairs).
+_ANNOTATIONS = f"""
+INSERT INTO {{db}}.annotations (AnnotationId, Timestamp, TraceId, SpanId, Name, Value, Label, Annotator,
+    Comment, Source, Stored, Version)
+SELECT toString(n), start + toIntervalSecond(60), trace, span, scorer,
+       least(1.0, greatest(0.0, randNormal(0.8, 0.1))), '', concat('annotator-', toString(n % 3)), '',
+       'api', start + toIntervalSecond(60), toUnixTimestamp64Nano(start) + 60000000000
+FROM {_ROWS}
+WHERE n % 1000 = 7
+"""
+
 # The spans of one score row in ten (the otel_traces_trace_id_ts view fills as the exporter's does).
 _SPANS = f"""
 INSERT INTO {{db}}.otel_traces (Timestamp, TraceId, SpanId, ParentSpanId, SpanName, SpanKind, ServiceName,
@@ -100,7 +115,7 @@ async def insert_rows(store: Store, now: datetime, rows: int, first: int, count:
     """Row numbers [first, first + count) of ``rows`` spread over the DAYS before ``now`` (numbers from
     ``rows`` on continue at the same rate after ``now``)."""
     params = {"start": now - timedelta(days=DAYS), "span_ms": DAYS * 86_400_000, "rows": rows}
-    for sql in (_SCORES, _DECISIONS, _SPANS):
+    for sql in (_SCORES, _DECISIONS, _SPANS, _ANNOTATIONS):
         await store.query(
             sql.replace("{db}", store.quoted_database), params | {"first": first, "count": count}
         )
@@ -160,6 +175,11 @@ async def _run(directory: Path, queries: Queries | None) -> list[tuple[str, floa
         results.append((COLD_PASS, baseline, await timed(cold_pass)))
         results.append((DRIFT_PASS, baseline, await steady_passes(store, now)))
         await DriftMonitor(store, DriftConfig()).run_pass(now)  # recorded: the drift dashboard reads it
+
+        async def agreement_pass() -> None:
+            await AgreementMonitor(store, AgreementConfig(), DriftConfig()).run_pass(now, notify=False)
+
+        results.append((AGREEMENT_PASS, baseline, await timed(agreement_pass)))  # recorded: its dashboard
         for name, sql in await queries(store, now)() if queries else []:
 
             async def panel(sql: str = sql) -> None:

@@ -77,6 +77,8 @@ def test_a_whole_run_rewrites_the_performance_pages_table_and_nothing_else(tmp_p
     rows = [
         Metric("span_store", 9_000.0, "spans/CPU-s", 10_000.0, ">= 0.9", baseline_label="bare inserts"),
         Metric("watch: full drift pass (window 1h)", 0.8, "s", 0.3, "value <= 1", baseline_label="FINAL"),
+        Metric("watch: full drift pass, cold (window 1h)", 1.2, "s", 0.3, "value <= 1.6", baseline_label="FINAL"),
+        Metric("watch: agreement pass (window 7d)", 1.7, "s", 0.3, "value <= 2", baseline_label="FINAL"),
         Metric("watch: panel a", 1.5, "s", 0.25, "value <= 2", baseline_label="FINAL"),
     ]
     report_path, page_path = tmp_path / "report.json", tmp_path / "performance.md"
@@ -92,9 +94,10 @@ def test_a_whole_run_rewrites_the_performance_pages_table_and_nothing_else(tmp_p
     table = page.split(performance_page.START)[1].split(performance_page.END)[0]
     lines = [line for line in table.splitlines() if line.startswith("| `")]
     assert lines[0].startswith("| `span_store` |") and "| 0.9 | >= 0.9 | yes |" in lines[0]
-    # The watch rows are one line: the drift pass, the slowest panel, the cheapest baseline.
-    assert len(lines) == 2 and lines[1].startswith("| `watch: …` (2 rows) |")
-    assert "drift pass 0.80 s (goal value <= 1)" in lines[1] and "slowest panel 1.50 s" in lines[1]
+    # The watch rows are one line: each pass, the slowest panel (not a pass), the cheapest baseline.
+    assert len(lines) == 2 and lines[1].startswith("| `watch: …` (4 rows) |")
+    assert "| drift pass 0.80 s (goal value <= 1), cold drift pass 1.20 s (goal value <= 1.6)" in lines[1]
+    assert "agreement pass 1.70 s (goal value <= 2), slowest panel 1.50 s |" in lines[1]
     assert "`FINAL` count of the week: 0.25 s" in lines[1] and lines[1].endswith("| yes |")
 
 
