@@ -36,6 +36,7 @@ from tracescore.scoring.prebuilt.registry import ScorerFactory, build_scorer
 from tracescore.scoring.runtime.empty_runs import empty_run_reason
 from tracescore.scoring.runtime.rule_filters import span_matches, unit_matches
 from tracescore.scoring.runtime.sampling import is_sampled
+from tracescore.scoring.runtime.scorer_version import scorer_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,9 @@ class Rule:
     threshold: float | None = None
     pass_when: str = "above"
     label: str = ""  # how the config names the rule: its name, else its scorer (for log lines)
+    # The scorer's version stored with its scores, derived once when the rules are built
+    # (``scoring.runtime.scorer_version``).
+    version: str = ""
 
     @property
     def described(self) -> str:
@@ -143,6 +147,7 @@ def build_rules(
                 rule.threshold,
                 rule.pass_when,
                 rule.label,
+                scorer_version(rule, scorer, registry),
             )
         )
     groups: dict[str, list[Rule]] = {}
