@@ -166,6 +166,18 @@ def thresholds(groups: Sequence[RuleGroup]) -> dict[str, tuple[float, str]]:
     return found
 
 
+def rule_versions(groups: Sequence[RuleGroup]) -> dict[str, str]:
+    """Each rule's derived version by how the config names the rule (rules named alike: their
+    versions, in order, joined by `` / ``)."""
+    found: dict[str, list[str]] = {}
+    for group in groups:
+        for rule in group:
+            versions = found.setdefault(rule.label or rule.scorer_id, [])
+            if rule.version not in versions:
+                versions.append(rule.version)
+    return {label: " / ".join(versions) for label, versions in found.items()}
+
+
 def is_own_judge_call(unit: AgentRun, trace: TraceView | None) -> bool:
     """The loop guard: ``unit`` is a call of tracescore's own judge (see the module docstring)."""
     if any(PREAMBLE_SIGNATURE in m.content for m in unit.input.system_messages):
