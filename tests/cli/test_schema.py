@@ -86,6 +86,8 @@ def test_the_cluster_ddl_has_local_replicated_and_distributed_tables(
         "ALTER TABLE `analytics`.score_decisions ON CLUSTER `c1`\n   ",
         "ALTER TABLE `analytics`.scores_by_scorer_local ON CLUSTER `c1`\n   ",
         "ALTER TABLE `analytics`.scores_by_scorer ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.score_drift_local ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.score_drift ON CLUSTER `c1`\n   ",
     ]
     # A view's query is changed where the view is, on each node, reading the local table.
     (modified,) = [s for s in cluster if " MODIFY QUERY" in s]
