@@ -33,8 +33,21 @@ $(TEST_INSTALLED): pyproject.toml | $(BIN)/python
 run: $(INSTALLED) ## create .venv, install tracescore and run `tracescore demo` (no API key needed)
 	$(BIN)/tracescore demo
 
-test: $(TEST_INSTALLED) ## install the test needs and run the whole suite (real OTel SDK, chDB, Kafka)
+test: chromium $(TEST_INSTALLED) ## install the test needs and run the whole suite (real OTel SDK, chDB, Kafka, Chromium)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# A step of `make test`, not a goal of its own (so `make help` does not list it): the report's browser
+# test (tests/e2e/test_report.py) opens the page in the system's Chromium, installed here when missing
+# (about 20 s; with sudo when not root).
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "make test: installing Chromium for the report's browser test (apt-get, about 20 s)"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends chromium; } || { \
+	    echo "make test: could not install Chromium; install it (apt-get install chromium, as root) and run make test again: the report's browser test needs /usr/bin/chromium" >&2; \
+	    exit 1; }; }
 
 lint: $(TEST_INSTALLED) ## ruff check, ruff format --check and mypy --strict
 	$(BIN)/ruff check tracescore schemas ingest scoring tests bench

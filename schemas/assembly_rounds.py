@@ -15,6 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 RoundReason = Literal["idle", "max_wait", "late", "recovered", "shutdown", "flush"]
 
 
+@dataclass(frozen=True, slots=True)
+class UnitOutcome:
+    """What one rule came to on one unit: its decision kind, and its score and label when it scored.
+    A cascade's gated rule reads it of its gate (``scoring.rules[].when``), live or from the store."""
+
+    decision: str
+    score: float | None = None
+    label: str = ""
+
+
 @dataclass(frozen=True)
 class PriorOutcomes:
     """What an earlier attempt at a round already wrote, by (span id, scorer id)."""
@@ -25,6 +35,9 @@ class PriorOutcomes:
     # Decisions of earlier scoring (a backfill reads them): a pair already scored is left alone, and
     # a pair routed to the same decision again is not written again.
     earlier: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # What each pair above came to (decision, score, label): a cascade's gate decided before a restart
+    # is not judged again, and the rules it gates read its result here.
+    outcomes: Mapping[tuple[str, str], UnitOutcome] = field(default_factory=dict)
 
 
 class TraceRound(BaseModel):

@@ -14,6 +14,7 @@ A rule (one item of ``scoring.rules``)::
         trace_has: {attributes: {error.type: {exists: true}}}
       budget: {max_calls_per_hour: 500, max_usd_per_day: 5}
       circuit_breaker: {failures: 5, cooldown_seconds: 30}
+      when: {rule: tone, score_below: 0.5}   # a cascade: only after rule tone's result on the unit
 
 Everything here is validated once, when the config loads (a regular expression that does not compile
 fails there, naming the rule and the field). ``scoring.rules`` evaluates these models at run time.
@@ -25,6 +26,8 @@ import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tracescore.schemas.score import DecisionKind
 
 Scalar = str | int | float | bool
 SPAN_KINDS = ("unspecified", "internal", "server", "client", "producer", "consumer")
@@ -175,6 +178,38 @@ class CircuitBreakerConfig(_Model):
     cooldown_seconds: float = Field(default=DEFAULT_BREAKER_COOLDOWN_SECONDS, gt=0)
 
 
+class RuleGate(_Model):
+    """``when:``: the rule runs on a unit only after the rule named ``rule`` (its ``name``, else its
+    scorer) has decided the same unit, and only if every test given here holds of that result.
+
+    ``score_below``/``score_above``: the gate scored the unit below / above the value (both: between);
+    ``label``: its score's label is this one (or one of these); ``decision``: its decision is this kind
+    (or one of these: ``failed`` runs a fallback). A score or label test never holds of a unit the gate
+    did not score.
+    """
+
+    rule: str = Field(min_length=1)
+    score_below: float | None = None
+    score_above: float | None = None
+    label: list[str] | None = Field(default=None, min_length=1)
+    decision: list[DecisionKind] | None = Field(default=None, min_length=1)
+
+    @field_validator("label", "decision", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _some_test(self) -> RuleGate:
+        tests = (self.score_below, self.score_above, self.label, self.decision)
+        if all(test is None for test in tests):
+            raise ValueError("give at least one of score_below, score_above, label, decision")
+        below, above = self.score_below, self.score_above
+        if below is not None and above is not None and above >= below:
+            raise ValueError(f"score_above ({above:g}) must be less than score_below ({below:g})")
+        return self
+
+
 class ScorerRule(_Model):
     """One item of ``scoring.rules``."""
 
@@ -191,6 +226,7 @@ class ScorerRule(_Model):
     # the tracescore_score_outcomes metric and the pass rate of dashboards and drift detection.
     threshold: float | None = None
     pass_when: Literal["above", "below"] = "above"
+    when: RuleGate | None = None  # a cascade: run after another rule's result (checked with the rules)
 
     @model_validator(mode="after")
     def _one_scorer(self) -> ScorerRule:

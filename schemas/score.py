@@ -12,7 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ScoreSource = Literal["live", "backfill", "offline"]
 DecisionKind = Literal[
-    "scored", "sampled_out", "filtered", "skipped_empty", "skipped_too_large", "budget_exceeded", "failed"
+    "scored",
+    "sampled_out",
+    "filtered",
+    "skipped_empty",
+    "skipped_too_large",
+    "gated",  # another rule's result on the unit held it (a cascade's ``when``)
+    "budget_exceeded",
+    "failed",
 ]
 
 # Fixed namespace so a score id is the same on every replica and every replay.

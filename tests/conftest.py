@@ -36,6 +36,7 @@ ONE_WORKER_MODULES = frozenset(
         "test_helm.py",
         "test_packaging.py",
         "test_python_examples.py",
+        "test_report.py",
         "test_results_api.py",
         "test_score_table.py",
         "test_scores_command.py",

@@ -5,6 +5,7 @@ same commands as ever. Targets are read with ``make -n`` (print, do not run)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -66,3 +67,34 @@ def test_make_run_and_make_test_run_the_same_commands_as_ever() -> None:
         "touch .venv/.installed .venv/.installed-test",
         ".venv/bin/python -m pytest -n 2 --dist loadgroup",
     ]
+
+
+def test_make_test_installs_chromium_first_when_it_is_missing() -> None:
+    """The report's browser test needs Chromium: ``make test`` installs it (apt-get, with sudo when not
+    root) before anything else; ``make run`` does not need it."""
+    steps = make("-n", "-B", "test")
+    assert steps.startswith("command -v chromium >/dev/null 2>&1 || {")
+    assert "apt-get install -y -qq --no-install-recommends chromium" in steps
+    assert "chromium" not in make("-n", "-B", "PYTHON=python3", "run")
+
+
+def test_a_chromium_that_cannot_be_installed_stops_make_test_naming_the_fix(tmp_path: Path) -> None:
+    """No chromium on the PATH and an apt-get that fails: the step fails, saying what to do."""
+    for tool in ("id", "env"):
+        tmp_path.joinpath(tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    apt_get = tmp_path / "apt-get"
+    apt_get.write_text("#!/bin/sh\necho 'E: no network' >&2\nexit 100\n")
+    apt_get.chmod(0o755)
+    sudo = tmp_path / "sudo"
+    sudo.write_text('#!/bin/sh\nexec "$@"\n')
+    sudo.chmod(0o755)
+    done = subprocess.run(
+        [shutil.which("make") or "make", "--no-print-directory", "-C", str(REPO), "chromium"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": str(tmp_path)},
+    )
+    assert done.returncode != 0
+    assert "make test: installing Chromium for the report's browser test" in done.stdout
+    assert "could not install Chromium; install it (apt-get install chromium, as root)" in done.stderr

@@ -5,7 +5,9 @@ Its runs go to the demo store (``default_store("demo")``, or ``--store``), never
 
 Starts the service on free loopback ports, sends realistic multi-step agent traces through the
 OpenTelemetry SDK and its OTLP/gRPC exporter (GenAI semantic conventions, as the OpenTelemetry
-GenAI instrumentations write them), waits until every trace is scored and prints the scores.
+GenAI instrumentations write them), waits until every trace is scored and prints the scores, then
+writes the report page of its store (``ingest.reporting``: beside the store, ``<store>-report.html``,
+or ``--report``) and prints its path.
 A decision without a score shows why; a failed one (a judge that refused or could not be reached)
 has its reason printed under the table, and the demo then exits 1 with a hint on stderr.
 """
@@ -15,8 +17,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -32,12 +36,15 @@ from tracescore.ingest.cli.judge_flags import add_judge_arguments, judge_config
 from tracescore.ingest.cli.store_flags import add_database_argument
 from tracescore.ingest.cli.terminal import make_console
 from tracescore.ingest.configuration.config_loader import load_config
+from tracescore.ingest.reporting.report_page import build_report, write_page
 from tracescore.ingest.service import Service
 from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.store_config import DEFAULT_DEMO_STORE_NAME, default_store
 
 DEMO_IDLE_SECONDS = 0.5
 MS = 1_000_000  # nanoseconds
+SCENARIO_SPACING_MS = 5_000  # the demo stamps its runs this far apart, from when it starts
+REPORT_PERIOD = timedelta(hours=24)
 
 
 # With a judge model, these LLM scorers join the heuristic ones (they read only input and output).
@@ -142,13 +149,35 @@ def _print_judge_spend(console: Console, scores: list[dict[str, Any]]) -> None:
         )
 
 
+def default_report(store: str) -> str:
+    """Where the demo writes its report: beside its store, ``<store>-report.html``."""
+    return os.path.abspath(store.removeprefix("chdb://").rstrip("/")) + "-report.html"
+
+
+async def _write_report(service: Service, path: str) -> str:
+    """The report of the demo's store, written to ``path``; its absolute path. The period ends after
+    the last run the demo stamped (they start up to a few seconds ahead of now)."""
+    ahead = timedelta(milliseconds=SCENARIO_SPACING_MS * len(SCENARIOS)) + timedelta(minutes=1)
+    until = datetime.now(UTC) + ahead
+    page = await build_report(
+        service.store,
+        service.executor.rule_groups,
+        until - REPORT_PERIOD,
+        until,
+        max_items=service.config.assembly.max_spans_per_trace,
+    )
+    return await asyncio.to_thread(write_page, path, page)
+
+
 async def run_demo(
     store: str | None = None,
     limit_s: float = 60.0,
     judge: dict[str, Any] | None = None,
     database: str | None = None,
+    report: str | None = None,
 ) -> int:
-    """Run the demo; with ``judge`` (JudgeConfig fields) LLM-judge scorers score the runs too."""
+    """Run the demo; with ``judge`` (JudgeConfig fields) LLM-judge scorers score the runs too. The
+    report page goes to ``report`` (default: beside the store)."""
     console = make_console()
     if not console.is_terminal:  # piped (make run, CI logs): don't squeeze the table into 80 columns
         console = make_console(width=max(console.width, 110))
@@ -161,7 +190,9 @@ async def run_demo(
         provider.add_span_processor(BatchSpanProcessor(exporter))
         tracer = provider.get_tracer("tracescore.demo")
         start = time.time_ns()
-        trace_ids = [emit_scenario(tracer, s, start + i * 5_000 * MS) for i, s in enumerate(SCENARIOS)]
+        trace_ids = [
+            emit_scenario(tracer, s, start + i * SCENARIO_SPACING_MS * MS) for i, s in enumerate(SCENARIOS)
+        ]
         console.print(f"sent {len(trace_ids)} agent traces over OTLP/gRPC to 127.0.0.1:{service.grpc.port}")
         await asyncio.to_thread(provider.shutdown)  # flushes the exporter
         await _wait_for_decisions(service, {t: len(service.executor.scorer_ids) for t in trace_ids}, limit_s)
@@ -175,6 +206,8 @@ async def run_demo(
             f"spans and scores are in {service.store.description}, database {service.store.database} "
             "(tables otel_traces, scores, score_decisions)"
         )
+        page = await _write_report(service, report or default_report(config.store))
+        console.print(f"report: {page} (open it in a browser; 'tracescore report' writes one of any store)")
     finally:
         await service.shutdown()
     if failed:
@@ -199,6 +232,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_database_argument(demo)
     demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores")
+    demo.add_argument(
+        "--report",
+        default=None,
+        help="where to write the report page (default: beside the store, STORE-report.html)",
+    )
     add_judge_arguments(demo, model_flag="--judge")
     demo.set_defaults(func=cmd_demo)
 
@@ -209,4 +247,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = judge_config(args)
     # With a judge model the LLM scorers join in; none: heuristic scorers only.
     judge = config.judge_settings() if config is not None and config.model else None
-    return asyncio.run(run_demo(args.store, limit_s=args.timeout, judge=judge, database=args.database))
+    return asyncio.run(
+        run_demo(args.store, limit_s=args.timeout, judge=judge, database=args.database, report=args.report)
+    )

@@ -199,6 +199,20 @@ class ServiceApi:
         """The JSON of a 200; a ``TraceStatus`` for a 404 that says why a trace has nothing."""
         return await self._request("GET", path, params=params)
 
+    async def page(self, path: str, params: dict[str, str], timeout_s: float) -> str:
+        """The text of a 200 (an HTML page); a refusal, as for the JSON routes."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(self.url + path, params=params, headers=self._headers()) as response,
+            ):
+                if response.status == 200:
+                    return await response.text()
+                self._refused(path, response.status, await _json(response))
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise self._unreachable(exc, timeout_s) from None
+
     async def post(self, path: str, body: dict[str, Any], timeout_s: float) -> Any:
         return await self._request("POST", path, json_body=body, timeout_s=timeout_s)
 

@@ -1,6 +1,7 @@
 """The service's HTTP API for the commands that work on the store, so that they work while the service
 holds it (chDB allows one process per data directory): ``tracescore runs``, ``drift`` and
-``backfill`` ask these routes then, and print what they would print on the store itself.
+``backfill`` ask these routes then, and print what they would print on the store itself; ``GET /report``
+serves the page ``tracescore report`` writes.
 
 - ``GET /api/runs?trace_id=…``: the units the scorers saw of a stored trace, with each rule's
   decision (``ingest.replay.scorer_inputs``); 404 with the trace's status when the store holds nothing of it.
@@ -11,6 +12,9 @@ holds it (chDB allows one process per data directory): ``tracescore runs``, ``dr
   (``{"progress": {"done": n, "total": m}}``, repeated at least every ``HEARTBEAT_SECONDS``), then
   ``{"report": {…}}`` or ``{"error": "…"}``. One at a time (409 while one runs); a client that goes
   away stops it (a backfill resumes where it stopped when run again).
+- ``GET /report?since=24h&until=now``: the report page of the runs started in the period
+  (``ingest.reporting``), its run links absolute to the address the request was sent to. A store that
+  cannot answer is a 503 or 500 with a JSON error, never a page.
 
 They sit behind the receiver's bearer token like every ``/api/*`` route. A body or parameter that is
 wrong is a 400 naming it; a store that cannot answer is a 503 (retriable) or 500, as for the reads.
@@ -36,9 +40,11 @@ from tracescore.ingest.receivers.disclosure import API_STORE_FAILED, STORE_UNAVA
 from tracescore.ingest.replay.backfill import PROGRESS_EVERY_SECONDS as HEARTBEAT_SECONDS
 from tracescore.ingest.replay.backfill import Backfill
 from tracescore.ingest.replay.scorer_inputs import scored_units
+from tracescore.ingest.reporting.report_page import build_report
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.drift_config import Duration
+from tracescore.schemas.durations import parse_time
 from tracescore.schemas.errors import StoreError
 from tracescore.schemas.score_queries import QueryError, TraceStatus, parse_query
 from tracescore.scoring.runtime.rule_routing import RuleGroup
@@ -48,6 +54,8 @@ log = logging.getLogger(__name__)
 RUNS_PATH = "/api/runs"
 DRIFT_PATH = "/api/drift"
 BACKFILL_PATH = "/api/backfill"
+REPORT_PATH = "/report"
+REPORT_DEFAULT_SINCE = "24h"
 RETRY_AFTER_SECONDS = 5
 NDJSON = "application/x-ndjson"
 _dumps = partial(json.dumps, default=str)
@@ -100,6 +108,7 @@ class StoreCommands:
         router.add_get(RUNS_PATH, self._answering(self._runs))
         router.add_post(DRIFT_PATH, self._answering(self._drift))
         router.add_post(BACKFILL_PATH, self._answering(self._start_backfill))
+        router.add_get(REPORT_PATH, self._answering(self._report))
 
     def _answering(
         self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -130,6 +139,27 @@ class StoreCommands:
         if isinstance(found, TraceStatus):
             return web.json_response(found.model_dump(exclude_none=True), status=404)
         return web.json_response(found, dumps=_dumps)
+
+    async def _report(self, request: web.Request) -> web.StreamResponse:
+        unknown = sorted(set(request.query) - {"since", "until"})
+        if unknown:
+            raise QueryError(unknown[0], "unknown parameter; give since and until")
+        now = datetime.now(UTC)
+        period = {"since": REPORT_DEFAULT_SINCE, "until": "now", **request.query}
+        since, until = (_time(name, period[name], now) for name in ("since", "until"))
+        if since >= until:
+            raise QueryError("until", "must be after since")
+        page = await build_report(
+            self._store,
+            self._groups,
+            since,
+            until,
+            max_items=self._config.assembly.max_spans_per_trace,
+            service_url=str(request.url.origin()),
+        )
+        response = web.Response(text=page, content_type="text/html")
+        response.enable_compression()  # most of the page is plotly.js: about a third of it gzipped
+        return response
 
     async def _drift(self, request: web.Request) -> web.StreamResponse:
         asked = await _body(request, DriftRequest)
@@ -217,6 +247,13 @@ async def _stream(
 
 async def _line(response: web.StreamResponse, value: dict[str, Any]) -> None:
     await response.write((_dumps(value) + "\n").encode())
+
+
+def _time(parameter: str, value: str, now: datetime) -> datetime:
+    try:
+        return parse_time(value, now)
+    except ValueError as exc:
+        raise QueryError(parameter, str(exc)) from None
 
 
 async def _body(request: web.Request, model: type[B]) -> B:

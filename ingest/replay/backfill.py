@@ -26,9 +26,10 @@ from typing import Any
 from tracescore.ingest.assembly.trace_state import item_key
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import Ledger, StoredTrace
-from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink, merged_outcome
 from tracescore.ingest.transform.scoring_units import build_units
 from tracescore.schemas import AgentRun, Decision, LogRecord, ScoreRecord, Span, TraceRound
+from tracescore.schemas.assembly_rounds import UnitOutcome
 from tracescore.schemas.config import ScorerRule, ServiceConfig
 from tracescore.schemas.consumers import PriorOutcomes
 from tracescore.schemas.trace_view import TraceView
@@ -37,6 +38,7 @@ from tracescore.scoring.judge import metered
 from tracescore.scoring.judge.call_guard import JudgeGuard, guarded
 from tracescore.scoring.judge.redact import Redactor
 from tracescore.scoring.prebuilt.registry import former_ids, read_as, stored_ids
+from tracescore.scoring.runtime.cascades import held_by
 from tracescore.scoring.runtime.executor import ScoringExecutor
 from tracescore.scoring.runtime.rule_routing import RuleGroup, is_own_judge_call, route, units_for
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
@@ -71,7 +73,9 @@ class BackfillReport:
 
 
 def select_rules(rules: Sequence[ScorerRule], names: Sequence[str], scorer_ids: Sequence[str]) -> list[int]:
-    """Indexes of the rules ``names`` asks for (a rule's name, scorer, use or stored id); all if none."""
+    """Indexes of the rules ``names`` asks for (a rule's name, scorer, use or stored id), with the gates
+    they wait for (a cascade's ``when``: a gate that decided a unit before is read, not run again);
+    all if none."""
     if not names:
         return list(range(len(rules)))
     known = [
@@ -82,7 +86,13 @@ def select_rules(rules: Sequence[ScorerRule], names: Sequence[str], scorer_ids: 
     if unknown:
         every = sorted({scorer_id for scorer_id in scorer_ids} | {rule.label for rule in rules})
         raise ValueError(f"--rule {', '.join(unknown)}: no such rule; the rules are {', '.join(every)}")
-    return [index for index, names_of in enumerate(known) if names_of & set(names)]
+    chosen = {index for index, names_of in enumerate(known) if names_of & set(names)}
+    while True:
+        waited_for = {when.rule for index in chosen if (when := rules[index].when) is not None}
+        gates = {index for index, rule in enumerate(rules) if rule.label in waited_for} - chosen
+        if not gates:
+            return sorted(chosen)
+        chosen |= gates
 
 
 class Backfill:
@@ -149,29 +159,37 @@ class Backfill:
                 else:
                     spans, logs = stored_items(trace, self._config.assembly.max_spans_per_trace)
                     runs, view = await asyncio.to_thread(build_units, spans, logs, llm_calls=wants_calls)
-                    yield trace_id, runs, view, PriorOutcomes(earlier=earlier.get(trace_id, {}))
+                    yield trace_id, runs, view, earlier.get(trace_id, PriorOutcomes())
                 if self._progress is not None:
                     self._progress(done, len(trace_ids))
 
-    async def _earlier(self, trace_ids: list[str]) -> dict[str, dict[tuple[str, str], str]]:
-        """Decisions (and scores without one) already stored for these traces, by (span, scorer)."""
+    async def _earlier(self, trace_ids: list[str]) -> dict[str, PriorOutcomes]:
+        """Decisions (and scores without one) already stored for these traces, by (span, scorer),
+        with what each came to (a cascade's gated rules read their gate's)."""
         database = self._store.quoted_database
         where = "WHERE TraceId IN {ids:Array(String)}"
+        columns = "SELECT TraceId, SpanId, ScorerId"
         decided = await self._store.query(
-            f"SELECT TraceId, SpanId, ScorerId, Decision FROM {database}.score_decisions FINAL {where}",
+            f"{columns}, Decision, 1 AS Decided FROM {database}.score_decisions FINAL {where}",
             {"ids": trace_ids},
         )
         scored = await self._store.query(
-            f"SELECT TraceId, SpanId, ScorerId FROM {database}.scores FINAL {where}", {"ids": trace_ids}
+            f"{columns}, Score, Label, 0 AS Decided FROM {database}.scores FINAL {where}", {"ids": trace_ids}
         )
         earlier: dict[str, dict[tuple[str, str], str]] = {}
+        outcomes: dict[str, dict[tuple[str, str], UnitOutcome]] = {}
         renamed = former_ids()
         for rows, decision in ((decided, None), (scored, "scored")):
             for row in rows:
-                outcomes = earlier.setdefault(row["TraceId"], {})
+                found = outcomes.setdefault(row["TraceId"], {})
                 for scorer_id in read_as(row["ScorerId"], renamed):
-                    outcomes[(row["SpanId"], scorer_id)] = decision or row["Decision"]
-        return earlier
+                    pair = (row["SpanId"], scorer_id)
+                    earlier.setdefault(row["TraceId"], {})[pair] = decision or row["Decision"]
+                    found[pair] = merged_outcome(found.get(pair), row)
+        return {
+            trace_id: PriorOutcomes(earlier=pairs, outcomes=outcomes[trace_id])
+            for trace_id, pairs in earlier.items()
+        }
 
     async def _score(self, trace_ids: list[str]) -> BackfillReport:
         report = BackfillReport()
@@ -272,12 +290,17 @@ def _to_score(
     max_chars: int,
     view: TraceView,
 ) -> bool:
-    """Whether the executor would run a scorer on ``unit`` (as ``ScoringExecutor.consume_runs``)."""
+    """Whether the executor would run a scorer on ``unit`` (as ``ScoringExecutor.consume_runs``). A
+    dry run runs no gate: a cascade's gated rule counts unless its gate's stored result holds it."""
     if is_own_judge_call(unit, view):
         return False
     if prior.earlier.get((unit.span_id, group[0].scorer_id)) == "scored":
         return False
-    return route(unit, group, salt, max_chars, view).decision is None
+    routed = route(unit, group, salt, max_chars, view)
+    if routed.decision is not None:
+        return False
+    when, gate = routed.rule.when, prior.outcomes.get((unit.span_id, routed.rule.gate_id))
+    return when is None or gate is None or held_by(when, gate) is None
 
 
 def _rule_for(unit: AgentRun, group: RuleGroup, view: TraceView) -> Scorer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tracescore.ingest.store.clickhouse import Store, TableRows
 from tracescore.ingest.store.rows import (
@@ -21,6 +22,7 @@ from tracescore.ingest.store.rows import (
     score_row,
 )
 from tracescore.schemas import Decision, ScoreRecord, TraceRound
+from tracescore.schemas.assembly_rounds import UnitOutcome
 from tracescore.schemas.consumers import PriorOutcomes, SpendRow
 from tracescore.scoring.prebuilt.registry import former_ids, read_as
 
@@ -35,16 +37,19 @@ WHERE TraceId IN {{ids:Array(String)}}
                                                      {{since:Array(Int64)}}, toInt64(0)))
 """
 _PRIOR_SELECT = f"""
-SELECT TraceId, SpanId, ScorerId, 1 AS Decided FROM {{database}}.score_decisions FINAL {_PRIOR_WHERE}
+SELECT TraceId, SpanId, ScorerId, 1 AS Decided, Decision, toFloat64(0) AS Score, '' AS Label
+FROM {{database}}.score_decisions FINAL {_PRIOR_WHERE}
 UNION ALL
-SELECT TraceId, SpanId, ScorerId, 0 AS Decided FROM {{database}}.scores FINAL {_PRIOR_WHERE}
+SELECT TraceId, SpanId, ScorerId, 0 AS Decided, 'scored' AS Decision, Score, Label
+FROM {{database}}.scores FINAL {_PRIOR_WHERE}
 """
 
 
 async def read_prior_outcomes(store: Store, since: Mapping[str, int]) -> dict[str, PriorOutcomes]:
-    """What was written for each trace at or after its ``since`` (ns): the decisions, and the score
-    rows without theirs. One query for all of them, however many (a recovery releases hundreds at
-    once); traces with nothing written are absent."""
+    """What was written for each trace at or after its ``since`` (ns): the decisions, the score rows
+    without theirs, and what each came to (a cascade's gate is read, not judged again). One query for
+    all of them, however many (a recovery releases hundreds at once); traces with nothing written are
+    absent."""
     if not since:
         return {}
     rows = await store.query(
@@ -53,18 +58,38 @@ async def read_prior_outcomes(store: Store, since: Mapping[str, int]) -> dict[st
     )
     decided: dict[str, set[tuple[str, str]]] = {}
     scored: dict[str, set[tuple[str, str]]] = {}
+    outcomes: dict[str, dict[tuple[str, str], UnitOutcome]] = {}
     renamed = former_ids()
     for row in rows:
         into = decided if row["Decided"] else scored
         pairs = into.setdefault(row["TraceId"], set())
-        pairs.update((row["SpanId"], scorer_id) for scorer_id in read_as(row["ScorerId"], renamed))
+        found = outcomes.setdefault(row["TraceId"], {})
+        for scorer_id in read_as(row["ScorerId"], renamed):
+            pair = (row["SpanId"], scorer_id)
+            pairs.add(pair)
+            found[pair] = merged_outcome(found.get(pair), row)
     return {
         trace_id: PriorOutcomes(
             decided=frozenset(decided.get(trace_id, ())),
             scored_undecided=frozenset(scored.get(trace_id, set()) - decided.get(trace_id, set())),
+            outcomes=outcomes[trace_id],
         )
         for trace_id in decided.keys() | scored.keys()
     }
+
+
+def merged_outcome(known: UnitOutcome | None, row: Mapping[str, Any]) -> UnitOutcome:
+    """What a (span, scorer) came to, merging one more of its rows into what its other row said: a
+    decision row (``Decided`` 1: its ``Decision``) or a score row (``Decided`` 0: ``Score``, ``Label``)."""
+    if row["Decided"]:
+        decision = row["Decision"]
+        score, label = (known.score, known.label) if known is not None else (None, "")
+    else:
+        decision = known.decision if known is not None else "scored"
+        score, label = float(row["Score"]), str(row["Label"])
+    if decision != "scored":
+        return UnitOutcome(decision)
+    return UnitOutcome(decision, score, label)
 
 
 class ClickHouseScoreSink:

@@ -5,6 +5,9 @@ The executor wires small parts, each with one job:
 - routing, here: each unit goes through each rule (``scoring.runtime.rule_routing``: filter, sample,
   needed content, size); a unit it decides without scoring (filtered, sampled out, skipped) gets its
   decision row at once, one to score becomes a ``ScoringJob``;
+- cascades (``scoring.runtime.cascades``): gates are routed before the rules they gate; a gated
+  rule's job waits on the trace's ``GateBoard`` until its gate decides the unit, then runs (on the
+  worker that decided the gate) or is ``gated``; its round counts it as pending meanwhile;
 - the queue and its bounds (``scoring.runtime.job_queue``): ``config.concurrency`` workers take jobs
   from a bounded queue; when it is full, or too many rows wait for the store or too many runs for
   their judge, ``consume_runs`` waits (backpressure up the pipeline, nothing is dropped);
@@ -27,22 +30,27 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from tracescore.schemas import AgentRun, ScoreSource, TraceRound
+from tracescore.schemas.assembly_rounds import UnitOutcome
 from tracescore.schemas.config import ScoringConfig
 from tracescore.schemas.consumers import PriorOutcomes, ScoreSink, SpendStore
 from tracescore.schemas.errors import is_retriable
 from tracescore.schemas.trace_view import TraceView
 from tracescore.scoring.judge import litellm_module
 from tracescore.scoring.prebuilt.registry import ScorerFactory
+from tracescore.scoring.runtime.cascades import GateBoard, held_by
 from tracescore.scoring.runtime.failure_log import FailureLog
 from tracescore.scoring.runtime.job_queue import JobQueue
 from tracescore.scoring.runtime.outcomes import OutcomeRows, with_round
 from tracescore.scoring.runtime.round_tracker import RoundState, RoundTracker
 from tracescore.scoring.runtime.rule_guards import Guards
 from tracescore.scoring.runtime.rule_routing import (
+    Routed,
     RuleGroup,
     build_rules,
+    gate_ids,
     is_own_judge_call,
     route,
+    routing_order,
     thresholds,
     units_for,
 )
@@ -77,6 +85,8 @@ class ScoringExecutor:
     ) -> None:
         self._config = config
         self._rule_groups = build_rules(config.rules, registry, config.judge)  # a bad rule fails here
+        self._routing_order = routing_order(self._rule_groups)  # gates first
+        self._gate_ids = gate_ids(self._rule_groups)
         self._guards = Guards(config, self._rule_groups, metrics, spend=spend, replica_id=replica_id)
         self._sink = sink
         self._metrics = metrics
@@ -181,7 +191,8 @@ class ScoringExecutor:
             if round is not None and round.unchanged:
                 runs = []
             own: dict[str, bool] = {}  # the loop guard's answer per unit span
-            for group in self._rule_groups:
+            gates: GateBoard[ScoringJob] | None = GateBoard(self._gate_ids) if self._gate_ids else None
+            for group in self._routing_order:
                 for unit in units_for(group[0].target, group, runs, trace):
                     if unit.span_id not in own:
                         own[unit.span_id] = is_own_judge_call(unit, trace)
@@ -189,7 +200,7 @@ class ScoringExecutor:
                     if own[unit.span_id]:
                         continue  # tracescore's own judge call: never scored (the loop guard)
                     await self._jobs.wait_for_room()
-                    await self._route(unit, group, round, state, prior, trace)
+                    await self._route(unit, group, round, state, prior, trace, gates)
         except BaseException as exc:
             if state is not None:
                 # Never marked done with decisions missing. A store that could not be read (retriable):
@@ -217,25 +228,76 @@ class ScoringExecutor:
         state: RoundState | None,
         prior: PriorOutcomes,
         trace: TraceView | None,
+        gates: GateBoard[ScoringJob] | None,
     ) -> None:
         key = (unit.span_id, group[0].scorer_id)
         earlier = prior.earlier.get(key)
-        if key in prior.decided or earlier == "scored":
-            return  # decided by an earlier attempt at this round, or scored before: not judged again
-        if key in prior.scored_undecided:
-            detail = "the score was written before a restart; its decision is written now"
-            self._buffer.add(None, self._rows.decision(unit, group[0], "scored", detail))
+        if key in prior.decided or earlier == "scored" or key in prior.scored_undecided:
+            if key not in prior.decided and earlier != "scored":
+                detail = "the score was written before a restart; its decision is written now"
+                self._buffer.add(None, self._rows.decision(unit, group[0], "scored", detail))
+            # Decided (or scored) by an earlier attempt: not judged again; its gated rules read it.
+            stored = prior.outcomes.get(key) or UnitOutcome(earlier or "scored")
+            await self._settle(gates, unit, group[0].scorer_id, stored)
             return
         routed = route(unit, group, self._config.sampling_salt, self._config.max_run_chars, trace)
+        job = ScoringJob(unit, routed.rule, state, gates=gates)
+        if routed.decision is None and routed.rule.when is not None and gates is not None:
+            gate_id = routed.rule.gate_id
+            if gates.will_decide(unit.span_id, gate_id):  # the gate is queued, or waits itself
+                if state is not None:
+                    self._rounds.queued(state)
+                gates.expect(unit.span_id, routed.rule.scorer_id)
+                gates.wait(unit.span_id, gate_id, job)  # decided when its gate is
+                return
+            held = held_by(routed.rule.when, gates.outcome(unit.span_id, gate_id))
+            if held is not None:
+                routed = Routed(routed.rule, "gated", held)
         if routed.decision is not None and routed.decision == earlier:
+            await self._settle(gates, unit, routed.rule.scorer_id, UnitOutcome(routed.decision))
             return  # the same decision as before: nothing new to write
         if routed.decision is None:
             if state is not None:
                 self._rounds.queued(state)
-            await self._jobs.put(ScoringJob(unit, routed.rule, state))
+            if gates is not None:
+                gates.expect(unit.span_id, routed.rule.scorer_id)
+            await self._jobs.put(job)
         else:
             detail = with_round(routed.detail, round)
             self._buffer.add(None, self._rows.decision(unit, routed.rule, routed.decision, detail))
+            await self._settle(gates, unit, routed.rule.scorer_id, UnitOutcome(routed.decision))
+
+    async def _settle(
+        self, gates: GateBoard[ScoringJob] | None, unit: AgentRun, scorer_id: str, outcome: UnitOutcome
+    ) -> None:
+        """A rule decided ``unit`` while routing: what waited for it is decided or queued."""
+        for job in self._release(gates, unit, scorer_id, outcome):
+            await self._jobs.put(job)
+
+    def _release(
+        self, gates: GateBoard[ScoringJob] | None, unit: AgentRun, scorer_id: str, outcome: UnitOutcome
+    ) -> list[ScoringJob]:
+        """The rule of ``scorer_id`` came to ``outcome`` on ``unit``: the rules waiting for it there
+        that it holds get their ``gated`` decision (and release, in turn, the rules waiting for them);
+        the jobs it lets through are returned, to run."""
+        if gates is None:
+            return []
+        through: list[ScoringJob] = []
+        settled = [(scorer_id, outcome)]
+        while settled:
+            gate_id, gate_outcome = settled.pop()
+            for job in gates.settle(unit.span_id, gate_id, gate_outcome):
+                assert job.rule.when is not None  # only gated rules wait
+                held = held_by(job.rule.when, gate_outcome)
+                if held is None:
+                    through.append(job)
+                    continue
+                detail = with_round(held, job.round.round if job.round is not None else None)
+                self._buffer.add(None, self._rows.decision(job.run, job.rule, "gated", detail))
+                if job.round is not None:
+                    self._rounds.decided(job.round)
+                settled.append((job.rule.scorer_id, UnitOutcome("gated")))
+        return through
 
     @property
     def thresholds(self) -> dict[str, tuple[float, str]]:
@@ -277,20 +339,30 @@ class ScoringExecutor:
     async def _work(self) -> None:
         while True:
             job = await self._jobs.get()
-            decided = True
             try:
-                outcome = await self._attempts.attempt(job)
-                if isinstance(outcome, RetryLater):
-                    decided = False  # its round stays open until the run is decided
-                    self._jobs.retry_later(outcome.job, outcome.job.attempts, outcome.not_before_s)
-                    self._metrics.pending_retries.set(self._jobs.waiting_for_judge)
-                    self._update_room()
-                else:
-                    self._buffer.add(outcome.record, outcome.decision)
+                to_run = [job]
+                while to_run:  # a decided gate lets the jobs waiting for it run here, now
+                    to_run.extend(await self._decide(to_run.pop(0)))
             finally:
-                if decided and job.round is not None:
-                    self._rounds.decided(job.round)
                 self._jobs.task_done()
+
+    async def _decide(self, job: ScoringJob) -> list[ScoringJob]:
+        """One attempt at ``job``: its rows buffered, or a retry scheduled; returns the gated jobs its
+        outcome lets through."""
+        decided = True
+        try:
+            outcome = await self._attempts.attempt(job)
+            if isinstance(outcome, RetryLater):
+                decided = False  # its round stays open until the run is decided
+                self._jobs.retry_later(outcome.job, outcome.job.attempts, outcome.not_before_s)
+                self._metrics.pending_retries.set(self._jobs.waiting_for_judge)
+                self._update_room()
+                return []
+            self._buffer.add(outcome.record, outcome.decision)
+            return self._release(job.gates, job.run, job.rule.scorer_id, outcome.unit_outcome)
+        finally:
+            if decided and job.round is not None:
+                self._rounds.decided(job.round)
 
     async def _housekeeping(self) -> None:
         """What every periodic flush does first: summaries of repeated failures in the log, and the

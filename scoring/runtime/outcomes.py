@@ -1,6 +1,7 @@
 """What a scorer run leaves: its score row (validated against the scorer's scale), its decision row,
 and the judge spend it is counted with in the metrics. ``OutcomeRows`` makes the rows of one executor
-and counts each in its metrics as it is made."""
+and counts each in its metrics as it is made, with what a judge rule's scored units cost on average:
+a ``gated`` decision of that rule counts those calls and dollars as avoided."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class OutcomeRows:
     _decision_counts: dict[tuple[str, str], Counter] = field(default_factory=dict, repr=False)
     _scores: dict[tuple[str, str, str], Histogram] = field(default_factory=dict, repr=False)
     _score_outcomes: dict[tuple[str, str, str, str], Counter] = field(default_factory=dict, repr=False)
+    _spend: dict[str, JudgeSpend] = field(default_factory=dict, repr=False)  # by scorer id
 
     def score(self, run: AgentRun, rule: Rule, result: ScorerResult, latency_ms: float) -> ScoreRecord:
         """The score row of a result (``score_record``), in the score histogram and pass/fail counts
@@ -68,7 +70,54 @@ class OutcomeRows:
                 scorer=rule.scorer_id, decision=kind
             )
         count.inc()
+        if kind == "gated" and rule.scorer.judge_models:
+            self._avoided(rule)
         return decision(run, rule, kind, detail, self.source, judge_io)
+
+    def usage(self, rule: Rule, usage: JudgeUsage, outcome: DecisionKind) -> None:
+        """The judge spend of a scorer run in the metrics (failed runs too: no score row carries it),
+        and in the rule's cost per scored unit."""
+        count_usage(self.metrics, rule, usage, outcome)
+        if not rule.scorer.judge_models:
+            return
+        spend = self._spend.setdefault(rule.scorer_id, JudgeSpend())
+        spend.add(usage, scored=outcome == "scored")
+        if spend.units:
+            per_1000 = self.metrics.judge_cost_per_1000_units.labels(scorer=rule.scorer_id)
+            per_1000.set(1000.0 * spend.usd / spend.units)
+            self._price_avoided(rule.scorer_id, spend)
+
+    def _avoided(self, rule: Rule) -> None:
+        """A gate held a unit of this judge rule: it did not spend what a scored unit of the rule costs
+        on average (priced once the rule has scored a unit, when it has not yet)."""
+        self.metrics.judge_units_avoided.labels(scorer=rule.scorer_id).inc()
+        spend = self._spend.setdefault(rule.scorer_id, JudgeSpend())
+        spend.unpriced += 1
+        if spend.units:
+            self._price_avoided(rule.scorer_id, spend)
+
+    def _price_avoided(self, scorer_id: str, spend: JudgeSpend) -> None:
+        """The held units not yet counted in the calls and dollars avoided, at the average so far."""
+        if spend.unpriced:
+            held, spend.unpriced = spend.unpriced, 0
+            self.metrics.judge_calls_avoided.labels(scorer=scorer_id).inc(held * spend.calls / spend.units)
+            self.metrics.judge_cost_avoided.labels(scorer=scorer_id).inc(held * spend.usd / spend.units)
+
+
+@dataclass(slots=True)
+class JudgeSpend:
+    """One judge rule's spend since start: judge calls and dollars (failed runs too), units scored,
+    and the units a gate held that the calls and dollars avoided do not count yet."""
+
+    units: int = 0
+    calls: int = 0
+    usd: float = 0.0
+    unpriced: int = 0
+
+    def add(self, usage: JudgeUsage, *, scored: bool) -> None:
+        self.units += scored
+        self.calls += usage.calls
+        self.usd += usage.cost_usd
 
 
 def score_record(

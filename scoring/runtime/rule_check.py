@@ -16,13 +16,14 @@ from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.config_source import Location
 from tracescore.scoring.framework.build_errors import ScorerConfigError
 from tracescore.scoring.prebuilt.registry import build_scorer, snake_case
+from tracescore.scoring.runtime.cascades import CascadeError
 from tracescore.scoring.runtime.rule_routing import build_rules
 
 
 def rule_errors(data: Mapping[str, Any], config: ServiceConfig | None) -> list[tuple[Location, str]]:
     """Each rule's scorer built with its options; (key, why) for what fails. With ``config`` (the model
     validated the settings) and every scorer built, the rules together too (two rules storing under
-    one id, for the same runs)."""
+    one id, for the same runs; a cascade's ``when.rule`` naming no rule it can wait for)."""
     scoring = data.get("scoring")
     rules = scoring.get("rules") if isinstance(scoring, Mapping) else None
     if not isinstance(scoring, Mapping) or not isinstance(rules, list):
@@ -35,6 +36,8 @@ def rule_errors(data: Mapping[str, Any], config: ServiceConfig | None) -> list[t
     if not errors and config is not None:
         try:
             build_rules(config.scoring.rules, judge=config.scoring.judge)
+        except CascadeError as exc:
+            errors.extend((("scoring", "rules", index, "when", "rule"), why) for index, why in exc.problems)
         except ValueError as exc:
             errors.append((("scoring", "rules"), str(exc)))
     return errors

@@ -4,9 +4,11 @@ A rule's ``target`` says what it scores: every agent run (``run``), every model 
 or every span passing its ``span`` tests. For each unit and each scorer id: the rule whose filter
 matches (none -> ``filtered``), then deterministic sampling (out -> ``sampled_out``), then the content
 the scorer needs (absent -> ``skipped_empty``), then the size of its text (over ``max_run_chars`` ->
-``skipped_too_large``); a unit that passes them all goes to the executor. Several rules may store
-under one scorer id (one scorer with other options per agent) when their filters are disjoint; a
-unit then gets the decision of the rule that matches it.
+``skipped_too_large``); a unit that passes them all goes to the executor, which for a rule with
+``when`` first waits for its gate's result on the unit (``scoring.runtime.cascades``: held ->
+``gated``). Gating comes last, so a filtered or sampled-out unit never waits for, nor costs, anything
+more. Several rules may store under one scorer id (one scorer with other options per agent) when their
+filters are disjoint; a unit then gets the decision of the rule that matches it.
 
 Loop guard: a unit that is one of tracescore's own judge calls (its span or an ancestor carries
 ``tracescore.judge``, or its system prompt opens with the judges' preamble) is never scored.
@@ -15,13 +17,14 @@ Loop guard: a unit that is one of tracescore's own judge calls (its span or an a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tracescore.schemas import AgentRun, DecisionKind
 from tracescore.schemas.config import JudgeConfig
 from tracescore.schemas.rules import (
     BudgetLimits,
     CircuitBreakerConfig,
+    RuleGate,
     RunFilter,
     ScorerRule,
     SpanTarget,
@@ -33,6 +36,7 @@ from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.judge.call_guard import JUDGE_SPAN_ATTRIBUTE
 from tracescore.scoring.judge.data_fences import PREAMBLE_SIGNATURE
 from tracescore.scoring.prebuilt.registry import ScorerFactory, build_scorer
+from tracescore.scoring.runtime.cascades import CascadeNode, gate_order, resolve_gates
 from tracescore.scoring.runtime.empty_runs import empty_run_reason
 from tracescore.scoring.runtime.rule_filters import span_matches, unit_matches
 from tracescore.scoring.runtime.sampling import is_sampled
@@ -53,6 +57,8 @@ class Rule:
     threshold: float | None = None
     pass_when: str = "above"
     label: str = ""  # how the config names the rule: its name, else its scorer (for log lines)
+    when: RuleGate | None = None  # a cascade: the gate whose result on the unit this rule waits for
+    gate_id: str = ""  # the scorer id that gate stores ("" without ``when``)
     # The scorer's version stored with its scores, derived once when the rules are built
     # (``scoring.runtime.scorer_version``).
     version: str = ""
@@ -108,7 +114,8 @@ def build_rules(
     judge: JudgeConfig | None = None,
 ) -> tuple[RuleGroup, ...]:
     """The rules with their scorers built, grouped by the scorer id they store (in order of first
-    appearance). Raises ValueError naming the rule when one cannot be built."""
+    appearance). Raises ValueError naming the rule when one cannot be built, ``CascadeError`` (one)
+    when its ``when`` names no gate it can wait for (``scoring.runtime.cascades``)."""
     default_judge = judge.judge_settings() if judge is not None else None
     built: list[Rule] = []
     for index, rule in enumerate(rules):
@@ -147,13 +154,31 @@ def build_rules(
                 rule.threshold,
                 rule.pass_when,
                 rule.label,
-                scorer_version(rule, scorer, registry),
+                rule.when,
+                version=scorer_version(rule, scorer, registry),
             )
         )
+    nodes = [CascadeNode(rule.label, rule.scorer_id, _kind(rule.target), rule.when) for rule in built]
+    gated = zip(built, resolve_gates(nodes), strict=True)
+    built = [replace(rule, gate_id=gate_id) if gate_id else rule for rule, gate_id in gated]
     groups: dict[str, list[Rule]] = {}
     for built_rule in built:
         groups.setdefault(built_rule.scorer_id, []).append(built_rule)
     return tuple(tuple(group) for group in groups.values())
+
+
+def routing_order(groups: Sequence[RuleGroup]) -> tuple[RuleGroup, ...]:
+    """``groups`` with every cascade's gate before the rules it gates, else in config order."""
+    by_id = {group[0].scorer_id: group for group in groups}
+    waits_for = {
+        scorer_id: {rule.gate_id for rule in group if rule.gate_id} for scorer_id, group in by_id.items()
+    }
+    return tuple(by_id[scorer_id] for scorer_id in gate_order(list(by_id), waits_for))
+
+
+def gate_ids(groups: Sequence[RuleGroup]) -> frozenset[str]:
+    """The scorer ids some rule waits for (the gates of cascades)."""
+    return frozenset(rule.gate_id for group in groups for rule in group if rule.gate_id)
 
 
 def thresholds(groups: Sequence[RuleGroup]) -> dict[str, tuple[float, str]]:

@@ -20,15 +20,17 @@ from dataclasses import dataclass, replace
 from typing import TypeAlias, TypeVar
 
 from tracescore.schemas import AgentRun, Decision, ScoreRecord
+from tracescore.schemas.assembly_rounds import UnitOutcome
 from tracescore.schemas.config import ScoringConfig
 from tracescore.schemas.errors import is_retriable
 from tracescore.scoring.framework.scorer import ScorerError
 from tracescore.scoring.judge import JudgeError, JudgeUsage, metered
 from tracescore.scoring.judge.call_guard import guarded
 from tracescore.scoring.judge.transcript import Transcript, transcribed
+from tracescore.scoring.runtime.cascades import GateBoard
 from tracescore.scoring.runtime.failure_log import FailureLog
 from tracescore.scoring.runtime.judge_budgets import BudgetExceeded
-from tracescore.scoring.runtime.outcomes import OutcomeRows, count_usage, with_round
+from tracescore.scoring.runtime.outcomes import OutcomeRows, with_round
 from tracescore.scoring.runtime.round_tracker import RoundState
 from tracescore.scoring.runtime.rule_guards import Guards
 from tracescore.scoring.runtime.rule_routing import Rule
@@ -45,6 +47,8 @@ class ScoringJob:
     round: RoundState | None = None
     attempts: int = 0  # failed attempts so far (a judge outage)
     first_failed: float | None = None  # monotonic time of the first
+    # The trace's cascades: the rules this one's outcome gates wait on it there (None: no cascade).
+    gates: GateBoard[ScoringJob] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,13 @@ class Decided:
 
     decision: Decision
     record: ScoreRecord | None = None
+
+    @property
+    def unit_outcome(self) -> UnitOutcome:
+        """The decision kind, with the score and label when it scored (what a cascade's gate gives)."""
+        if self.record is None:
+            return UnitOutcome(self.decision.decision)
+        return UnitOutcome(self.decision.decision, self.record.score, self.record.label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +115,12 @@ class ScorerAttempts:
                 return self._timed_out(job, usage, transcript)
             except Exception as exc:  # a failing scorer is a decision row, never a score
                 return self._failed(job, exc, usage, transcript)
-        count_usage(self._rows.metrics, job.rule, usage, "scored")
+        self._rows.usage(job.rule, usage, "scored")
         detail = with_round("", job.round.round if job.round is not None else None)
         return Decided(self._rows.decision(job.run, job.rule, "scored", detail, transcript.kept()), record)
 
     def _timed_out(self, job: ScoringJob, usage: JudgeUsage, transcript: Transcript) -> Decided:
-        count_usage(self._rows.metrics, job.rule, usage, "failed")
+        self._rows.usage(job.rule, usage, "failed")
         detail = f"timed out after {self._timeout:g} s"
         self._log_failure(job, "timeout", detail)
         return Decided(self._rows.decision(job.run, job.rule, "failed", detail, transcript.kept()))
@@ -119,7 +130,7 @@ class ScorerAttempts:
     ) -> AttemptOutcome:
         """The outcome of a scorer that raised ``exc``: over budget, waiting for its judge, or failed."""
         if (over := _cause(exc, BudgetExceeded)) is not None:
-            count_usage(self._rows.metrics, job.rule, usage, "budget_exceeded")
+            self._rows.usage(job.rule, usage, "budget_exceeded")
             return Decided(
                 self._rows.decision(job.run, job.rule, "budget_exceeded", str(over), transcript.kept())
             )
@@ -127,7 +138,7 @@ class ScorerAttempts:
         judge_error = _cause(exc, JudgeError)
         kind = judge_error.kind if judge_error is not None else _failure_kind(exc)
         tried = ""
-        count_usage(self._rows.metrics, job.rule, usage, "failed")
+        self._rows.usage(job.rule, usage, "failed")
         if is_retriable(exc):
             first = job.first_failed if job.first_failed is not None else time.monotonic()
             if self._may_retry(first):

@@ -55,6 +55,34 @@ class ScoringMetrics:
             ["scorer", "outcome"],
             registry=r,
         )
+        # Cascades: what a gate kept from a judge rule (``gated`` decisions of a scorer with judges),
+        # estimated from what the rule's scored units cost on average (``OutcomeRows``).
+        self.judge_units_avoided = Counter(
+            "tracescore_judge_units_avoided",
+            "Units a cascade's gate kept from a judge scorer (gated decisions), by scorer",
+            ["scorer"],
+            registry=r,
+        )
+        self.judge_calls_avoided = Counter(
+            "tracescore_judge_calls_avoided",
+            "Judge calls not made because a gate held the unit (estimated: the scorer's average calls "
+            "per scored unit), by scorer",
+            ["scorer"],
+            registry=r,
+        )
+        self.judge_cost_avoided = Counter(
+            "tracescore_judge_cost_avoided_usd",
+            "USD not spent because a gate held the unit (estimated: the scorer's average judge cost per "
+            "scored unit), by scorer",
+            ["scorer"],
+            registry=r,
+        )
+        self.judge_cost_per_1000_units = Gauge(
+            "tracescore_judge_cost_per_1000_scored_units_usd",
+            "Judge cost in USD (failed runs included) per 1,000 units a scorer scored, since start",
+            ["scorer"],
+            registry=r,
+        )
         self.pending_retries = Gauge(
             "tracescore_scoring_pending_retries", "Runs waiting for their judge to answer again", registry=r
         )

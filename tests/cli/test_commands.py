@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 import urllib.request
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,29 @@ def test_demo_prints_the_scores_of_its_agent_runs(tmp_path: Path) -> None:
     assert sum("support_agent" in k for k in rows) == 1
     assert "filtered" in next(v for k, v in rows.items() if "support_agent" in k)
     assert len(rows) == 4
+    # Then the report of its store, beside it: the same runs, the support run's decision among them.
+    report = tmp_path / "data-report.html"
+    assert f"report: {report} (open it in a browser" in done.stdout.replace("\n", "")
+    page = report.read_text()
+    assert "What&#39;s the weather in Paris?" in page
+    filtered_scored = r"<td[^>]*>(\d+)</td><td[^>]*>(\d+)</td></tr>"
+    assert re.findall(r"<tr><td>([\w-]+)</td>" + filtered_scored, page) == [
+        ("content-similarity", "0", "4"),
+        ("textual-difference", "0", "4"),
+        ("tool-call-accuracy-code", "1", "3"),  # the support run is filtered out of both of its rules
+    ]
+    # tracescore report on the same store, opened directly (no service holds it): the same decisions.
+    again = tracescore("report", "--store", str(tmp_path / "data"), "--since", "1m", "--until", "1h")
+    assert (again.returncode, again.stderr) == (
+        2,
+        "tracescore: error: --since (1m) must be before --until (1h)\n",
+    )
+    ahead = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()  # the demo stamps its runs ahead of now
+    written = tracescore("report", "--store", str(tmp_path / "data"), "--out", "-", "--until", ahead)
+    assert written.returncode == 0, written.stderr
+    assert re.findall(r"<tr><td>([\w-]+)</td>" + filtered_scored, written.stdout) == re.findall(
+        r"<tr><td>([\w-]+)</td>" + filtered_scored, page
+    )
 
 
 def test_serve_receives_scores_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:

@@ -280,4 +280,4 @@ def test_demo_keeps_its_runs_apart_from_the_served_store(tmp_path: Path) -> None
         f"is now {data / 'store'}: to keep using it, give --store {old} (or TRACESCORE_STORE), or stop and "
         "move it there"
     ) in logged
-    assert sorted(os.listdir(data)) == ["demo", "store"]
+    assert sorted(os.listdir(data)) == ["demo", "demo-report.html", "store"]  # the demo's report beside it

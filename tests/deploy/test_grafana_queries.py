@@ -27,6 +27,8 @@ from tests.support.grafana_files import (
     walk_panels,
 )
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.schemas import Decision
 
 DASHBOARDS = {d["uid"]: d for d in load_dashboards().values()}
 # Grafana's trace view reads these fields of a trace frame (Explore's trace integration: data frame
@@ -309,3 +311,28 @@ async def test_the_drift_rule_fires_for_the_drifted_series_only(demo: Store) -> 
     rows = await _alert_rows(demo, query)
     firing = {(r["scorer"], r["service"], r["agent"]) for r in rows if r["drifted"] > 0}
     assert firing == {await first_series(demo)}
+
+
+# Last: it adds rows to the demo's store (decisions the other tests do not count).
+async def test_the_cascade_panel_shows_the_units_a_gate_held_and_the_cost_they_avoided(demo: Store) -> None:
+    now = datetime.now(UTC)
+    held = [
+        Decision(
+            trace_id="c" * 32, span_id=f"{i:016x}", scorer_id="toxicity", decision="gated", span_start=now
+        )
+        for i in range(3)
+    ]
+    await ClickHouseScoreSink(demo).write_scores([], held)
+    shown = dashboard_range()
+    scored = await demo.query(
+        "SELECT sum(CostUsd) AS cost, count() AS n FROM scores FINAL WHERE ScorerId = 'toxicity' "
+        f"AND JudgeModel != '' AND SpanStart >= toDateTime({int(shown.start.timestamp())})"
+    )
+    cost, count = scored[0]["cost"], scored[0]["n"]
+    assert cost > 0 and count > 0
+    rows = await _panel(demo, "tracescore-judge", "Judge runs avoided by cascades")
+    (toxicity,) = [row for row in rows if row["Scorer"] == "toxicity"]
+    assert (toxicity["Held by a gate"], toxicity["Scored"]) == (3, count)
+    assert toxicity["Cost per 1,000 scored"] == pytest.approx(1000 * cost / count)
+    assert toxicity["Cost avoided (est.)"] == pytest.approx(3 * cost / count)
+    assert toxicity["Share held"] == pytest.approx(3 / (3 + count))

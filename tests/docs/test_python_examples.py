@@ -21,6 +21,7 @@ from tests.docs.markdown import DOCS, Example, examples
 from tests.support.llm_server import LLMServer, Reply, json_reply, text_reply
 from tests.support.serve import ENV
 from tracescore.schemas.config import ServiceConfig
+from tracescore.scoring.runtime.rule_check import rule_errors
 
 PYTHON_PAGE = DOCS / "python.md"
 
@@ -99,10 +100,14 @@ def test_every_registered_scorer_is_in_the_catalogue() -> None:
 def test_the_rule_reference_examples_are_valid_config() -> None:
     """Every YAML example of the rules page loads as a config, so the reference cannot drift."""
     blocks = [example.text for example in examples(DOCS / "rules.md") if example.language == "yaml"]
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for block in blocks:
         config = ServiceConfig.model_validate(yaml.safe_load(block))
         assert config.scoring.rules or config.scoring.redact.active
+    # The cascades: every gate resolves (the rules are checked as the service checks them).
+    (cascades,) = [yaml.safe_load(block) for block in blocks if "when: {rule" in block]
+    assert rule_errors(cascades, ServiceConfig.model_validate(cascades)) == []
+    assert sum("when" in rule for rule in cascades["scoring"]["rules"]) == 4
     reference = ServiceConfig.model_validate(yaml.safe_load(blocks[0])).scoring
     first = reference.rules[0]
     documented = {"scorer", "name", "options", "sample_rate", "target", "filter", "budget", "circuit_breaker"}

@@ -20,6 +20,7 @@ from tracescore.ingest.store.ledger import Ledger, PriorRounds, StoredTrace
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import SpanSink
 from tracescore.schemas import Decision, LogRecord, Span, SpanBatch, TraceRound
+from tracescore.schemas.assembly_rounds import UnitOutcome
 from tracescore.schemas.config import AssemblyConfig
 from tracescore.schemas.consumers import PriorOutcomes
 from tracescore.schemas.errors import StoreError
@@ -259,7 +260,11 @@ async def test_a_recovered_release_asks_the_store_in_bulk_and_prior_outcomes_onl
     [asked] = loader.prior_asked
     assert list(asked) == [traces[2]]  # only the trace the store has rows of
     prior = {round.trace_id: round.prior for round in rig.recorder.rounds}
-    assert prior[traces[2]] == PriorOutcomes(decided=frozenset({(ROOT, "content-similarity")}))
+    pair = (ROOT, "content-similarity")
+    # What it came to, for a cascade's gated rules (a decision without its score row: no score).
+    assert prior[traces[2]] == PriorOutcomes(
+        decided=frozenset({pair}), outcomes={pair: UnitOutcome("scored")}
+    )
     assert all(prior[trace] == PriorOutcomes() for trace in traces if trace != traces[2])
 
 

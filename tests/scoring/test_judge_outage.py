@@ -4,14 +4,13 @@ are logged once each, rate-limited per scorer. The judge is the local OpenAI-com
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 
 from tests.support.llm_server import LLMServer, error_reply, json_reply, text_reply
 from tests.support.runs import agent_run
-from tests.support.sinks import RecordingSink
+from tests.support.sinks import RecordingSink, until_done
 from tracescore.schemas import TraceRound
 from tracescore.schemas.config import ScorerRule, ScoringConfig
 from tracescore.scoring.runtime.executor import ScoringExecutor
@@ -48,11 +47,7 @@ async def test_runs_wait_for_a_judge_outage_and_are_scored_when_it_is_back(
             assert sink.decisions == [] and sink.done == []
             assert metrics.registry.get_sample_value("tracescore_scoring_pending_retries") == 1
             assert executor.oldest_open() == 1
-            for _ in range(200):  # the retry comes after a second or so of backoff
-                if sink.done:
-                    break
-                await executor.drain()
-                await asyncio.sleep(0.05)
+            await until_done(executor, sink)  # the retry comes after a second or so of backoff
     finally:
         await executor.shutdown()
     [decision] = sink.decisions

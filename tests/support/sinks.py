@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from typing import Protocol
 
 from tracescore.schemas import Decision, ScoreRecord, TraceRound
 from tracescore.schemas.consumers import PriorOutcomes
@@ -45,3 +47,17 @@ class RecordingSink:
     async def prior_outcomes(self, trace_id: str, since_unix_nano: int) -> PriorOutcomes:
         self.prior_asked.append(trace_id)
         return self.prior.get(trace_id, PriorOutcomes())
+
+
+class Draining(Protocol):
+    async def drain(self) -> None: ...
+
+
+async def until_done(executor: Draining, sink: RecordingSink, limit_s: float = 10.0) -> None:
+    """Drain ``executor`` until ``sink`` has a round marked done (runs waiting for their judge are
+    tried again after a backoff), for up to ``limit_s``."""
+    for _ in range(int(limit_s / 0.05)):
+        if sink.done:
+            return
+        await executor.drain()
+        await asyncio.sleep(0.05)

@@ -213,7 +213,7 @@ def test_a_trace_without_agent_runs_answers_404_nothing_to_score(service: Scored
             {"decision": "lost"},
             "decision",
             "decision: must be one of scored, sampled_out, filtered, skipped_empty, skipped_too_large, "
-            "budget_exceeded, failed",
+            "gated, budget_exceeded, failed",
         ),
         ("/api/scores", [("scorer", "a"), ("scorer", "b")], "scorer", "scorer: give it once"),
     ],

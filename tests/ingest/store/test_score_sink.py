@@ -26,6 +26,7 @@ from tracescore.ingest.store.score_reads import ScoreResults
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink, read_prior_outcomes
 from tracescore.ingest.store.span_sink import insert_spans
 from tracescore.schemas import Decision
+from tracescore.schemas.assembly_rounds import UnitOutcome
 from tracescore.schemas.consumers import PriorOutcomes
 from tracescore.schemas.score import score_id
 
@@ -191,6 +192,35 @@ async def test_prior_outcomes_of_a_whole_batch_come_in_one_query_each_trace_from
     # One trace alone, as the executor asks when it has no store-read round: the same answer.
     assert await sink.prior_outcomes(TRACE, _ns(CREATED)) == prior[TRACE]
     assert await sink.prior_outcomes(OTHER_TRACE, _ns(at)) != PriorOutcomes()
+
+
+async def test_prior_outcomes_say_what_each_pair_came_to_for_a_cascade_s_gated_rules(store: Store) -> None:
+    sink = ClickHouseScoreSink(store)
+    held = Decision(trace_id=TRACE, span_id=CHILD_SPAN, scorer_id="judge", decision="gated", created_at=LATER)
+    await sink.write_scores(
+        # ROOT_SPAN: scored and decided; CHILD_SPAN: a score without its decision, and another
+        # scorer's gated decision.
+        [
+            relevancy(created_at=LATER, score=0.3, label="partly"),
+            relevancy(span_id=CHILD_SPAN, created_at=LATER),
+        ],
+        [
+            Decision(
+                trace_id=TRACE,
+                span_id=ROOT_SPAN,
+                scorer_id="answer-relevancy",
+                decision="scored",
+                created_at=LATER,
+            ),
+            held,
+        ],
+    )
+    prior = await sink.prior_outcomes(TRACE, _ns(CREATED))
+    assert prior.outcomes == {
+        (ROOT_SPAN, "answer-relevancy"): UnitOutcome("scored", 0.3, "partly"),
+        (CHILD_SPAN, "answer-relevancy"): UnitOutcome("scored", 0.75, "relevant"),
+        (CHILD_SPAN, "judge"): UnitOutcome("gated"),
+    }
 
 
 async def test_status_tells_score_rows_written_without_their_decisions(store: Store) -> None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from pydantic import ValidationError
 
 from tests.ingest.store.samples import OTHER_TRACE, ROOT_SPAN, START, TRACE, agent_span, tool_span
 from tests.support.otlp import Recorder
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.ledger import KIND_SPAN, LEDGER_COLUMNS, Ledger
 from tracescore.ingest.store.span_sink import SpanSink, insert_logs, insert_spans
-from tracescore.schemas import LogRecord, SpanBatch
+from tracescore.schemas import LogRecord, Span, SpanBatch
 from tracescore.schemas.errors import StoreError
 from tracescore.schemas.spans import JsonValue
 
@@ -230,3 +232,32 @@ async def test_a_commit_cut_after_its_first_insert_leaves_no_span_to_score_that_
     await sink.shutdown()
     assert await store.query("SELECT SpanId FROM span_ledger") == [{"SpanId": ROOT_SPAN}]
     assert await store.query("SELECT SpanName FROM otel_traces") == [{"SpanName": agent_span().name}]
+
+
+async def test_the_ledger_gives_back_each_item_whole_and_refuses_a_row_that_is_not_one(store: Store) -> None:
+    # What recovery reads back: every item as the sink stored it (an OTLP bytes value is stored as JSON
+    # text), text outside Latin-1 included.
+    span = agent_span()
+    spans = [
+        span.model_copy(update={"attributes": {**span.attributes, "note": "Zürich → 東京 🌧"}}),
+        tool_span(),
+    ]
+    as_stored = [Span.model_validate_json(item.model_dump_json()) for item in spans]
+    log = LogRecord(trace_id=TRACE, span_id=ROOT_SPAN, time_unix_nano=START, body="météo ☔")
+    sink = SpanSink(store, Recorder(), Metrics())
+    await sink.consume_spans(SpanBatch(spans=spans, logs=[log]))
+    await sink.shutdown()
+    ledger = Ledger(store)
+    stored = await ledger.load([TRACE, OTHER_TRACE])
+    assert list(stored) == [TRACE]
+    assert {item.span_id: item for _, item in stored[TRACE].spans} == {
+        item.span_id: item for item in as_stored
+    }
+    assert [item for _, item in stored[TRACE].logs] == [log]
+    # A row the service did not write (not a span's JSON) is refused, naming what is wrong; the other
+    # traces still read whole.
+    foreign = [OTHER_TRACE, START, KIND_SPAN, ROOT_SPAN, 0, b'{"span_id": "b7ad6b7169203331"}']
+    await store.insert("span_ledger", [foreign], LEDGER_COLUMNS)
+    with pytest.raises(ValidationError, match="trace_id"):
+        await ledger.load([OTHER_TRACE, TRACE])
+    assert await ledger.load([TRACE]) == stored
