@@ -4,6 +4,7 @@ of version is a finding of its own, never drift (scores written to the real tabl
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,3 +167,43 @@ def test_a_version_change_reads_as_a_sentence() -> None:
         "the new version scores 0.120 lower than the old (mean 0.310 → 0.190, n 500 → 80, "
         "Mann-Whitney p=3e-05)"
     )
+
+
+OLD_VIEW = """ALTER TABLE {db}.scores_by_scorer_mv MODIFY QUERY
+SELECT ScorerId, SpanStart, TraceId, SpanId, ServiceName, AgentName, Score, Label, JudgeModel, InputTokens,
+       OutputTokens, CostUsd, LatencyMs, Source, Timestamp, Version
+FROM {db}.scores"""
+
+
+async def test_a_store_of_an_earlier_release_keeps_its_rows_and_gains_the_versions(tmp_path: Path) -> None:
+    # A store as earlier releases made it: no ScorerVersion by scorer, a view that did not copy it, and
+    # drift rows without a kind. Opening it with this release adds them; the earlier rows hold ''.
+    path = str(tmp_path / "chdb")
+    earlier = Store(path)
+    await earlier.start()
+    db = earlier.quoted_database
+    try:
+        await earlier.query(OLD_VIEW.format(db=db))
+        await earlier.query(f"ALTER TABLE {db}.scores_by_scorer DROP COLUMN ScorerVersion")
+        for column in ("Kind", "ScorerVersion", "PreviousVersion", "VersionChangedAt"):
+            await earlier.query(f"ALTER TABLE {db}.score_drift DROP COLUMN {column}")
+        streams = Streams(seed=45)
+        streams.add("relevancy", [0.5], streams.times(1, BASELINE_START, WINDOW_START), version="0.1.0")
+        await streams.write(earlier)
+        await DriftMonitor(earlier, DriftConfig()).run_pass(NOW)
+    finally:
+        await earlier.shutdown()
+
+    store = Store(path)
+    await store.start()
+    try:
+        streams = Streams(seed=46)
+        streams.add("relevancy", [0.7], streams.times(1, WINDOW_START, NOW), version=NEW)
+        streams.scores[0][0:4] = ["new-row", streams.scores[0][1], "f" * 32, "f" * 16]  # another span
+        await streams.write(store)
+        rows = await store.query(f"SELECT Score, ScorerVersion FROM {db}.scores_by_scorer FINAL ORDER BY Score")
+        assert [(r["Score"], r["ScorerVersion"]) for r in rows] == [(0.5, ""), (0.7, NEW)]
+        drift = await store.query(f"SELECT Kind, ScorerVersion FROM {db}.score_drift")
+        assert [(r["Kind"], r["ScorerVersion"]) for r in drift] == [("drift", "")]
+    finally:
+        await store.shutdown()
