@@ -26,9 +26,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "List the prebuilt scorers. NAME shows one in full, with a rule to start from. A scorer's name "
             "is also its id: what its rows are stored under and what 'tracescore scores --scorer' takes; "
             "'formerly' is the id earlier releases stored it under, still accepted. 'version' is its "
-            "code's; a score's version adds a hash of its rule's options, prompts and judge model. 'needs' is "
-            "what a run must hold to be scored with the default options (without it the decision is "
-            "skipped_empty)."
+            "code's; a score's version adds a hash of its rule's options, prompts and judge model. "
+            "'needs' is what a run must hold to be scored with the default options (without it the "
+            "decision is skipped_empty)."
         ),
     )
     parser.add_argument("name", nargs="?", help="one scorer's name or id")

@@ -39,9 +39,9 @@ reason written without the judge) are chained onto the scorer the pipeline retur
 from __future__ import annotations
 
 import inspect
-from importlib import resources
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from typing import cast
 
 from pydantic import BaseModel

@@ -98,7 +98,9 @@ def test_an_edited_rule_is_a_version_change_and_not_drift(tmp_path: Path) -> Non
     # The findings are recorded, each of its kind; the table says what changed.
     client = clickhouse_connect.get_client(dsn=f"chdb://{store}")
     try:
-        kinds = client.query("SELECT Kind, State, PreviousVersion, ScorerVersion FROM score_drift ORDER BY Kind")
+        kinds = client.query(
+            "SELECT Kind, State, PreviousVersion, ScorerVersion FROM score_drift ORDER BY Kind"
+        )
         assert kinds.result_rows == [
             ("drift", "insufficient", "", new_version),
             ("version_change", "version_changed", old_version, new_version),
@@ -107,6 +109,6 @@ def test_an_edited_rule_is_a_version_change_and_not_drift(tmp_path: Path) -> Non
         client.close()
     table = tracescore("drift", "--config", str(edited), "--no-record")
     assert table.returncode == 0, table.stderr
-    assert f"mentions-city changed version at " in table.stdout
+    assert "mentions-city changed version at " in table.stdout
     assert f"({old_version} → {new_version}); the new version scores 1.000 lower than the old" in table.stdout
     assert f"no drift verdict yet: version {new_version} has 0 baseline scores" in table.stdout

@@ -61,7 +61,7 @@ def test_the_version_is_the_same_in_another_process() -> None:
     assert other.stdout.strip() == here
 
 
-JUDGE_MODULE = '''
+JUDGE_MODULE = """
 from tracescore.scoring import Scorer
 from tracescore.scoring.judge import Judge
 from tracescore.scoring.prebuilt.judge_templates import Ask, JudgeTemplate
@@ -83,7 +83,7 @@ POLITE = JudgeTemplate(
 
 def create_polite_scorer(judge: Judge) -> Scorer:
     return POLITE.scorer(judge, needs={{"output"}}, score=lambda ctx: 1.0)
-'''
+"""
 
 
 def write_judge_package(root: Path, tag: str) -> Path:
