@@ -14,7 +14,7 @@ from tests.support.drift import NOW, Streams, serving_hooks
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor, windows_for
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.rows import SCORES_COLUMNS
-from tracescore.schemas.drift_config import DriftConfig, WebhookConfig
+from tracescore.schemas.drift_config import DriftConfig
 from tracescore.scoring.drift.detect import Finding
 
 OLD, NEW = "1+aaaa0001", "1+bbbb0002"
@@ -140,7 +140,7 @@ async def test_a_version_change_is_notified_once_as_its_own_kind(store: Store) -
     _edited_half_an_hour_ago(streams, "relevancy", new_mean=0.65)
     await streams.write(store)
     async with serving_hooks() as hooks:
-        config = DriftConfig(webhooks=[WebhookConfig(url=f"{hooks.url}/generic")])
+        config = DriftConfig.model_validate({"webhooks": [{"url": f"{hooks.url}/generic"}]})
         monitor = DriftMonitor(store, config)
         await monitor.run_pass(NOW)
         await monitor.run_pass(NOW + timedelta(minutes=5))  # the same change: not told again

@@ -40,7 +40,9 @@ def test_the_same_rule_gives_the_same_version_and_an_edit_another() -> None:
     assert version_of("toxicity", judge=JudgeConfig(model="anthropic/claude-3-5-haiku")) != same
     # How the judge is reached is not what it says: a key or an endpoint leaves the version alone.
     assert version_of("toxicity", {"judge": {"model": "openai/gpt-4o-mini", "api_key": "sk-x"}}) == same
-    keyed = JudgeConfig(model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9", api_key="sk-y")
+    keyed = JudgeConfig.model_validate(
+        {"model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:9", "api_key": "sk-y"}
+    )
     assert version_of("toxicity", judge=keyed) == same
 
 
