@@ -87,21 +87,9 @@ async def test_a_real_drift_within_the_current_version_is_still_found(store: Sto
     streams.add(
         "tone", np.full(300, 0.3), streams.times(300, BASELINE_START, edited), version=OLD, written=edited
     )
-    rng = streams.rng
-    streams.add(
-        "tone",
-        np.clip(rng.normal(0.8, 0.1, 1_500), 0, 1),
-        streams.times(1_500, edited, WINDOW_START),
-        version=NEW,
-        written=NOW,
-    )
-    streams.add(
-        "tone",
-        np.clip(rng.normal(0.65, 0.1, 200), 0, 1),
-        streams.times(200, WINDOW_START, NOW),
-        version=NEW,
-        written=NOW,
-    )
+    for n, mean, start, end in ((1_500, 0.8, edited, WINDOW_START), (200, 0.65, WINDOW_START, NOW)):
+        values = np.clip(streams.rng.normal(mean, 0.1, n), 0, 1)
+        streams.add("tone", values, streams.times(n, start, end), version=NEW, written=NOW)
     await streams.write(store)
 
     found = _by_kind((await DriftMonitor(store, DriftConfig()).run_pass(NOW, record=False)).findings, "tone")
