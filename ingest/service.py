@@ -31,6 +31,9 @@ from tracescore.ingest.receivers.memory_admission import ADMIT_SHARE, MemoryGuar
 from tracescore.ingest.replay.recovery import Recovery
 from tracescore.ingest.replication.membership import Membership
 from tracescore.ingest.score_export import EvaluationEventExporter, exporting
+from tracescore.ingest.sessions.session_monitor import SessionMonitor, split_session_rules
+from tracescore.ingest.sessions.session_recorder import PendingSessionRuns, SessionRecorder, SessionRunsSink
+from tracescore.ingest.sessions.session_store import SessionStore
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.ledger import Ledger
 from tracescore.ingest.store.replica_table import ReplicaTable
@@ -39,6 +42,7 @@ from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import SpanSink
 from tracescore.ingest.transform.run_builder import RunBuilder
 from tracescore.schemas.config import HELD_BYTES_SHARE, ServiceConfig
+from tracescore.schemas.consumers import RunConsumer
 from tracescore.schemas.errors import TracescoreError
 from tracescore.scoring.judge import close_clients
 from tracescore.scoring.runtime.executor import ScoringExecutor
@@ -89,16 +93,40 @@ class Service:
         self.events = EvaluationEventExporter.configured(
             config.export.otlp, self.metrics.registry, self.membership.replica_id
         )
+        scores_out = exporting(self.score_sink, self.events)  # score rows written also go out as OTLP events
+        runs_scoring, session_scoring = split_session_rules(config.scoring)
+        self.sessions = SessionStore(self.store)
+        pending_sessions = PendingSessionRuns()
         self.executor = ScoringExecutor(
-            config.scoring,
-            sink=exporting(self.score_sink, self.events),  # score rows written also go out as OTLP events
+            runs_scoring,
+            sink=SessionRunsSink(scores_out, pending_sessions, self.sessions)
+            if session_scoring
+            else scores_out,
             metrics=self.metrics.scoring,
             spend=self.score_sink,
             replica_id=self.membership.replica_id,
         )
+        # Whole conversations (target: session rules), scored by the completion pass.
+        self.session_monitor: SessionMonitor | None = None
+        scored_runs: RunConsumer = self.executor
+        if session_scoring is not None:
+            scored_runs = SessionRecorder(self.executor, pending_sessions)
+            self.session_monitor = SessionMonitor(
+                self.sessions,
+                self.ledger,
+                config.session,
+                session_scoring,
+                scores_out,
+                self.metrics.scoring,
+                spend=self.score_sink,
+                replica_id=self.membership.replica_id,
+                owns=self.membership.owns,
+                max_spans=config.assembly.max_spans_per_trace,
+                registry=self.metrics.registry,
+            )
         self.assembler = TraceAssembler(
             config.assembly,
-            next=RunBuilder(self.executor, self.metrics, llm_calls=self.executor.wants_llm_calls),
+            next=RunBuilder(scored_runs, self.metrics, llm_calls=self.executor.wants_llm_calls),
             metrics=self.metrics,
             loader=self.ledger,
         )
@@ -166,6 +194,8 @@ class Service:
             if self.kafka is not None:
                 await self.kafka.start()
             await self.drift.start()
+            if self.session_monitor is not None:
+                await self.session_monitor.start()
         except BaseException:
             await self.shutdown()
             raise
@@ -232,6 +262,8 @@ class Service:
             return
         self._stopped = True
         await self.drift.shutdown()
+        if self.session_monitor is not None:
+            await self.session_monitor.shutdown()
         if self.kafka is not None:
             await self.kafka.shutdown()
         await self.grpc.shutdown()
@@ -240,6 +272,8 @@ class Service:
         await self._hand_off_held()
         await self.assembler.shutdown()
         await self.executor.shutdown()
+        if self.session_monitor is not None:
+            await self.session_monitor.shutdown_executor()
         if self.events is not None:  # after the executor's last rows, so they are sent too
             await self.events.shutdown()
         await self.recovery.shutdown()

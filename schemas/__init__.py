@@ -1,6 +1,6 @@
 """Typed data of tracescore: spans, agent runs, scores, decisions and configuration. No I/O."""
 
-from tracescore.schemas.agent_run import AgentRun, Message, Part, RunInput, ToolInvocation, Usage
+from tracescore.schemas.agent_run import AgentRun, Message, Part, RunInput, ToolInvocation, Turn, Usage
 from tracescore.schemas.assembly_rounds import RoundReason, TraceRound
 from tracescore.schemas.score import Decision, DecisionKind, Score, ScoreRecord, ScoreSource
 from tracescore.schemas.spans import LogRecord, Span, SpanBatch, SpanEvent, SpanLink
@@ -25,5 +25,6 @@ __all__ = [
     "SpanLink",
     "ToolInvocation",
     "TraceRound",
+    "Turn",
     "Usage",
 ]

@@ -60,6 +60,19 @@ class Usage(_Model):
     output_tokens: int = 0
 
 
+class Turn(_Model):
+    """One run of a conversation, as a session unit holds it: the user's new input and the agent's
+    answer (tool calls joined with their results), in the order the runs started."""
+
+    trace_id: str = ""
+    span_id: str = ""
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    status: Literal["ok", "error"] = "ok"
+    input: list[Message] = Field(default_factory=list)
+    output: list[Message] = Field(default_factory=list)
+
+
 class AgentRun(_Model):
     trace_id: str = ""
     span_id: str = ""
@@ -79,6 +92,11 @@ class AgentRun(_Model):
     content_missing: bool = False
     # A unit smaller than a run (one model call, a targeted span): the root span id of its run.
     parent_span_id: str | None = None
+    # The conversation the run belongs to, read from its spans (docs/sessions.md gives the attributes
+    # and their precedence); None when they carry none.
+    session_id: str | None = None
+    # Only on a session unit (``target: session``): every run of the conversation, in order.
+    turns: list[Turn] = Field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -103,6 +121,24 @@ class AgentRun(_Model):
                     chars += len(message.reasoning)
         return chars
 
+    def as_turn(self) -> Turn:
+        """This run as one turn of a conversation: its new input and its answer, times and status."""
+        return Turn(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            status=self.status,
+            input=self.input.input_messages,
+            output=self.output,
+        )
+
     def to_json_dict(self) -> dict[str, Any]:
-        """The AgentRun JSON shape of ARCHITECTURE.md (snake_case, ISO times)."""
-        return self.model_dump(mode="json", by_alias=False)
+        """The AgentRun JSON shape of ARCHITECTURE.md (snake_case, ISO times); ``session_id`` and
+        ``turns`` only when the run has them."""
+        shape = self.model_dump(mode="json", by_alias=False)
+        if self.session_id is None:
+            del shape["session_id"]
+        if not self.turns:
+            del shape["turns"]
+        return shape

@@ -17,6 +17,7 @@ from tracescore.schemas.kafka_config import KafkaConfig
 from tracescore.schemas.receiver_config import ReceiverConfig
 from tracescore.schemas.rules import RunFilter, ScorerRule
 from tracescore.schemas.scoring_config import JudgeConfig, RedactConfig, ScoringConfig
+from tracescore.schemas.session_config import SessionConfig
 from tracescore.schemas.store_config import StoreConfig
 from tracescore.schemas.store_database import DEFAULT_DATABASE
 
@@ -107,6 +108,7 @@ class ServiceConfig(StoreConfig):
     export: ExportConfig = Field(default_factory=ExportConfig)
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
     drift: DriftConfig = Field(default_factory=DriftConfig)
+    session: SessionConfig = Field(default_factory=SessionConfig)
     # The bound on the memory the process allocates ("2GiB", "800MB" or bytes): its anonymous resident
     # memory; the code its libraries map from files is not counted. A request is admitted only if
     # what it will cost fits under it (429, RESOURCE_EXHAUSTED with RetryInfo, Kafka paused until it

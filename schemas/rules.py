@@ -4,7 +4,7 @@ A rule (one item of ``scoring.rules``)::
 
     - scorer: toxicity                 # a prebuilt scorer's name or id; or `use: package.module:factory`
       options: {scale: 1}
-      target: llm_call                 # run (default) | llm_call | {span: {name: [...], attributes: ...}}
+      target: llm_call                 # run (default) | llm_call | session | {span: {name: [...], ...}}
       sample_rate: 0.25
       filter:
         agent_name: [support_agent]
@@ -144,7 +144,9 @@ class SpanTarget(_Model):
     span: SpanMatch
 
 
-Target = Literal["run", "llm_call"] | SpanTarget
+# ``session``: the whole conversation (the runs sharing a session id), once it is complete
+# (docs/sessions.md); its score lands on the conversation's last run's root span.
+Target = Literal["run", "llm_call", "session"] | SpanTarget
 
 
 class BudgetLimits(_Model):

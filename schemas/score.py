@@ -79,6 +79,8 @@ class ScoreRecord(BaseModel):
     # When the scored span started: the same on every replay of the span, so reads ordered by
     # (scorer, time) can deduplicate on it (``scores_by_scorer``). None: ``created_at`` stands in.
     span_start: datetime | None = None
+    # The conversation a session score is about (``target: session``); empty for every other unit.
+    session_id: str = ""
     created_at: datetime = Field(default_factory=_now)
 
     @property
@@ -174,6 +176,7 @@ class Decision(BaseModel):
     agent_name: str = ""
     service_name: str = ""
     span_start: datetime | None = None  # as ScoreRecord.span_start
+    session_id: str = ""  # as ScoreRecord.session_id
     created_at: datetime = Field(default_factory=_now)
     # What the scorer's judges were sent and answered (scoring.record_judge_io); kept in judge_io.
     judge_io: tuple[JudgeExchange, ...] = ()

@@ -19,7 +19,7 @@ from tracescore.schemas.score import DecisionKind
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
-FILTERS = ("trace_id", "scorer", "service", "agent", "since", "until", "limit")
+FILTERS = ("trace_id", "scorer", "service", "agent", "session", "since", "until", "limit")
 DECISION_FILTER = "decision"
 DECISION_KINDS: tuple[str, ...] = get_args(DecisionKind)
 
@@ -52,6 +52,7 @@ class ResultQuery(BaseModel):
     scorer: str | None = None
     service: str | None = None
     agent: str | None = None
+    session: str | None = None  # the rows of a conversation's session scores (``target: session``)
     since: datetime | None = None
     until: datetime | None = None
     decision: DecisionKind | None = None

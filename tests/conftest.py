@@ -40,6 +40,7 @@ ONE_WORKER_MODULES = frozenset(
         "test_results_api.py",
         "test_score_table.py",
         "test_scores_command.py",
+        "test_sessions.py",
     }
 )
 # The end-to-end modules whose bounds hold only with the machine to themselves and one other test: time

@@ -64,6 +64,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--scorer", help="only this scorer id (a rule's name, else the scorer's id)")
     parser.add_argument("--service", help="only runs of this service.name")
     parser.add_argument("--agent", help="only runs of this agent name")
+    parser.add_argument("--session", help="only the session scores of this conversation (its session id)")
     parser.add_argument("--since", help="written at or after: an RFC 3339 time or an age (1h, 7d)")
     parser.add_argument("--until", help="written before: an RFC 3339 time or an age (1h, 7d)")
     parser.add_argument(
@@ -91,6 +92,7 @@ def cmd_scores(args: argparse.Namespace) -> int:
         "scorer": args.scorer,
         "service": args.service,
         "agent": args.agent,
+        "session": args.session,
         "since": args.since,
         "until": args.until,
         "limit": args.limit,

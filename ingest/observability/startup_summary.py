@@ -86,13 +86,14 @@ def _rule(rule: ScorerRule, version: str | None) -> str:
     scorer = rule.scorer or rule.use or "?"
     name = rule.name or scorer
     parts = [] if scorer == name else [scorer]
+    unit = "session" if rule.target == "session" else "run"
     if rule.sample_rate >= 1:
-        parts.append("every run")
+        parts.append(f"every {unit}")
     else:
         parts.append(
-            f"{rule.sample_rate:.2%} of runs"
+            f"{rule.sample_rate:.2%} of {unit}s"
             if rule.sample_rate < 0.01
-            else f"{rule.sample_rate:.0%} of runs"
+            else f"{rule.sample_rate:.0%} of {unit}s"
         )
     judge = rule.options.get("judge")
     model = judge if isinstance(judge, str) else judge.get("model") if isinstance(judge, dict) else None

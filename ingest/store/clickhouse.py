@@ -62,11 +62,8 @@ TableRows = tuple[str, Sequence[str], list[list[Any]]]
 
 
 class Store:
-    """One ClickHouse database holding the tracescore tables: lifecycle, inserts and queries.
-
-    The pipeline writes through the span sink (``ingest.store.span_sink``) and the score sink
-    (``ingest.store.score_sink``), both over one ``Store``.
-    """
+    """One ClickHouse database holding the tracescore tables: lifecycle, inserts and queries. The
+    pipeline writes through the span and score sinks (``ingest.store.span_sink``, ``.score_sink``)."""
 
     def __init__(
         self,
@@ -187,6 +184,11 @@ class Store:
             return list(self._require_client().query(sql, parameters=parameters).named_results())
 
         return await self._on_worker(run, what="query")
+
+    async def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
+        """Run a statement that returns no rows (a lightweight ``DELETE``); parameters as ``query``."""
+        self._require_client()
+        await self._on_worker(lambda: self._require_client().command(sql, parameters=parameters), "command")
 
     async def insert(self, table: str, rows: list[list[Any]], columns: Sequence[str]) -> None:
         """Append ``rows`` (values in ``columns`` order) to ``table`` of this store's database."""

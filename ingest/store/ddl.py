@@ -21,6 +21,8 @@ DDL_FILES = (
     "otel_logs.sql",
     "span_ledger.sql",
     "trace_done.sql",
+    "session_runs.sql",
+    "session_done.sql",
     "ingest_watermarks.sql",
     "replicas.sql",
     "trace_handoffs.sql",

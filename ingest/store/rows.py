@@ -37,12 +37,12 @@ OTEL_LOGS_COLUMNS = (
 SCORES_COLUMNS = (
     "ScoreId", "Timestamp", "TraceId", "SpanId", "ScorerId", "ScorerVersion", "Score", "Label", "Reason",
     "StepResults", "JudgeModel", "InputTokens", "OutputTokens", "CostUsd", "LatencyMs", "SampleRate",
-    "Source", "AgentName", "ServiceName", "SpanStart", "Version",
+    "Source", "AgentName", "ServiceName", "SpanStart", "Version", "SessionId",
 )  # fmt: skip
 
 DECISIONS_COLUMNS = (
     "Timestamp", "TraceId", "SpanId", "ScorerId", "Decision", "Detail", "SampleRate", "Source", "AgentName",
-    "ServiceName", "SpanStart", "Version",
+    "ServiceName", "SpanStart", "Version", "SessionId",
 )  # fmt: skip
 
 JUDGE_IO_COLUMNS = ("Timestamp", "TraceId", "SpanId", "ScorerId", "Decision", "Exchanges", "Version")
@@ -263,6 +263,7 @@ def score_row(record: ScoreRecord) -> list[Any]:
         record.service_name,
         unix_nanos(record.span_start) if record.span_start is not None else created,
         created,
+        record.session_id,
     ]
 
 
@@ -281,6 +282,7 @@ def decision_row(decision: Decision) -> list[Any]:
         decision.service_name,
         unix_nanos(decision.span_start) if decision.span_start is not None else created,
         created,
+        decision.session_id,
     ]
 
 
@@ -315,6 +317,7 @@ def score_json(row: Mapping[str, Any]) -> dict[str, Any]:
         "source": row["Source"],
         "agent_name": row["AgentName"],
         "service_name": row["ServiceName"],
+        "session_id": row.get("SessionId", ""),
         "created_at": iso_from_nanos(row["CreatedNs"]),
         "score_id": row["ScoreId"],
     }
@@ -333,4 +336,5 @@ def decision_json(row: Mapping[str, Any]) -> dict[str, Any]:
         "created_at": iso_from_nanos(row["CreatedNs"]),
         "agent_name": row["AgentName"],
         "service_name": row["ServiceName"],
+        "session_id": row.get("SessionId", ""),
     }

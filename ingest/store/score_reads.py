@@ -21,13 +21,13 @@ from tracescore.scoring.prebuilt.registry import stored_ids
 _SCORES_SELECT = """
 SELECT ScoreId, toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, ScorerVersion,
        Score, Label, Reason, StepResults, JudgeModel, InputTokens, OutputTokens, CostUsd, LatencyMs,
-       SampleRate, Source, AgentName, ServiceName
+       SampleRate, Source, AgentName, ServiceName, SessionId
 FROM {database}.scores FINAL
 """
 
 _DECISIONS_SELECT = """
 SELECT toUnixTimestamp64Nano(Timestamp) AS CreatedNs, TraceId, SpanId, ScorerId, Decision, Detail,
-       SampleRate, Source, AgentName, ServiceName
+       SampleRate, Source, AgentName, ServiceName, SessionId
 FROM {database}.score_decisions FINAL
 """
 
@@ -37,6 +37,7 @@ _CONDITIONS = {
     "scorer": "ScorerId IN {scorer:Array(String)}",
     "service": "ServiceName = {service:String}",
     "agent": "AgentName = {agent:String}",
+    "session": "SessionId = {session:String}",
     "since": "Timestamp >= fromUnixTimestamp64Nano({since:Int64})",
     "until": "Timestamp < fromUnixTimestamp64Nano({until:Int64})",
     "decision": "Decision = {decision:String}",

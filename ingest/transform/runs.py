@@ -19,6 +19,7 @@ from tracescore.ingest.transform.adapters.base import assembled
 from tracescore.ingest.transform.agent_name import run_agent_name
 from tracescore.ingest.transform.correlate import attach_logs
 from tracescore.ingest.transform.run_output import run_output
+from tracescore.ingest.transform.session_ids import run_session_id
 from tracescore.ingest.transform.trace_index import (
     Node,
     TraceIndex,
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The fields a built run sets (the rest keep their defaults), as validation would record them.
-_RUN_GIVEN = frozenset(AgentRun.model_fields) - {"ground_truth", "parent_span_id"}
+_RUN_GIVEN = frozenset(AgentRun.model_fields) - {"ground_truth", "parent_span_id", "turns"}
 _INPUT_GIVEN = frozenset({"input_messages", "remembered_messages", "system_messages"})
 _T = TypeVar("_T")
 
@@ -241,6 +242,8 @@ def _build_run(root: Node, members: list[Node], index: TraceIndex, inner: list[N
         ),
         "content_missing": not any(t.strip() for t in texts),
         "parent_span_id": None,
+        "session_id": run_session_id(root.span, [node.span for node in members]),
+        "turns": [],
     }
     return assembled(AgentRun, fields, _RUN_GIVEN)
 

@@ -19,9 +19,10 @@ CREATE TABLE IF NOT EXISTS {database}.score_decisions (
 ORDER BY (TraceId, SpanId, ScorerId)
 SETTINGS index_granularity = 8192;
 
--- Stores made before the run's names and SpanStart were kept get them.
+-- Stores made before the run's names, SpanStart and SessionId (as in scores) were kept get them.
 ALTER TABLE {database}.score_decisions
     ADD COLUMN IF NOT EXISTS AgentName LowCardinality(String) CODEC(ZSTD(1)) AFTER Source,
     ADD COLUMN IF NOT EXISTS ServiceName LowCardinality(String) CODEC(ZSTD(1)) AFTER AgentName,
     ADD COLUMN IF NOT EXISTS SpanStart DateTime64(9, 'UTC') DEFAULT Timestamp CODEC(Delta(8), ZSTD(1))
-        AFTER ServiceName;
+        AFTER ServiceName,
+    ADD COLUMN IF NOT EXISTS SessionId String DEFAULT '' CODEC(ZSTD(1)) AFTER Version;

@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS {database}.scores (
 ORDER BY (TraceId, SpanId, ScorerId)
 SETTINGS index_granularity = 8192;
 
--- Stores made before SpanStart existed get it; their rows read their Timestamp instead.
+-- Stores made before SpanStart existed get it; their rows read their Timestamp instead. SessionId: the
+-- conversation of a session score (target: session), empty on every other row; older stores get it too.
 ALTER TABLE {database}.scores ADD COLUMN IF NOT EXISTS SpanStart DateTime64(9, 'UTC') DEFAULT Timestamp
-    CODEC(Delta(8), ZSTD(1)) AFTER ServiceName;
+    CODEC(Delta(8), ZSTD(1)) AFTER ServiceName,
+    ADD COLUMN IF NOT EXISTS SessionId String DEFAULT '' CODEC(ZSTD(1)) AFTER Version;

@@ -44,6 +44,13 @@ if TYPE_CHECKING:
     )
     from tracescore.scoring.prebuilt.heuristic.completeness import create_completeness_scorer
     from tracescore.scoring.prebuilt.heuristic.content_similarity import create_content_similarity_scorer
+    from tracescore.scoring.prebuilt.heuristic.conversation_heuristics import (
+        create_conversation_length_scorer,
+        create_conversation_turns_scorer,
+        create_repeated_requests_scorer,
+        create_time_to_resolution_scorer,
+        create_tool_error_rate_scorer,
+    )
     from tracescore.scoring.prebuilt.heuristic.json_diff import create_json_diff_scorer
     from tracescore.scoring.prebuilt.heuristic.keyword_coverage import create_keyword_coverage_scorer
     from tracescore.scoring.prebuilt.heuristic.list_contains import create_list_contains_scorer
@@ -107,6 +114,8 @@ __all__ = [
     "create_context_precision_scorer",
     "create_context_recall_scorer",
     "create_context_relevance_scorer",
+    "create_conversation_length_scorer",
+    "create_conversation_turns_scorer",
     "create_did_not_call_check",
     "create_equals_check",
     "create_exact_match_scorer",
@@ -136,14 +145,17 @@ __all__ = [
     "create_ragas_context_precision_scorer",
     "create_ragas_context_recall_scorer",
     "create_ragas_context_relevancy_scorer",
+    "create_repeated_requests_scorer",
     "create_rubric_scorer",
     "create_similarity_check",
     "create_summarization_scorer",
     "create_summary_scorer",
     "create_textual_difference_scorer",
+    "create_time_to_resolution_scorer",
     "create_tone_scorer",
     "create_tool_call_accuracy_scorer_code",
     "create_tool_call_accuracy_scorer_llm",
+    "create_tool_error_rate_scorer",
     "create_tool_order_check",
     "create_toxicity_scorer",
     "create_trajectory_accuracy_scorer_code",

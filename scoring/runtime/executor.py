@@ -108,7 +108,7 @@ class ScoringExecutor:
     @property
     def wants_llm_calls(self) -> bool:
         """Whether a rule scores single model calls or spans (the transform then builds call units)."""
-        return any(group[0].target != "run" for group in self._rule_groups)
+        return any(group[0].target not in ("run", "session") for group in self._rule_groups)
 
     @property
     def rule_groups(self) -> tuple[RuleGroup, ...]:

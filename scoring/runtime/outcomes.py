@@ -143,7 +143,13 @@ def score_record(
         agent_name=run.agent_name or "",
         service_name=run.service_name or "",
         span_start=run.start_time,
+        session_id=session_of(run, rule),
     )
+
+
+def session_of(run: AgentRun, rule: Rule) -> str:
+    """The session id a row of ``rule`` carries: the conversation's, for a ``target: session`` rule."""
+    return (run.session_id or "") if rule.target == "session" else ""
 
 
 def decision(
@@ -166,6 +172,7 @@ def decision(
         agent_name=run.agent_name or "",
         service_name=run.service_name or "",
         span_start=run.start_time,
+        session_id=session_of(run, rule),
         judge_io=judge_io,
     )
 

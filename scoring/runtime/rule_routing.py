@@ -1,14 +1,16 @@
 """Route: which configured rule scores which unit of a trace, and the decision when none does.
 
 A rule's ``target`` says what it scores: every agent run (``run``), every model call (``llm_call``),
-or every span passing its ``span`` tests. For each unit and each scorer id: the rule whose filter
-matches (none -> ``filtered``), then deterministic sampling (out -> ``sampled_out``), then the content
-the scorer needs (absent -> ``skipped_empty``), then the size of its text (over ``max_run_chars`` ->
-``skipped_too_large``); a unit that passes them all goes to the executor, which for a rule with
-``when`` first waits for its gate's result on the unit (``scoring.runtime.cascades``: held ->
-``gated``). Gating comes last, so a filtered or sampled-out unit never waits for, nor costs, anything
-more. Several rules may store under one scorer id (one scorer with other options per agent) when their
-filters are disjoint; a unit then gets the decision of the rule that matches it.
+or every span passing its ``span`` tests, or a whole conversation (``session``: the service gives those
+rules to an executor of their own, fed the conversation units of completed sessions). For each unit
+and each scorer id: the rule whose filter matches (none -> ``filtered``), then deterministic sampling
+(out -> ``sampled_out``), then the content the scorer needs (absent -> ``skipped_empty``), then the
+size of its text (over ``max_run_chars`` -> ``skipped_too_large``); a unit that passes them all goes
+to the executor, which for a rule with ``when`` first waits for its gate's result on the unit
+(``scoring.runtime.cascades``: held -> ``gated``). Gating comes last, so a filtered or sampled-out unit
+never waits for, nor costs, anything more. Several rules may store under one scorer id (one scorer with
+other options per agent) when their filters are disjoint; a unit then gets the decision of the rule
+that matches it.
 
 Loop guard: a unit that is one of tracescore's own judge calls (its span or an ancestor carries
 ``tracescore.judge``, or its system prompt opens with the judges' preamble) is never scored.
@@ -203,6 +205,11 @@ def rule_versions(groups: Sequence[RuleGroup]) -> dict[str, str]:
     return {label: " / ".join(versions) for label, versions in found.items()}
 
 
+def is_session_rule(rule: ScorerRule) -> bool:
+    """Whether ``rule`` scores whole conversations (``target: session``)."""
+    return rule.target == "session"
+
+
 def is_own_judge_call(unit: AgentRun, trace: TraceView | None) -> bool:
     """The loop guard: ``unit`` is a call of tracescore's own judge (see the module docstring)."""
     if any(PREAMBLE_SIGNATURE in m.content for m in unit.input.system_messages):
@@ -221,9 +228,12 @@ def is_own_judge_call(unit: AgentRun, trace: TraceView | None) -> bool:
 def units_for(
     target: Target, group: RuleGroup, runs: Sequence[AgentRun], trace: TraceView | None
 ) -> list[AgentRun]:
-    """The units a rule group scores: the runs, the model calls, or the spans its targets name."""
+    """The units a rule group scores: the runs (a conversation's session unit for ``session`` rules),
+    the model calls, or the spans its targets name."""
     if target == "run":
         return list(runs)
+    if target == "session":
+        return [run for run in runs if run.turns]  # conversation units only, never a single run
     if trace is None:
         return []
     if target == "llm_call":

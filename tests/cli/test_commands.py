@@ -92,7 +92,7 @@ def test_score_with_an_unknown_scorer_says_where_the_list_is(tmp_path: Path) -> 
     done = tracescore("score", "no-such-scorer", "--run", str(tmp_path / "run.json"))
     assert done.returncode == 2
     assert done.stderr == (
-        "tracescore: error: unknown scorer 'no-such-scorer' ('tracescore scorers' lists all 54)\n"
+        "tracescore: error: unknown scorer 'no-such-scorer' ('tracescore scorers' lists all 59)\n"
     )
 
 

@@ -74,7 +74,7 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
     assert done.returncode == 0, done.stderr
     scorers = {entry["name"]: entry for entry in json.loads(done.stdout)}
     assert readme_scorer_names() <= set(scorers)
-    assert len(scorers) == 54
+    assert len(scorers) == 59
     # Facts from the page's tables, for one scorer of each kind.
     assert scorers["exact-match"]["needs"] == ["ground_truth", "output"]
     assert scorers["exact-match"]["llm"] is False
@@ -135,7 +135,7 @@ def test_scorer_and_option_typos_get_a_suggestion(tmp_path: Path) -> None:
     scorer = one_error_line(tracescore("score", "textual-differnce", "--run", str(run)))
     assert scorer == (
         "tracescore: error: unknown scorer 'textual-differnce'; did you mean 'textual-difference'? "
-        "('tracescore scorers' lists all 54)\n"
+        "('tracescore scorers' lists all 59)\n"
     )
     option = one_error_line(
         tracescore("score", "tool-call-accuracy-code", "--run", str(run), "--options", '{"expectedTol": "a"}')

@@ -256,7 +256,7 @@ def test_every_config_error_at_once_each_with_its_file_and_line(tmp_path: Path) 
         f"  {config}:2: receiver.grpc_port: Input should be a valid integer, unable to parse string as an "
         "integer (got 'lots')\n"
         f"  {config}:5: scoring.rules[0] (tonee): scorer: unknown scorer 'tonee'; did you mean 'tone'? "
-        "('tracescore scorers' lists all 54)\n"
+        "('tracescore scorers' lists all 59)\n"
         f"  {config}:8: scoring.rules[1] (check-includes): options.expectd: scorer 'check-includes' has no "
         "option 'expectd'; did you mean 'expected'? (its options: expected, ignore_case)\n"
         f"  {config}:9: scoring.rules[1] (check-includes): options.ignoreCase: scorer 'check-includes': "

@@ -7,7 +7,8 @@ choose: the queries name no database and read the one their data source gives (t
 The demo runs as users run it, in its own process, with LLM-judge scorers: their judge is the local
 OpenAI-compatible server of the tests, which answers every run but fails one run's toxicity check on
 purpose, so the store also holds a failed decision. Real drift passes then add findings and
-notifications (see ``_add_drift``).
+notifications (see ``_add_drift``); before them, a conversation's session scores land on the demo's
+last run (``_add_session``: the demo's runs carry no session id).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, provider_usa
 from tests.support.serve import ENV
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.score_sink import ClickHouseScoreSink
+from tracescore.schemas import Decision, ScoreRecord
 from tracescore.schemas.drift_config import DriftConfig
 
 T = TypeVar("T")
@@ -126,6 +129,44 @@ async def _add_drift(store_dir: Path) -> None:
         await store.shutdown()
 
 
+SESSION_ID = "demo-conversation"
+SESSION_SCORERS = {"conversation-turns": 2.0, "repeated-requests": 0.0}
+# The conversation's last run: the newest of the service and agent the dashboards pick first (the first
+# of each variable's values), so a dashboard showing only those still shows the session.
+SESSION_RUN_SQL = """
+SELECT TraceId, SpanId, AgentName, ServiceName, SpanStart FROM score_decisions FINAL
+WHERE (ServiceName, AgentName) = (
+    SELECT ServiceName, AgentName FROM decisions_by_scorer
+    WHERE ScorerId = (SELECT min(ScorerId) FROM decisions_by_scorer)
+    ORDER BY ServiceName, AgentName LIMIT 1
+)
+ORDER BY SpanStart DESC, TraceId LIMIT 1
+"""
+
+
+async def _add_session(store_dir: Path) -> None:
+    """The session scores a ``target: session`` rule writes for a conversation of the demo's last two
+    runs: on the last run's root span, with the session id."""
+    store = Store(str(store_dir), DATA_SOURCE_DATABASE)
+    await store.start()
+    try:
+        (last,) = await store.query(SESSION_RUN_SQL)
+        where = dict(trace_id=last["TraceId"], span_id=last["SpanId"], session_id=SESSION_ID)
+        names = dict(agent_name=last["AgentName"], service_name=last["ServiceName"])
+        start = last["SpanStart"].replace(tzinfo=UTC)
+        records = [
+            ScoreRecord(scorer_id=scorer, score=value, span_start=start, **names, **where)
+            for scorer, value in SESSION_SCORERS.items()
+        ]
+        decisions = [
+            Decision(scorer_id=scorer, decision="scored", span_start=start, **names, **where)
+            for scorer in SESSION_SCORERS
+        ]
+        await ClickHouseScoreSink(store).write_scores(records, decisions)
+    finally:
+        await store.shutdown()
+
+
 def _in_own_thread(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine on an event loop of its own, apart from the tests' loops."""
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -137,6 +178,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The data directory of a finished demo run (closed: open it with ``Store``, in its database)."""
     store_dir = tmp_path_factory.mktemp("grafana") / "store"
     _in_own_thread(_run_demo(store_dir))
+    _in_own_thread(_add_session(store_dir))  # before the drift passes: they watch session scorers too
     _in_own_thread(_add_drift(store_dir))
     assert os.path.isdir(store_dir)
     return store_dir

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.deploy.conftest import SESSION_ID, SESSION_RUN_SQL, SESSION_SCORERS
 from tests.support.grafana import Selection, TimeRange, expand_macros, render
 from tests.support.grafana_files import (
     DATA_SOURCE_DATABASE,
@@ -311,6 +312,15 @@ async def test_the_drift_rule_fires_for_the_drifted_series_only(demo: Store) -> 
     rows = await _alert_rows(demo, query)
     firing = {(r["scorer"], r["service"], r["agent"]) for r in rows if r["drifted"] > 0}
     assert firing == {await first_series(demo)}
+
+
+async def test_the_session_panel_shows_each_sessions_scores_on_its_last_run(demo: Store) -> None:
+    rows = await _panel(demo, "tracescore-scores", "Session scores")
+    assert {(r["Session"], r["Scorer"]): r["Score"] for r in rows} == {
+        (SESSION_ID, scorer): value for scorer, value in SESSION_SCORERS.items()
+    }
+    (last,) = await demo.query(SESSION_RUN_SQL)
+    assert {(r["TraceId"], r["SpanId"]) for r in rows} == {(last["TraceId"], last["SpanId"])}
 
 
 # Last: it adds rows to the demo's store (decisions the other tests do not count).

@@ -20,6 +20,7 @@ import yaml
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from tests.support.conversations import SentTurn, Turn, conversation, session_rows
 from tests.support.otlp import agent_trace_requests
 from tests.support.serve import (
     api_rows,
@@ -158,3 +159,88 @@ def _outcome_while_running(base: str, trace_ids: list[str]) -> list[str]:
             if len(missing) > 5:
                 break
     return missing
+
+
+SESSION_SCORERS = ("conversation-turns", "repeated-requests")
+
+
+def _session_config(path: Path, idle: str) -> Path:
+    """Both default run rules and two session rules; sessions complete after ``idle``, five a pass."""
+    rules = [{"scorer": s} for s in SCORERS] + [{"scorer": s, "target": "session"} for s in SESSION_SCORERS]
+    session = {"idle": idle, "check_interval": "0.2s", "batch": 5}
+    path.write_text(yaml.safe_dump({"scoring": {"rules": rules}, "session": session}))
+    return path
+
+
+def _session_decided(base: str) -> float:
+    return _metric(base, 'tracescore_scoring_decisions_total{decision="scored",scorer="conversation-turns"}')
+
+
+def test_sigkill_with_sessions_open_and_completing_loses_and_doubles_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    start = time.time_ns()
+    conversations = {
+        f"crash-{i}": conversation(
+            f"crash-{i}",
+            "openinference" if i % 2 else "vercel",
+            [Turn(f"question {i}", "answer one"), Turn(f"question {i}", "answer two"), Turn("thanks", "bye")],
+            start + i * 10_000_000,
+        )
+        for i in range(24)
+    }
+    turns = [turn for sent in conversations.values() for turn in sent]
+    open_sessions = ("--config", str(_session_config(tmp_path / "open.yaml", "1h")))
+    completing = ("--config", str(_session_config(tmp_path / "completing.yaml", "1s")))
+
+    # First life: every turn decided as a run (its session row written), every session still open.
+    proc, http_port = start_serve(store, *open_sessions, "--idle", "0.2")
+    try:
+        base = wait_healthy(proc, http_port)
+        assert [_post(base, turn.request) for turn in turns] == [200] * len(turns)
+        _wait_until(lambda: _decided(base) >= len(SCORERS) * len(turns), 60, "every turn's run scores")
+        assert _session_decided(base) == 0
+    finally:
+        _kill(proc)
+
+    # Second life: sessions complete, five a pass; killed as the first session scores are decided.
+    proc, http_port = start_serve(store, *completing, "--idle", "0.2")
+    try:
+        base = wait_healthy(proc, http_port)
+        _wait_until(lambda: _session_decided(base) > 0, 60, "the first session scores")
+    finally:
+        _kill(proc)
+
+    # Third life: the sessions left are completed, none twice.
+    proc, http_port = start_serve(store, *completing, "--idle", "0.2")
+    try:
+        base = wait_healthy(proc, http_port)
+        _wait_until(
+            lambda: _metric(base, "tracescore_sessions_scored_total") > 0, 60, "sessions left to score"
+        )
+        _wait_until(lambda: _sessions_shown(base, conversations) == len(conversations), 60, "every session")
+    finally:
+        assert stop(proc) == 0
+
+    left = session_rows(store, SESSION_SCORERS)
+    last_turns = {sid: (sent[-1].trace_id, sent[-1].root_span_id) for sid, sent in conversations.items()}
+    expected_scores = {(sid, "conversation-turns"): (*last, 3.0, 1) for sid, last in last_turns.items()}
+    assert {k: v for k, v in left.scores.items() if k[1] == "conversation-turns"} == expected_scores
+    assert {k: v[3] for k, v in left.scores.items()} == {
+        (s, n): 1 for s in conversations for n in SESSION_SCORERS
+    }
+    assert left.decisions == {(s, n): 1 for s in conversations for n in SESSION_SCORERS}
+    assert left.by_scorer == dict.fromkeys(SESSION_SCORERS, len(conversations))
+    per_trace, doubled_decisions, doubled_scores = decision_outcome(store)
+    assert doubled_decisions == [] and doubled_scores == []
+    last = {trace_id for trace_id, _ in last_turns.values()}
+    assert per_trace == {
+        turn.trace_id: len(SCORERS) + (len(SESSION_SCORERS) if turn.trace_id in last else 0) for turn in turns
+    }
+
+
+def _sessions_shown(base: str, conversations: dict[str, list[SentTurn]]) -> int:
+    """How many of the sessions the running service shows all session scores of (over its HTTP API)."""
+    return sum(
+        len(api_rows(f"{base}/api/scores?session={session_id}")) == len(SESSION_SCORERS)
+        for session_id in conversations
+    )

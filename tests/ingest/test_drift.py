@@ -20,6 +20,7 @@ from tracescore.ingest.alerting.drift_monitor import DriftMonitor, DriftReport, 
 from tracescore.ingest.alerting.score_series import DriftStore
 from tracescore.ingest.cli import main
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.ingest.store.rows import SCORES_COLUMNS
 from tracescore.schemas.drift_config import CusumConfig, DriftConfig, ReferencePeriod
 
 WINDOW_START = NOW - timedelta(hours=1)
@@ -285,7 +286,8 @@ async def test_the_series_read_are_the_value_counts_and_bucket_sums_of_the_store
             kept[0].extend(values.tolist())
             kept[1].extend(starts)
     replayed = list(streams.scores[0])
-    replayed[6], replayed[-1] = 0.5, replayed[-1] + 1  # Score, Version
+    version = SCORES_COLUMNS.index("Version")
+    replayed[6], replayed[version] = 0.5, replayed[version] + 1  # Score, Version
     streams.scores.append(replayed)
     written["tied/baseline"][0][0] = 0.5
     await streams.write(store)

@@ -45,7 +45,7 @@ def test_importing_scoring_loads_no_scorer_module_nor_scipy() -> None:
 
 def test_every_scorer_is_declared_once_with_one_name_that_is_its_id() -> None:
     entries = registered()
-    assert len(entries) == len(SCORERS) == 54
+    assert len(entries) == len(SCORERS) == 59
     names = [entry.spec.name for entry in entries.values()]
     former = [entry.spec.former_id for entry in entries.values() if entry.spec.former_id]
     assert len(set(names)) == len(names) and len(set(former)) == len(former)

@@ -51,7 +51,7 @@ def test_load_config_reports_the_rules_with_the_model_s_errors(tmp_path: Path) -
     assert str(caught.value).splitlines()[1:] == [
         f"  {config}:2: scoring.sampling_salt: Input should be a valid string (got 3)",
         f"  {config}:4: scoring.rules[0] (tonee): scorer: unknown scorer 'tonee'; did you mean 'tone'? "
-        "('tracescore scorers' lists all 54)",
+        "('tracescore scorers' lists all 59)",
         f"  {config}:5: scoring.rules[0] (tonee): sample_rate: Input should be less than or equal to 1 "
         "(got 5)",
     ]

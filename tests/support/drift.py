@@ -52,7 +52,7 @@ class Streams:
             trace, span = f"{n:032x}", f"{n:016x}"
             self.scores.append([
                 f"id{n}", created, trace, span, scorer, version, float(value), "", "", "{}", "", 0, 0, 0.0,
-                0.0, 1.0, "live", agent, service, start, created,
+                0.0, 1.0, "live", agent, service, start, created, "",
             ])  # fmt: skip
 
     def add_decisions(self, scorer: str, failed: Any, starts: list[int], service: str = "svc") -> None:
@@ -62,7 +62,7 @@ class Streams:
             kind = "failed" if is_failed else "scored"
             self.decisions.append([
                 created, f"{n:032x}", f"{n:016x}", scorer, kind, "", 1.0, "live", "agent", service, start,
-                created,
+                created, "",
             ])  # fmt: skip
 
     def normal(

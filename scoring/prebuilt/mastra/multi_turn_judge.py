@@ -9,10 +9,12 @@ The conversation. Mastra's multi-turn ``runEvals`` accumulates the output messag
 earlier turns reach it either as ``input.remembered_messages`` (the agent's memory) or, from a
 client that resends the history itself, as assistant messages among ``input.input_messages``. The
 transcript is therefore the assistant messages of ``remembered_messages``, then of ``input_messages``,
-then of ``output``, in that order; user, system and tool messages are left out (Mastra grades the
-assistant's words only). Each turn is its message text, trimmed; turns without text (tool-call-only
-steps) are dropped. A run whose earlier turns are not captured is judged on its own output, which is
-what Mastra sees for a single-turn run.
+then of ``output``, in that order; on a session unit (``target: session``, docs/sessions.md), which
+holds every run of the conversation as a turn, it is the assistant messages of each turn's output.
+User, system and tool messages are left out (Mastra grades the assistant's words only). Each turn
+is its message text, trimmed; turns without text (tool-call-only steps) are dropped. A run whose
+earlier turns are not captured is judged on its own output, which is what Mastra sees for a
+single-turn run.
 
 The prompt (``prompts/multi_turn_judge/*.txt``) is Mastra's, markers and their sanitising included;
 the transcript inside Mastra's markers is in our data markers too (``delimit``). The criterion is
@@ -68,11 +70,14 @@ def _assistant_texts(messages: list[Message]) -> list[str]:
 
 def assistant_turns(run: AgentRun) -> list[str]:
     """Every assistant turn of the conversation, oldest first (see the module docstring)."""
-    texts = [
-        *_assistant_texts(run.input.remembered_messages),
-        *_assistant_texts(run.input.input_messages),
-        *_assistant_texts(run.output),
-    ]
+    if run.turns:  # a session unit: each turn's answer, as Mastra's runEvals accumulates them
+        texts = [text for turn in run.turns for text in _assistant_texts(turn.output)]
+    else:
+        texts = [
+            *_assistant_texts(run.input.remembered_messages),
+            *_assistant_texts(run.input.input_messages),
+            *_assistant_texts(run.output),
+        ]
     return [turn for text in texts if (turn := js_trim(text))]
 
 

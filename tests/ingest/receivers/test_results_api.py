@@ -199,8 +199,8 @@ def test_a_trace_without_agent_runs_answers_404_nothing_to_score(service: Scored
             "/api/scores",
             {"scorer_id": "similarity"},
             "scorer_id",
-            "scorer_id: unknown parameter; the filters are trace_id, scorer, service, agent, since, until, "
-            "limit",
+            "scorer_id: unknown parameter; the filters are trace_id, scorer, service, agent, session, since, "
+            "until, limit",
         ),
         (
             "/api/scores",

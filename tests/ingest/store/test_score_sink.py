@@ -39,7 +39,7 @@ async def test_scores_are_idempotent_and_the_latest_write_wins(store: Store) -> 
         "step_results": {"statements": ["a", "b"], "n": 2}, "judge_model": "gpt-4o-mini",
         "input_tokens": 120, "output_tokens": 30, "cost_usd": 0.0004, "latency_ms": 812.5,
         "sample_rate": 0.5, "source": "live", "agent_name": "weather_agent", "service_name": "weather-svc",
-        "created_at": "2025-01-02T03:04:05.678901+00:00",
+        "session_id": "", "created_at": "2025-01-02T03:04:05.678901+00:00",
         "score_id": score_id(TRACE, ROOT_SPAN, "answer-relevancy"),
     }  # fmt: skip
     assert await ScoreResults(store).trace_scores(TRACE) == [expected]
@@ -102,10 +102,12 @@ async def test_decisions_keep_one_current_row_per_run_and_scorer(store: Store) -
     assert await ScoreResults(store).trace_decisions(TRACE) == [
         {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "answer-relevancy", "decision": "scored",
          "detail": "", "sample_rate": 0.5, "source": "live",
-         "created_at": "2025-01-02T03:09:00.000001+00:00", "agent_name": "", "service_name": ""},
+         "created_at": "2025-01-02T03:09:00.000001+00:00", "agent_name": "", "service_name": "",
+         "session_id": ""},
         {"trace_id": TRACE, "span_id": ROOT_SPAN, "scorer_id": "toxicity", "decision": "sampled_out",
          "detail": "", "sample_rate": 0.1, "source": "backfill",
-         "created_at": "2025-01-02T03:04:05.678901+00:00", "agent_name": "", "service_name": ""},
+         "created_at": "2025-01-02T03:04:05.678901+00:00", "agent_name": "", "service_name": "",
+         "session_id": ""},
     ]  # fmt: skip
     assert len(await ScoreResults(store).trace_scores(TRACE)) == 1
 

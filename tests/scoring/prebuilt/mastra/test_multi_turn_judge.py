@@ -13,6 +13,8 @@ import pytest
 
 from tests.scoring.prebuilt.mastra.judge_answers import MODEL, conversation_run
 from tests.support.llm_server import LLMServer, json_reply
+from tracescore.ingest.transform.conversation import conversation_unit
+from tracescore.schemas import AgentRun
 from tracescore.scoring.judge import Judge, delimit
 from tracescore.scoring.prebuilt.mastra.multi_turn_judge import create_multi_turn_judge_scorer
 from tracescore.scoring.prebuilt.registry import build_scorer
@@ -74,3 +76,32 @@ async def test_multi_turn_without_assistant_text(llm_server: LLMServer, judge: J
 def test_multi_turn_rejects_invalid_options(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build_scorer("multi-turn-judge", {**options, "judge": MODEL})
+
+
+async def test_multi_turn_on_a_session_unit_reads_each_turns_answers_in_order(
+    llm_server: LLMServer, judge: Judge
+) -> None:
+    llm_server.script(json_reply({"satisfied": False, "reasoning": "Paris is missing."}))
+    turns = [
+        # A client resending the history puts earlier answers in a turn's input: not read twice.
+        AgentRun.model_validate(
+            {
+                "trace_id": f"t{i}",
+                "span_id": f"s{i}",
+                "start_time": f"2026-11-20T09:0{i}:00Z",
+                "input": {"input_messages": [*history, {"role": "user", "content": question}]},
+                "output": [{"role": "assistant", "content": answer}],
+            }
+        )
+        for i, (history, question, answer) in enumerate(
+            [
+                ([], "Weather?", "Which city?"),
+                ([{"role": "assistant", "content": "Which city?"}], "London", "London: rain."),
+            ]
+        )
+    ]
+    unit = conversation_unit("s-1", list(reversed(turns)))
+    result = await create_multi_turn_judge_scorer(judge, criterion="Gave the Paris forecast.").run(unit)
+    assert result.score == 0.0
+    transcript = "Assistant turn 1: Which city?\n\nAssistant turn 2: London: rain."
+    assert delimit("conversation", transcript) in llm_server.user_prompts()[0]
