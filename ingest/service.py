@@ -19,11 +19,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from tracescore.ingest.alerting.agreement_monitor import AgreementMonitor
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.assembly.assembler import TraceAssembler
 from tracescore.ingest.decode.cost import request_cost
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.observability.startup_summary import startup_summary
+from tracescore.ingest.receivers.annotation_routes import AnnotationRoutes
 from tracescore.ingest.receivers.commands import StoreCommands
 from tracescore.ingest.receivers.grpc import MESSAGE_COPIES, GrpcReceiver
 from tracescore.ingest.receivers.http import HttpReceiver
@@ -58,6 +60,7 @@ PENDING_ITEM_SHARE = 8 * 3_000
 MIN_PENDING_ITEMS = 10_000
 # The ring key whose owner among the live replicas runs the periodic drift pass.
 DRIFT_KEY = "drift"
+AGREEMENT_KEY = "agreement"  # and the periodic agreement pass
 # What the embedded store allocates beside the rest size while spans flow in (its inserts and merges),
 # and the scoring pipeline with it: measured 110 to 300 MiB under a flood or a 20 MB request, given
 # back within seconds once it stops. Set aside from the start (ingest.receivers.memory_admission).
@@ -157,6 +160,7 @@ class Service:
             health=self,
             memory=self.memory,
             commands=StoreCommands(self.store, config, self.executor.rule_groups, self.executor.thresholds),
+            api_routes=[AnnotationRoutes(self.store, config, self.metrics)],
         )
         self.kafka: KafkaReceiver | None = None
         if config.kafka.enabled:
@@ -177,6 +181,13 @@ class Service:
             registry=self.metrics.registry,
             leads=lambda: self.membership.owns(DRIFT_KEY),
         )
+        self.agreement = AgreementMonitor(
+            self.store,
+            config.agreement,
+            config.drift,
+            metrics=self.metrics.agreement,
+            leads=lambda: self.membership.owns(AGREEMENT_KEY),
+        )
         self._started_at: float | None = None
         self._stopped = False
 
@@ -196,6 +207,7 @@ class Service:
             await self.drift.start()
             if self.session_monitor is not None:
                 await self.session_monitor.start()
+            await self.agreement.start()
         except BaseException:
             await self.shutdown()
             raise
@@ -264,6 +276,7 @@ class Service:
         await self.drift.shutdown()
         if self.session_monitor is not None:
             await self.session_monitor.shutdown()
+        await self.agreement.shutdown()
         if self.kafka is not None:
             await self.kafka.shutdown()
         await self.grpc.shutdown()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
+from tracescore.schemas.agreement_config import AgreementConfig
 from tracescore.schemas.config_source import ConfigError
 from tracescore.schemas.drift_config import DriftConfig
 from tracescore.schemas.environment import ENV_KEYS
@@ -24,6 +25,7 @@ from tracescore.schemas.store_database import DEFAULT_DATABASE
 # Re-exported: every part of the config is importable from here.
 __all__ = [
     "DEFAULT_DATABASE",
+    "AgreementConfig",
     "ENV_KEYS",
     "ConfigError",
     "DriftConfig",
@@ -109,6 +111,7 @@ class ServiceConfig(StoreConfig):
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
     drift: DriftConfig = Field(default_factory=DriftConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
+    agreement: AgreementConfig = Field(default_factory=AgreementConfig)
     # The bound on the memory the process allocates ("2GiB", "800MB" or bytes): its anonymous resident
     # memory; the code its libraries map from files is not counted. A request is admitted only if
     # what it will cost fits under it (429, RESOURCE_EXHAUSTED with RetryInfo, Kafka paused until it

@@ -29,6 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # rendered): all their tests on one worker, so the fixture is built once.
 ONE_WORKER_MODULES = frozenset(
     {
+        "test_agreement.py",
         "test_conventions.py",
         "test_examples.py",
         "test_front_door.py",

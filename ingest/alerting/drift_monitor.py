@@ -8,7 +8,6 @@ over at its next interval.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -17,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from tracescore.ingest.alerting.periodic_pass import PeriodicPass
 from tracescore.ingest.alerting.score_series import DriftStore, Notification
 from tracescore.ingest.alerting.webhooks import Notifier, messages
 from tracescore.ingest.store.clickhouse import Store
@@ -85,10 +85,12 @@ class DriftMonitor:
         self._store = DriftStore(store)
         self._config = config
         self._thresholds = dict(thresholds or {})
-        self._leads = leads
         self._notifier = notifier or Notifier(config)
         self._metrics = DriftMetrics(registry if registry is not None else CollectorRegistry())
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = PeriodicPass("drift", config.interval, self._periodic_pass, leads, self._count)
+
+    def _count(self, outcome: str) -> None:
+        self._metrics.passes.labels(outcome=outcome).inc()
 
     async def run_pass(
         self, now: datetime | None = None, *, record: bool = True, notify: bool = True
@@ -132,28 +134,14 @@ class DriftMonitor:
     async def start(self) -> None:
         """Starts the periodic passes (when ``drift.enabled``); returns at once, the first pass comes
         after one interval."""
-        if self._config.enabled and self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="drift")
+        if self._config.enabled:
+            self._periodic.start()
 
     async def shutdown(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._periodic.shutdown()
 
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._config.interval)
-            if not self._leads():
-                continue
-            try:
-                report = await self.run_pass()
-            except Exception:  # a failed pass is logged and counted; the next one tries again
-                self._metrics.passes.labels(outcome="failed").inc()
-                log.exception("drift pass failed")
-                continue
-            self._metrics.passes.labels(outcome="done").inc()
-            if report.drifted:
-                names = ", ".join(f.name for f in report.drifted)
-                log.warning("score drift in %d series: %s", len(report.drifted), names)
+    async def _periodic_pass(self) -> None:
+        report = await self.run_pass()
+        if report.drifted:
+            names = ", ".join(f.name for f in report.drifted)
+            log.warning("score drift in %d series: %s", len(report.drifted), names)

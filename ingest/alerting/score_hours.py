@@ -188,27 +188,30 @@ def _dense(
 ) -> Floats:
     """The value counts of ``added`` less those of ``taken``, per (side, series, value rank)."""
     n_series, n_values = layout
-    added_keys, added_counts = _cells(added, n_series, n_values, rank)
-    taken_keys, taken_counts = _cells(taken, n_series, n_values, rank)
-    keys = np.concatenate([added_keys, taken_keys])
-    weights = np.concatenate([added_counts, -taken_counts])
-    # Float64 already (weighted); asarray only tells the type checker, without a copy.
+    keys, weights = _cells(added, n_series, n_values, rank)
+    if taken:  # (a cold pass takes nothing: no copy of its ~9M cells then)
+        taken_keys, taken_counts = _cells(taken, n_series, n_values, rank)
+        keys, weights = np.concatenate([keys, taken_keys]), np.concatenate([weights, -taken_counts])
+    # Float64 (weighted); asarray only tells the type checker, without a copy.
     return np.asarray(np.bincount(keys, weights=weights, minlength=2 * n_series * n_values), dtype=np.float64)
 
 
 def _cells(
     hours: Sequence[tuple[Hour, int | None]], n_series: int, n_values: int, rank: Ints
-) -> tuple[Ints, Floats]:
+) -> tuple[Ints, Ints]:
     """The value-count entries on a side of ``hours``, as keys ordered by (side, series, value rank)
     (ranks, not codes, so values come out ascending), with their counts."""
+    # Whole chunks outside both sides are left out as chunks: an entry of a chunk a boundary cuts is
+    # on the side it was read on, never outside (the read keeps only values on a side). So no mask
+    # over the entries, each of which costs a pass and a copy of every array (a cold pass: ~9M).
+    on_a_side = [(h, side) for h, side in hours if side is None or side >= 0]
     empty = [np.empty(0, np.int64)]
-    sides = np.concatenate([_entry_sides(side, h.sides) for h, side in hours] or empty)
-    series = np.concatenate([h.series for h, _ in hours] or empty)
-    codes = np.concatenate([h.codes for h, _ in hours] or empty)
-    counts = np.concatenate([h.counts for h, _ in hours] or empty)
-    on_a_side = sides >= 0
-    keys = (sides[on_a_side] * n_series + series[on_a_side]) * n_values + rank[codes[on_a_side]]
-    return keys, counts[on_a_side].astype(np.float64)
+    keys = np.concatenate([_entry_sides(side, h.sides) for h, side in on_a_side] or empty)
+    keys *= n_series
+    keys += np.concatenate([h.series for h, _ in on_a_side] or empty)
+    keys *= n_values
+    keys += rank[np.concatenate([h.codes for h, _ in on_a_side] or empty)]
+    return keys, np.concatenate([h.counts for h, _ in on_a_side] or empty)
 
 
 def _tally(

@@ -127,40 +127,52 @@ class Notifier:
         )
 
     async def post(self, hook: WebhookConfig, message: DriftNotice, checked_at: datetime) -> Notification:
-        timeout = aiohttp.ClientTimeout(total=self._config.timeout)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            return await self._post(session, hook, message, checked_at)
+        content = body(message, hook, checked_at)
+        return await self.send(hook, message.kind, message.series, content, checked_at)
 
-    async def _post(
-        self, session: aiohttp.ClientSession, hook: WebhookConfig, message: DriftNotice, checked_at: datetime
+    async def send(
+        self,
+        hook: WebhookConfig,
+        kind: Kind,
+        series: list[str],
+        content: dict[str, Any],
+        checked_at: datetime,
     ) -> Notification:
-        payload = json.dumps(body(message, hook, checked_at), ensure_ascii=False)
-        headers = {"Content-Type": "application/json", "User-Agent": f"tracescore/{__version__}"}
-        headers |= hook.headers
-        attempts, error = 0, ""
-        while True:
-            attempts += 1
-            retriable = True
-            try:
-                async with session.post(str(hook.url), data=payload, headers=headers) as response:
-                    if response.status < 300:
-                        error = ""
-                        break
-                    error = f"HTTP {response.status}: {(await response.text())[:200]}"
-                    retriable = is_retriable_status(response.status)
-            except (aiohttp.ClientError, TimeoutError) as exc:  # no answer: the next try may get one
-                error = f"{type(exc).__name__}: {exc}"[:300]
-            if not retriable or attempts > self._config.retries:
-                log.warning("drift %s to webhook %s not delivered: %s", message.kind, hook.label, error)
-                break
-            await self._sleep(self._retry.delay(attempts - 1))
+        """Post ``content`` (a JSON body of any alert about ``series``) to one webhook."""
+        payload = json.dumps(content, ensure_ascii=False)
+        attempts, error = await self._deliver(hook, payload)
+        if error:
+            log.warning("%s about %s to webhook %s not delivered: %s", kind, series, hook.label, error)
         return Notification(
             sent_at=checked_at,
             webhook=hook.label,
-            kind=message.kind,
-            series=message.series,
+            kind=kind,
+            series=series,
             attempts=attempts,
             delivered=not error,
             error=error,
             payload=payload,
         )
+
+    async def _deliver(self, hook: WebhookConfig, payload: str) -> tuple[int, str]:
+        """Post until the webhook takes it, or a failure is final or the tries run out: the tries
+        made, and the last error (empty once delivered)."""
+        headers = {"Content-Type": "application/json", "User-Agent": f"tracescore/{__version__}"}
+        headers |= hook.headers
+        timeout = aiohttp.ClientTimeout(total=self._config.timeout)
+        attempts = 0
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            while True:
+                attempts += 1
+                retriable = True
+                try:
+                    async with session.post(str(hook.url), data=payload, headers=headers) as response:
+                        if response.status < 300:
+                            return attempts, ""
+                        error = f"HTTP {response.status}: {(await response.text())[:200]}"
+                        retriable = is_retriable_status(response.status)
+                except (aiohttp.ClientError, TimeoutError) as exc:  # no answer: the next try may get one
+                    error = f"{type(exc).__name__}: {exc}"[:300]
+                if not retriable or attempts > self._config.retries:
+                    return attempts, error
+                await self._sleep(self._retry.delay(attempts - 1))

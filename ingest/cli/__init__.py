@@ -1,5 +1,5 @@
 """The ``tracescore`` command: one module per subcommand (serve, demo, inspect, score, eval, backfill,
-drift, report, schema, scorers, scores, runs).
+drift, report, agreement, annotate, schema, scorers, scores, runs).
 
 Output discipline: what a command produces (JSON, tables) goes to stdout; logs, progress and errors
 to stderr. An error is one line (``tracescore: error: …``), exit code 2 for a usage or configuration
@@ -35,8 +35,8 @@ log = logging.getLogger("tracescore")
 
 # The subcommands' modules, in the order ``tracescore --help`` lists them.
 COMMAND_MODULES = (
-    "serve", "demo", "inspect", "score", "scores", "runs", "eval", "backfill", "drift", "report", "schema",
-    "scorers",
+    "serve", "demo", "inspect", "score", "scores", "runs", "eval", "backfill", "drift", "report",
+    "agreement", "annotate", "schema", "scorers",
 )  # fmt: skip
 VERBOSE_HELP = "log at debug level; show tracebacks and the libraries' own lines (litellm, Kafka, gRPC, chDB)"
 

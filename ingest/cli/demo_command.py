@@ -165,6 +165,7 @@ async def _write_report(service: Service, path: str) -> str:
         until - REPORT_PERIOD,
         until,
         max_items=service.config.assembly.max_spans_per_trace,
+        agreement_config=service.config.agreement,
     )
     return await asyncio.to_thread(write_page, path, page)
 

@@ -69,7 +69,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         async def build(store: Store) -> str:
             max_items = config.assembly.max_spans_per_trace
-            return await build_report(store, groups, since, until, max_items=max_items, service_url=links)
+            return await build_report(
+                store,
+                groups,
+                since,
+                until,
+                max_items=max_items,
+                service_url=links,
+                agreement_config=config.agreement,
+            )
 
         return await on_store(config, build)
 

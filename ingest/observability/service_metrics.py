@@ -169,7 +169,54 @@ class Metrics:
             "tracescore_assembly_logs_pending", "Log records held by the assembler", registry=r
         )
 
+        self.annotations_stored = Counter(
+            "tracescore_annotations_stored",
+            "Human labels written to the annotations table, by source: api (POST /api/annotations), otlp "
+            "(gen_ai.evaluation.result events and span attributes with an annotator)",
+            ["source"],
+            registry=r,
+        )
+        self.annotations_refused = Counter(
+            "tracescore_annotations_refused",
+            "Evaluation results with an annotator sent over OTLP that are no label (no name, neither a "
+            "value nor a label, no span): their spans and log records are stored, without a label",
+            registry=r,
+        )
+        self.agreement = AgreementMetrics(r)
+
         self.scoring = ScoringMetrics(r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class AgreementMetrics:
+    """How well each scorer agrees with people, as the last agreement pass found it
+    (``ingest.alerting.agreement_monitor``)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.value = Gauge(
+            "tracescore_judge_agreement",
+            "A scorer's agreement with human labels over the agreement window, by measure: kappa (Cohen's, "
+            "labels), spearman (rank correlation of values), mae (mean absolute error of values); absent "
+            "with too few pairs",
+            ["scorer", "measure"],
+            registry=registry,
+        )
+        self.pairs = Gauge(
+            "tracescore_judge_agreement_pairs",
+            "Pairs of a human label and a score of the same unit in the agreement window, by kind: labels "
+            "or values",
+            ["scorer", "kind"],
+            registry=registry,
+        )
+        self.state = Gauge(
+            "tracescore_judge_agreement_state",
+            "1 for each scorer's state at the last agreement pass: ok, below (under a set level), dropped "
+            "(significantly below the window before) or insufficient (too few pairs)",
+            ["scorer", "state"],
+            registry=registry,
+        )
+        self.passes = Counter(
+            "tracescore_judge_agreement_passes", "Agreement passes by outcome", ["outcome"], registry=registry
+        )

@@ -81,7 +81,7 @@ class BackfillRequest(_Body):
     rate: float | None = Field(default=None, gt=0)
 
 
-B = TypeVar("B", bound=_Body)
+B = TypeVar("B", bound=BaseModel)
 
 
 class BadRequest(Exception):
@@ -123,7 +123,7 @@ class StoreCommands:
             except QueryError as exc:
                 return web.json_response({"error": str(exc), "parameter": exc.parameter}, status=400)
             except StoreError as exc:
-                return _store_failed(request, exc)
+                return store_failed(request, exc)
 
         return handle
 
@@ -156,13 +156,14 @@ class StoreCommands:
             until,
             max_items=self._config.assembly.max_spans_per_trace,
             service_url=str(request.url.origin()),
+            agreement_config=self._config.agreement,
         )
         response = web.Response(text=page, content_type="text/html")
         response.enable_compression()  # most of the page is plotly.js: about a third of it gzipped
         return response
 
     async def _drift(self, request: web.Request) -> web.StreamResponse:
-        asked = await _body(request, DriftRequest)
+        asked = await body_as(request, DriftRequest)
         given = {"window": asked.window, "baseline": asked.baseline}
         drift = self._config.drift.model_copy(update={k: v for k, v in given.items() if v is not None})
         monitor = DriftMonitor(self._store, drift, self._thresholds)
@@ -184,7 +185,7 @@ class StoreCommands:
         )
 
     async def _start_backfill(self, request: web.Request) -> web.StreamResponse:
-        asked = await _body(request, BackfillRequest)
+        asked = await body_as(request, BackfillRequest)
         if asked.since >= asked.until:
             raise BadRequest("since must be before until")
         if self._backfill is not None and not self._backfill.done():
@@ -256,7 +257,7 @@ def _time(parameter: str, value: str, now: datetime) -> datetime:
         raise QueryError(parameter, str(exc)) from None
 
 
-async def _body(request: web.Request, model: type[B]) -> B:
+async def body_as(request: web.Request, model: type[B]) -> B:
     """The JSON body as ``model``; a ``BadRequest`` naming the field that is wrong."""
     try:
         data = await request.json()
@@ -270,7 +271,7 @@ async def _body(request: web.Request, model: type[B]) -> B:
         raise BadRequest(f"{where}: {error['msg']}") from None
 
 
-def _store_failed(request: web.Request, exc: StoreError) -> web.Response:
+def store_failed(request: web.Request, exc: StoreError) -> web.Response:
     log.warning("%s failed: %s", request.path, exc)
     if exc.retriable:
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}

@@ -6,7 +6,9 @@ ExportLogsServiceResponse) on success, a ``google.rpc.Status`` on error, both in
 ``GET /api/scores`` and ``GET /api/decisions`` serve score and decision rows, filtered
 (``schemas.score_queries``),
 and for a trace without rows a 404 saying why; the commands' routes (``/api/runs``, ``/api/drift``,
-``/api/backfill``) are in ``ingest.receivers.commands``; ``GET /healthz`` (liveness) and ``GET /readyz``
+``/api/backfill``) are in ``ingest.receivers.commands``, those of labels and agreement
+(``/api/annotations``, ``/api/agreement``, ``/api/annotate``) in ``ingest.receivers.annotation_routes``;
+``GET /healthz`` (liveness) and ``GET /readyz``
 (readiness) each component's state (error texts as ``ingest.receivers.disclosure`` allows the caller);
 ``GET /metrics`` Prometheus metrics. Connections pass a gate first (``ingest.receivers.connections``);
 with ``receiver.health_port``, the probes are also served on a port of their own (``health_lane``).
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Protocol
 
@@ -107,9 +109,11 @@ class HttpReceiver:
         health: Health | None = None,
         memory: MemoryGuard | None = None,
         commands: CommandRoutes | None = None,
+        api_routes: Sequence[CommandRoutes] = (),
     ) -> None:
         self._config = config
         self._commands = commands
+        self._api_routes = tuple(api_routes)  # further /api routes: annotations, agreement
         self._memory = memory
         self._next = next
         self._metrics = metrics
@@ -145,6 +149,8 @@ class HttpReceiver:
         app.router.add_get("/api/decisions", self._get_decisions)
         if self._commands is not None:
             self._commands.add_routes(app.router)
+        for routes in self._api_routes:
+            routes.add_routes(app.router)
         app.router.add_get("/healthz", self._get_health)
         app.router.add_get("/readyz", self._get_ready)
         app.router.add_get("/metrics", self._get_metrics)

@@ -9,11 +9,12 @@ element with ``<``, ``>`` and ``&`` escaped, so no stored text can close it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -23,10 +24,12 @@ import plotly.offline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
 from markupsafe import Markup
 
+from tracescore.ingest.alerting.agreement_monitor import agreement_rows
 from tracescore.ingest.reporting.lowest_runs import with_seen
 from tracescore.ingest.reporting.report_charts import decision_chart, score_charts
 from tracescore.ingest.reporting.report_reads import AgreementReader, LowScore, ReportData, read_report
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.agreement_config import AgreementConfig
 from tracescore.scoring.runtime.rule_routing import RuleGroup
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -43,12 +46,41 @@ async def build_report(
     max_items: int,
     service_url: str = "",
     agreement: AgreementReader | None = None,
+    agreement_config: AgreementConfig | None = None,
 ) -> str:
     """The page for runs started in [since, until). ``service_url``: where the runs' links point (the
     service's ``/api/runs``); empty for links relative to the page, as ``GET /report`` serves it."""
+    agreement = agreement or functools.partial(agreement_table, config=agreement_config)
     data = await read_report(store, since, until, agreement=agreement)
     data = await with_seen(store, data, groups, max_items)
     return render_page(data, service_url)
+
+
+async def agreement_table(
+    store: Store, since: datetime, until: datetime, config: AgreementConfig | None = None
+) -> list[Mapping[str, str]]:
+    """Each scorer's agreement with human labels over the period (``agreement_rows`` with the
+    ``agreement`` settings: the pairs a measure needs), as the page's table shows it: each measure
+    with its confidence interval."""
+
+    def measure(value: float | None, low: float | None, high: float | None) -> str:
+        if value is None:
+            return "-"
+        interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+        return f"{value:.2f}{interval}"
+
+    return [
+        {
+            "scorer": row.scorer_id,
+            "annotators": str(row.annotators),
+            "label pairs": str(row.label_pairs),
+            "Cohen's kappa": measure(row.kappa, row.kappa_low, row.kappa_high),
+            "score pairs": str(row.score_pairs),
+            "Spearman": measure(row.spearman, row.spearman_low, row.spearman_high),
+            "mean absolute error": measure(row.mae, row.mae_low, row.mae_high),
+        }
+        for row in await agreement_rows(store, since, until, config)
+    ]
 
 
 def render_page(data: ReportData, service_url: str = "") -> str:

@@ -28,7 +28,6 @@ from tracescore.schemas.durations import unix_nanos
 HISTOGRAM_BINS = 20
 SERIES_BUCKETS = 120  # points per scorer over the period, at most
 GATED_DECISION = "gated"  # a rule held by another rule's result: a judge call avoided
-ANNOTATIONS_TABLE = "annotations"
 
 # Reads the agreement of each scorer with human labels over [since, until): one mapping per row.
 AgreementReader = Callable[[Store, datetime, datetime], Awaitable[Sequence[Mapping[str, Any]]]]
@@ -114,10 +113,6 @@ FROM {{database}}.scores FINAL WHERE {_PERIOD}
 ORDER BY ScorerId, Score, SpanStart DESC
 LIMIT {{{{per_scorer:UInt32}}}} BY ScorerId
 """
-
-_HAS_TABLE = (
-    "SELECT count() AS n FROM system.tables WHERE database = {database:String} AND name = {table:String}"
-)
 
 MAX_REASONS = 50
 MAX_DRIFT_FINDINGS = 200
@@ -218,9 +213,8 @@ class LowScore:
 
 @dataclass(frozen=True)
 class Agreement:
-    """Agreement with human labels: whether the store can hold labels, and the reader's rows."""
+    """Agreement with human labels: the reader's rows, one per scorer with labelled units."""
 
-    labels_table: bool
     rows: tuple[Mapping[str, Any], ...] = ()
 
 
@@ -338,8 +332,5 @@ def _drift_mark(row: Mapping[str, Any]) -> DriftMark:
 async def _agreement(
     store: Store, since: datetime, until: datetime, reader: AgreementReader | None
 ) -> Agreement:
-    [row] = await store.query(_HAS_TABLE, {"database": store.database, "table": ANNOTATIONS_TABLE})
-    if not int(row["n"]):
-        return Agreement(labels_table=False)
     rows = await reader(store, since, until) if reader is not None else ()
-    return Agreement(labels_table=True, rows=tuple(rows))
+    return Agreement(rows=tuple(rows))

@@ -33,6 +33,8 @@ DDL_FILES = (
     "span_scores_view.sql",
     "score_series.sql",
     "score_drift.sql",
+    "annotations.sql",
+    "judge_agreement.sql",
 )
 
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)

@@ -55,6 +55,8 @@ SHARDING = {
     "judge_spend": "cityHash64(Budget)",
     "score_drift": "cityHash64(ScorerId, ServiceName, AgentName)",
     "drift_notifications": "cityHash64(Webhook)",
+    "annotations": "cityHash64(TraceId)",
+    "judge_agreement": "cityHash64(ScorerId)",
 }
 
 _CREATE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (?P<db>\S+)\.(?P<name>\w+) \(")

@@ -1,5 +1,5 @@
 """The span sink: group commit of every accepted batch into ``span_ledger``, ``otel_logs`` and
-``otel_traces``, then the batch is handed on.
+``otel_traces`` (and ``annotations``, for the people's labels it carries), then the batch is handed on.
 
 Concurrent export requests (and Kafka batches) wait together: while one insert runs, the batches
 that arrive meanwhile gather into the next, so the store sees few large inserts (ClickHouse's
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from tracescore.ingest.observability.service_metrics import Metrics
+from tracescore.ingest.store.annotation_rows import ANNOTATION_COLUMNS, annotation_row, batch_annotations
 from tracescore.ingest.store.clickhouse import Store, TableRows
 from tracescore.ingest.store.ledger import LEDGER_COLUMNS, ledger_rows
 from tracescore.ingest.store.replica_table import HANDOFF_COLUMNS, handoff_row
@@ -98,20 +99,30 @@ def split_by_owner(
     return handoffs, owned
 
 
-def stored_rows(batches: Sequence[SpanBatch], arrived_ns: int) -> list[TableRows]:
+def stored_rows(
+    batches: Sequence[SpanBatch], arrived_ns: int, refused: list[str] | None = None
+) -> list[TableRows]:
     """The rows of a commit in the order they are inserted, built on the store's worker thread:
     ``span_ledger`` (what the scorers read) last, so that a process killed between two inserts never
     leaves a span to be scored that ``otel_traces`` (what Grafana shows) does not hold. Such a commit
-    is not acknowledged: its client sends it again."""
+    is not acknowledged: its client sends it again (its labels are then written again, with the same
+    ids: they replace themselves). Why each person's evaluation result that is no label was refused is
+    added to ``refused``."""
     ledger: list[list[object]] = []
     traces: list[list[object]] = []
     logs: list[list[object]] = []
+    labels: list[list[object]] = []
     for batch in batches:
         batch.arrived_unix_nano = arrived_ns
         ledger.extend(ledger_rows(batch, arrived_ns))
         traces.extend(span_rows(batch.spans))
         logs.extend(log_row(record) for record in batch.logs)
+        found = batch_annotations(batch, arrived_ns)
+        labels.extend(annotation_row(label, arrived_ns) for label in found.labels)
+        if refused is not None:
+            refused.extend(found.refused)
     return [
+        *([("annotations", ANNOTATION_COLUMNS, labels)] if labels else []),
         ("otel_logs", OTEL_LOGS_COLUMNS, logs),
         ("otel_traces", OTEL_TRACES_COLUMNS, traces),
         ("span_ledger", LEDGER_COLUMNS, ledger),
@@ -271,10 +282,13 @@ class SpanSink:
         batches = [waiting.batch for waiting in window]
         self._unhanded[arrived] += len(window)  # before the insert: a checkpoint meanwhile must not pass it
         routed: list[SpanBatch] = []
+        labels: list[list[list[object]]] = []  # the annotation rows of the commit, counted once stored
+        refused: list[str] = []  # people's evaluation results that are no label, and why
         router = self._router
 
         def build() -> list[TableRows]:
-            tables = stored_rows(batches, arrived)
+            tables = stored_rows(batches, arrived, refused)
+            labels.extend(rows for table, _, rows in tables if table == "annotations")
             if router is not None and not router.solo:
                 # In the same commit as the items: an acknowledged item always has an owner that knows.
                 handoffs, owned = split_by_owner(batches, arrived, router)
@@ -294,6 +308,13 @@ class SpanSink:
         self._metrics.commits.inc()
         self._metrics.spans_stored.inc(sum(len(batch.spans) for batch in batches))
         self._metrics.logs_stored.inc(sum(len(batch.logs) for batch in batches))
+        if labels:
+            self._metrics.annotations_stored.labels("otlp").inc(sum(len(rows) for rows in labels))
+        if refused:
+            self._metrics.annotations_refused.inc(len(refused))
+            log.warning(
+                "%d evaluation result(s) with an annotator are no label: %s", len(refused), refused[0]
+            )
         for waiting, owned in zip(window, routed or batches, strict=True):
             waiting.batch = owned
             if waiting.committed.done():

@@ -22,7 +22,9 @@ from tracescore.schemas.trace_view import TraceView
 _MISSING = object()
 
 
-def _number(value: Any) -> float | None:
+def attribute_number(value: Any) -> float | None:
+    """An attribute's value as a number: an int, a double, or a number written as a string; None for
+    anything else (a bool, text, NaN or infinity)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -47,7 +49,7 @@ def _text(value: Any) -> str:
 
 
 def _same(value: Any, expected: Any) -> bool:
-    number, wanted = _number(value), _number(expected)
+    number, wanted = attribute_number(value), attribute_number(expected)
     if number is not None and wanted is not None:
         return number == wanted
     return _text(value) == _text(expected)
@@ -66,7 +68,7 @@ def value_matches(test: ValueMatch, value: Any = _MISSING) -> bool:
         return any(_same(value, expected) for expected in test.in_)
     if test.regex is not None:
         return re.search(test.regex, _text(value)) is not None
-    number = _number(value)
+    number = attribute_number(value)
     if number is None:
         return False
     return (test.gt is None or number > test.gt) and (test.lt is None or number < test.lt)

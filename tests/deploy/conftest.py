@@ -8,7 +8,8 @@ The demo runs as users run it, in its own process, with LLM-judge scorers: their
 OpenAI-compatible server of the tests, which answers every run but fails one run's toxicity check on
 purpose, so the store also holds a failed decision. Real drift passes then add findings and
 notifications (see ``_add_drift``); before them, a conversation's session scores land on the demo's
-last run (``_add_session``: the demo's runs carry no session id).
+last run (``_add_session``: the demo's runs carry no session id); and a person's labels get a real
+agreement pass over them (``_add_agreement``).
 """
 
 from __future__ import annotations
@@ -30,10 +31,14 @@ from tests.support.drift import Streams, serving_hooks
 from tests.support.grafana_files import DATA_SOURCE_DATABASE
 from tests.support.llm_server import JUDGE_MODEL, LLMServer, Reply, provider_usage
 from tests.support.serve import ENV
+from tracescore.ingest.alerting.agreement_monitor import AgreementMonitor
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor
+from tracescore.ingest.store.annotation_rows import insert_annotations
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.schemas import Decision, ScoreRecord
+from tracescore.schemas.agreement_config import AgreementConfig
+from tracescore.schemas.annotations import Annotation
 from tracescore.schemas.drift_config import DriftConfig
 
 T = TypeVar("T")
@@ -167,6 +172,39 @@ async def _add_session(store_dir: Path) -> None:
         await store.shutdown()
 
 
+async def _add_agreement(store_dir: Path) -> None:
+    """Labels from a person for every scored run of the demo -- values a whole point above the first
+    scorer's scores, the same as the others'; the scorers' own labels -- and a real agreement pass over
+    them: the first scorer's mean absolute error is over its level, the others are ok (or have too few
+    pairs)."""
+    store = Store(str(store_dir), DATA_SOURCE_DATABASE)
+    await store.start()
+    try:
+        scored = await store.query(
+            "SELECT TraceId, SpanId, ScorerId, Score, Label FROM scores FINAL ORDER BY ScorerId"
+        )
+        first = scored[0]["ScorerId"]
+        now = datetime.now(UTC)
+        labels = [
+            Annotation(
+                trace_id=row["TraceId"],
+                span_id=row["SpanId"],
+                name=row["ScorerId"],
+                value=row["Score"] + 1 if row["ScorerId"] == first else row["Score"],
+                label=row["Label"],
+                annotator="grafana-test",
+                source="api",
+                time=now,
+            )
+            for row in scored
+        ]
+        await insert_annotations(store, labels)
+        config = AgreementConfig(min_pairs=3, window=7 * 86_400)
+        await AgreementMonitor(store, config, DriftConfig()).run_pass(now + timedelta(seconds=1))
+    finally:
+        await store.shutdown()
+
+
 def _in_own_thread(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine on an event loop of its own, apart from the tests' loops."""
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -180,5 +218,6 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _in_own_thread(_run_demo(store_dir))
     _in_own_thread(_add_session(store_dir))  # before the drift passes: they watch session scorers too
     _in_own_thread(_add_drift(store_dir))
+    _in_own_thread(_add_agreement(store_dir))
     assert os.path.isdir(store_dir)
     return store_dir

@@ -86,8 +86,9 @@ def test_the_dashboard_provider_loads_the_dashboard_folder_into_the_tracescore_f
     assert provider["name"] and Path(provider["options"]["path"]).is_absolute()
 
 
-def test_five_dashboards_with_unique_uids() -> None:
+def test_six_dashboards_with_unique_uids() -> None:
     assert set(BY_UID) == {
+        "tracescore-agreement",
         "tracescore-scores",
         "tracescore-judge",
         "tracescore-pipeline",
@@ -267,7 +268,7 @@ def test_alert_rules_carry_what_grafana_needs() -> None:
                     assert window["from"] > 0
             panels = {p["id"] for p in walk_panels(BY_UID[rule["dashboardUid"]]["panels"])}
             assert rule["panelId"] in panels, rule["uid"]
-    assert len(uids) == len(set(uids)) == 5
+    assert len(uids) == len(set(uids)) == 6
 
 
 def _receivers(route: dict[str, Any]) -> set[str]:

@@ -346,3 +346,20 @@ async def test_the_cascade_panel_shows_the_units_a_gate_held_and_the_cost_they_a
     assert toxicity["Cost per 1,000 scored"] == pytest.approx(1000 * cost / count)
     assert toxicity["Cost avoided (est.)"] == pytest.approx(3 * cost / count)
     assert toxicity["Share held"] == pytest.approx(3 / (3 + count))
+
+
+async def test_agreement_panels_and_rule_show_the_scorer_that_disagrees(demo: Store) -> None:
+    # The labels of conftest: the opposite of the first scorer's scores, the same as the others'.
+    (first,) = await demo.query("SELECT min(ScorerId) AS scorer FROM scores")
+    state = await _panel(demo, "tracescore-agreement", "Agreement per scorer")
+    assert state[0]["Scorer"] == first["scorer"] and state[0]["State"] == "below"
+    assert all(row["State"] in ("ok", "insufficient") for row in state[1:])
+    assert await _value(demo, "tracescore-agreement", "Scorers below or dropped") == 1
+    assert await _value(demo, "tracescore-agreement", "Labels") == await _one(
+        demo, "SELECT count() FROM scores FINAL"
+    )
+    (query,) = [
+        q for q in alert_queries("tracescore-clickhouse") if q.rule["uid"] == "tracescore-judge-agreement-low"
+    ]
+    rows = await _alert_rows(demo, query)
+    assert {r["scorer"] for r in rows if r["disagreeing"] > 0} == {first["scorer"]}

@@ -224,7 +224,7 @@ def test_the_page_shows_each_section_from_what_the_store_holds(reported: Reporte
     cells = re.findall(r">([^<]*)</td>", cost.group(1))
     assert cells[:5] == [str(JUDGED), str(100 * JUDGED), str(20 * JUDGED), f"{0.0005 * JUDGED:.6f}", "0.5000"]
     assert "Judge calls avoided by gates: <strong>0</strong>" in html
-    assert "No labels yet: this store holds no human labels." in text
+    assert "No labels yet: no scorer's scores of this period have human labels" in text
 
 
 def test_the_lowest_runs_link_to_what_their_scorer_saw(reported: Reported) -> None:

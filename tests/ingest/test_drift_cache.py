@@ -13,6 +13,10 @@ from tracescore.ingest.store.rows import DECISIONS_COLUMNS, SCORES_COLUMNS
 from tracescore.schemas.drift_config import DriftConfig
 from tracescore.scoring.drift.detect import Finding, SeriesData
 
+# Where a row of each table holds what a replay changes.
+SCORE, S_VERSION = SCORES_COLUMNS.index("Score"), SCORES_COLUMNS.index("Version")
+DECISION, D_VERSION = DECISIONS_COLUMNS.index("Decision"), DECISIONS_COLUMNS.index("Version")
+
 FIRST = NOW + timedelta(minutes=25)  # off the hour: the window's and the baseline's edges cut chunks
 SECOND = NOW + timedelta(minutes=40)
 
@@ -48,10 +52,10 @@ async def test_a_pass_from_kept_chunks_after_new_and_replayed_scores_equals_a_fi
         "faithfulness", [0.9, 0.8], streams.times(2, NOW - timedelta(days=3), NOW - timedelta(days=2))
     )
     replayed = list(streams.scores[1_500])  # mid-week
-    replayed[6], replayed[-1] = 0.123, replayed[-1] + 1  # Score, Version
+    replayed[SCORE], replayed[S_VERSION] = 0.123, replayed[S_VERSION] + 1
     streams.scores.append(replayed)
     decision = list(streams.decisions[3])
-    decision[4], decision[-1] = "failed", decision[-1] + 1  # Decision, Version
+    decision[DECISION], decision[D_VERSION] = "failed", decision[D_VERSION] + 1
     streams.decisions.append(decision)
     await store.insert("scores", streams.scores[scores:], SCORES_COLUMNS)
     await store.insert("score_decisions", streams.decisions[decisions:], DECISIONS_COLUMNS)
@@ -107,11 +111,11 @@ async def test_passes_from_kept_chunks_equal_full_reads_with_late_replayed_and_d
         streams.add("relevancy", [0.999], streams.times(1, late, late + timedelta(minutes=1)), service="a")
         for row in rng.choice(scores, 3, replace=False):
             replayed = list(streams.scores[row])
-            replayed[6], replayed[-1] = round(rng.random(), 2), replayed[-1] + round_ + 1  # Score, Version
+            replayed[SCORE], replayed[S_VERSION] = round(rng.random(), 2), replayed[S_VERSION] + round_ + 1
             streams.scores.append(replayed)
         streams.scores.append(list(streams.scores[int(rng.integers(scores))]))  # stored twice
         decision = list(streams.decisions[int(rng.integers(decisions))])
-        decision[4], decision[-1] = "failed", decision[-1] + round_ + 1  # Decision, Version
+        decision[DECISION], decision[D_VERSION] = "failed", decision[D_VERSION] + round_ + 1
         streams.decisions += [decision, list(streams.decisions[int(rng.integers(decisions))])]
         await store.insert("scores", streams.scores[scores:], SCORES_COLUMNS)
         await store.insert("score_decisions", streams.decisions[decisions:], DECISIONS_COLUMNS)

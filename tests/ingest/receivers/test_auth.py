@@ -65,7 +65,14 @@ async def test_otlp_http_wants_the_token(service: Service) -> None:
 
 
 async def test_the_api_and_metrics_want_the_token_and_the_probes_do_not(service: Service) -> None:
-    for path in ("/api/scores?limit=1", "/api/decisions?limit=1", "/metrics"):
+    labels = "/api/annotations?trace_id=5dbdf98695bd5785f3d3e61006ad2dba"
+    for path in (
+        "/api/scores?limit=1",
+        "/api/decisions?limit=1",
+        labels,
+        "/api/annotate?scorer=tone",
+        "/metrics",
+    ):
         assert await _get(service, path) == 401
         assert await _get(service, path, {"Authorization": f"Bearer {TOKEN}"}) == 200
     assert await _get(service, "/healthz") == 200
