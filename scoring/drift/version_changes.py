@@ -19,7 +19,8 @@ row (ReplacingMergeTree), so the comparison is always of the hours before and af
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -40,11 +41,20 @@ class Written:
     last: float
 
 
+def changed_series(series: Iterable[VersionedKey]) -> list[VersionedKey]:
+    """The versions of the series that have more than one (usually none): what ``by_version`` needs
+    the ``Written`` of."""
+    keys = [key for key in series if key[3] is not None]
+    versions = Counter(key[:3] for key in keys)
+    return [key for key in keys if versions[key[:3]] > 1]
+
+
 def by_version(
     series: Mapping[VersionedKey, SeriesData], written: Mapping[VersionedKey, Written], windows: Windows
 ) -> tuple[dict[SeriesKey, SeriesData], list[Finding]]:
     """Each series' data of its current version (with its decisions), and a version-change finding
-    for each series whose span also holds an earlier version's scores."""
+    for each series whose span also holds an earlier version's scores (``written``: of the versions
+    of those series, ``changed_series``)."""
     versions: dict[SeriesKey, dict[str, SeriesData]] = {}
     decisions: dict[SeriesKey, SeriesData] = {}
     for (scorer, service, agent, version), data in series.items():
