@@ -49,7 +49,7 @@ def test_the_cluster_ddl_has_local_replicated_and_distributed_tables(
 ) -> None:
     single = "\n".join(printed(capsys, "--database", "analytics"))
     tables = TABLES.findall(single)
-    assert len(tables) == 18 and set(tables) == set(SHARDING)
+    assert len(tables) == 20 and set(tables) == set(SHARDING)
     cluster = printed(capsys, "--cluster", "c1", "--ttl-days", "30", "--store", "http://ch:8123/analytics")
     assert cluster[0] == "CREATE DATABASE IF NOT EXISTS `analytics` ON CLUSTER `c1`"
     text = "\n".join(cluster)
