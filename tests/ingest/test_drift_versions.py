@@ -123,20 +123,34 @@ async def test_kept_chunks_stay_true_across_a_version_change(store: Store) -> No
     assert [(f.kind, f.version) for f in again.findings] == [("drift", NEW), ("version_change", NEW)]
 
 
-async def test_a_version_change_is_notified_once_as_its_own_kind(store: Store) -> None:
+async def test_a_version_change_is_told_once_to_each_webhook_as_its_own_kind(store: Store) -> None:
     streams = Streams(seed=44)
     _edited_half_an_hour_ago(streams, "relevancy", new_mean=0.65)
     await streams.write(store)
     async with serving_hooks() as hooks:
-        config = DriftConfig.model_validate({"webhooks": [{"url": f"{hooks.url}/generic"}]})
+        hooks.fail["/slack"] = 1  # refuses the first post: told again at the next pass
+        webhooks = [
+            {"url": f"{hooks.url}/generic", "name": "ops"},
+            {"url": f"{hooks.url}/slack", "format": "slack", "name": "team"},
+        ]
+        config = DriftConfig.model_validate({"webhooks": webhooks, "retries": 0})
         monitor = DriftMonitor(store, config)
         await monitor.run_pass(NOW)
-        await monitor.run_pass(NOW + timedelta(minutes=5))  # the same change: not told again
+        await monitor.run_pass(NOW + timedelta(minutes=5))  # the same change: told only where refused
+        await monitor.run_pass(NOW + timedelta(minutes=10))
     [body] = hooks.bodies("/generic")
     assert body["kind"] == "version_change"
     [series] = body["series"]
     assert (series["scorer_id"], series["previous_version"], series["version"]) == ("relevancy", OLD, NEW)
     assert series["drifted"] is False
+    refused, slack = hooks.bodies("/slack")
+    assert refused == slack
+    assert slack["text"].startswith(
+        ":arrows_counterclockwise: tracescore: the scorer version changed in 1 series"
+    )
+    assert (
+        f"relevancy changed version at 2026-11-20 12:00 UTC ({OLD} → {NEW}); the new version" in slack["text"]
+    )
 
 
 def test_a_version_change_reads_as_a_sentence() -> None:
