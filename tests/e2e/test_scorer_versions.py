@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,10 @@ def test_an_edited_rule_is_a_version_change_and_not_drift(tmp_path: Path) -> Non
     assert (change["baseline_n"], change["baseline_mean"]) == (RUNS, 1.0)  # the old version's scores
     assert (change["window_n"], change["window_mean"]) == (RUNS, 0.0)  # the new version's
     assert change["mann_whitney_p_value"] < 0.01 and change["drifted"] is False
-    assert change["version_changed_at"] >= min(row["created_at"] for row in after)[:19]
+    # When the new version's first score was written (the store keeps it to the millisecond).
+    changed_at = datetime.fromisoformat(change["version_changed_at"])
+    first_new = min(datetime.fromisoformat(row["created_at"]) for row in after)
+    assert abs(changed_at - first_new) < timedelta(milliseconds=1)
     # Drift compares the new version with itself: no baseline of it yet, so no verdict, and no alarm.
     assert (drift["version"], drift["state"], drift["drifted"]) == (new_version, "insufficient", False)
     assert (drift["baseline_n"], drift["window_n"]) == (0, RUNS)
