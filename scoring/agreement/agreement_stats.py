@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
 SPEARMAN_VARIANCE = 1.06  # Fieller, Hartley and Pearson (1957): var(atanh(rho)) = 1.06 / (n - 3)
 MIN_SPEARMAN_PAIRS = 4  # its interval needs n - 3 > 0
@@ -36,8 +36,16 @@ class Estimate:
     n: int
 
 
+def _stats() -> Any:
+    """scipy.stats, imported on the first agreement pass: it costs the service about 30 MiB at rest,
+    which a service whose scorers have no labels (or not yet) need not pay (``memory_limit``)."""
+    from scipy import stats
+
+    return stats
+
+
 def _z(confidence: float) -> float:
-    return float(stats.norm.ppf(0.5 + confidence / 2))
+    return float(_stats().norm.ppf(0.5 + confidence / 2))
 
 
 def cohens_kappa(first: Sequence[str], second: Sequence[str], confidence: float = 0.95) -> Estimate | None:
@@ -85,7 +93,7 @@ def spearman(first: Sequence[float], second: Sequence[float], confidence: float 
     n = len(first)
     if n < MIN_SPEARMAN_PAIRS or len(set(first)) < 2 or len(set(second)) < 2:
         return None
-    rho = float(stats.spearmanr(first, second).statistic)
+    rho = float(_stats().spearmanr(first, second).statistic)
     error = math.sqrt(SPEARMAN_VARIANCE / (n - 3))
     z = math.atanh(min(max(rho, -1 + 1e-12), 1 - 1e-12))
     half = _z(confidence) * error
@@ -103,7 +111,7 @@ def mean_absolute_error(
         return None
     mae = float(errors.mean())
     error = float(errors.std(ddof=1)) / math.sqrt(n)
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * error
+    half = float(_stats().t.ppf(0.5 + confidence / 2, n - 1)) * error
     return Estimate(mae, error, max(0.0, mae - half), mae + half, n)
 
 
@@ -112,7 +120,7 @@ def kappa_drop_p(before: Estimate, now: Estimate) -> float:
     spread = math.hypot(before.standard_error, now.standard_error)
     if spread == 0:
         return 0.0 if now.value < before.value else 1.0
-    return float(stats.norm.sf((before.value - now.value) / spread))
+    return float(_stats().norm.sf((before.value - now.value) / spread))
 
 
 def spearman_drop_p(before: Estimate, now: Estimate) -> float:
@@ -122,7 +130,7 @@ def spearman_drop_p(before: Estimate, now: Estimate) -> float:
         return math.atanh(min(max(rho, -1 + 1e-12), 1 - 1e-12))
 
     spread = math.hypot(before.standard_error, now.standard_error)
-    return float(stats.norm.sf((fisher(before.value) - fisher(now.value)) / spread))
+    return float(_stats().norm.sf((fisher(before.value) - fisher(now.value)) / spread))
 
 
 def mae_rise_p(before: Sequence[float], now: Sequence[float]) -> float:
@@ -132,5 +140,5 @@ def mae_rise_p(before: Sequence[float], now: Sequence[float]) -> float:
         return 1.0
     if np.ptp(before) == 0 and np.ptp(now) == 0:  # no spread to test against: the means decide
         return 0.0 if np.mean(now) > np.mean(before) else 1.0
-    result = stats.ttest_ind(now, before, equal_var=False, alternative="greater")
+    result = _stats().ttest_ind(now, before, equal_var=False, alternative="greater")
     return float(result.pvalue)
