@@ -48,6 +48,7 @@ from tracescore.schemas.consumers import RunConsumer
 from tracescore.schemas.errors import TracescoreError
 from tracescore.scoring.judge import close_clients
 from tracescore.scoring.runtime.executor import ScoringExecutor
+from tracescore.scoring.runtime.rule_routing import rule_versions
 
 if TYPE_CHECKING:
     from tracescore.ingest.receivers.kafka import KafkaReceiver
@@ -227,6 +228,7 @@ class Service:
                 health_port=self.http.health_port,
                 store=self.store.description,
                 replica=self.membership.replica_id,
+                versions=rule_versions(self.executor.rule_groups),
             ),
         )
 

@@ -1,4 +1,5 @@
-"""Drift passes: read the series, detect, record the findings, notify; and the service's periodic loop.
+"""Drift passes: read the series, compare each within its current scorer version (and report version
+changes), detect, record the findings, notify; and the service's periodic loop.
 
 In a group of replicas one of them runs the periodic pass (the replica that owns the key ``drift`` on
 the membership's hash ring), so a group sends each notification once; when it leaves, another takes
@@ -22,6 +23,7 @@ from tracescore.ingest.alerting.webhooks import Notifier, messages
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.schemas.drift_config import DriftConfig
 from tracescore.scoring.drift.detect import Finding, SeriesKey, State, Windows, detect
+from tracescore.scoring.drift.version_changes import by_version
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,10 @@ class DriftReport:
     def drifted(self) -> list[Finding]:
         return [f for f in self.findings if f.drifted]
 
+    @property
+    def version_changes(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind == "version_change"]
+
 
 class DriftMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -48,6 +54,11 @@ class DriftMetrics:
         )
         self.series = Gauge(
             "tracescore_drift_series", "Series by state at the last drift pass", ["state"], registry=registry
+        )
+        self.version_changes = Gauge(
+            "tracescore_drift_version_changes",
+            "Series whose span at the last drift pass held scores of an earlier scorer version",
+            registry=registry,
         )
         self.notifications = Counter(
             "tracescore_drift_notifications",
@@ -101,8 +112,9 @@ class DriftMonitor:
         started = time.perf_counter()
         now = _utc(now) if now is not None else datetime.now(UTC)
         windows = windows_for(self._config, now)
-        series = await self._store.read(windows, int(self._config.bucket), self._thresholds)
-        findings = detect(series, windows, self._config)
+        versioned, written = await self._store.read(windows, int(self._config.bucket), self._thresholds)
+        series, changes = by_version(versioned, written, windows)
+        findings = detect(series, windows, self._config) + changes
         report = DriftReport(windows, findings)
         if record:
             last_states = await self._store.last_states() if notify else {}
@@ -111,6 +123,7 @@ class DriftMonitor:
                 report.notifications = await self._notify(findings, last_states, now)
         for state in ("drifted", "ok", "insufficient"):
             self._metrics.series.labels(state=state).set(sum(f.state == state for f in findings))
+        self._metrics.version_changes.set(len(changes))
         report.seconds = time.perf_counter() - started
         return report
 
@@ -118,11 +131,17 @@ class DriftMonitor:
         self, findings: list[Finding], last_states: dict[SeriesKey, State], now: datetime
     ) -> list[Notification]:
         last_alerts = await self._store.last_alerts(now - ALERT_MEMORY)
+        told = await self._store.told_changes(now - ALERT_MEMORY)
         posts = [
             self._notifier.post(hook, message, now)
             for hook in self._config.webhooks
             for message in messages(
-                findings, last_states, last_alerts.get(hook.label, {}), now, self._config.cooldown
+                findings,
+                last_states,
+                last_alerts.get(hook.label, {}),
+                now,
+                self._config.cooldown,
+                told.get(hook.label, set()),
             )
         ]
         sent = list(await asyncio.gather(*posts))

@@ -2,7 +2,9 @@
 
 A pass reads the week of scores in chunks of whole buckets (an hour with the default bucket). A chunk
 that lies wholly on one side of the comparison (baseline, window, or neither) is kept after its read:
-per series its value counts, bucket sizes and sums, and decision counts. The next pass checks every
+per series and scorer version its value counts, bucket sizes and sums, and per series its decision
+counts. Versions are kept apart, so a change of version reads no chunk again: the pass picks each
+series' current version from what it kept (``scoring.drift.version_changes``). The next pass checks every
 chunk with one query without FINAL (per chunk, the count of stored row versions and a sum of their
 hashes) and reads again, through FINAL, only the chunks whose check changed, the ones it has not kept
 and the ones a side boundary cuts (the open hour, the window's and the baseline's edges). A merge that
@@ -20,6 +22,7 @@ import numpy as np
 
 from tracescore.scoring.drift.detect import SeriesData, SeriesKey, Windows
 from tracescore.scoring.drift.stats import Counts
+from tracescore.scoring.drift.version_changes import VersionedKey
 
 # One table's count of stored row versions per chunk (bucket-aligned seconds since the epoch) and a
 # sum of hashes of their numbers (span start, version, and the score); no FINAL, so it costs a plain
@@ -60,7 +63,8 @@ class Hour:
 
     Value counts are runs of (series, side, value code, count), sorted by series; a code indexes the
     monitor's table of distinct values. Buckets are (series, start, size, sum of scores) in time order
-    per series; decisions (series, side, failed, scored or failed)."""
+    per series; decisions (series, side, failed, scored or failed). A series of scores is one scorer
+    version of a series (``Catalog.keys``); a series of decisions has none (``Catalog.decided``)."""
 
     check: Check | None
     side: int | None
@@ -79,22 +83,32 @@ class Hour:
 
 @dataclass
 class Catalog:
-    """The series and distinct score values the kept chunks name by number."""
+    """The series and distinct score values the kept chunks name by number: the series of scores by
+    scorer version, those of decisions (which have none) apart, so that the value-count tables are as
+    large as the series of scores."""
 
-    keys: dict[SeriesKey, int] = field(default_factory=dict)
+    keys: dict[VersionedKey, int] = field(default_factory=dict)
+    decided: dict[SeriesKey, int] = field(default_factory=dict)
     codes: dict[float, int] = field(default_factory=dict)
 
-    def series(self, keys: Iterable[SeriesKey]) -> Ints:
+    def series(self, keys: Iterable[VersionedKey]) -> Ints:
         """The numbers of ``keys`` (new ones added)."""
-        # One dict operation per key, no call: a cold pass names ~340,000 (series, chunk) pairs.
-        known = self.keys
-        return np.array([known.setdefault(key, len(known)) for key in keys], dtype=np.int64)
+        return _numbered(self.keys, keys)
+
+    def decision_series(self, keys: Iterable[SeriesKey]) -> Ints:
+        """The numbers of the series ``keys`` of decisions (new ones added)."""
+        return _numbered(self.decided, keys)
 
     def code(self, values: Floats) -> Ints:
         """The codes of ``values`` (a code per distinct value, new ones added)."""
         distinct, at = np.unique(values, return_inverse=True)
         codes = np.array([self.codes.setdefault(float(v), len(self.codes)) for v in distinct], dtype=np.int64)
         return codes[at].reshape(-1)
+
+
+def _numbered(known: dict[Any, int], keys: Iterable[Any]) -> Ints:
+    # One dict operation per key, no call: a cold pass names ~340,000 (series, chunk) pairs.
+    return np.array([known.setdefault(key, len(known)) for key in keys], dtype=np.int64)
 
 
 def chunk_seconds(bucket_seconds: int) -> int:
@@ -121,17 +135,16 @@ def checks(rows: Sequence[Mapping[str, Any]]) -> dict[int, Check]:
 
 def assemble(
     hours: Mapping[int, tuple[Hour, int | None]], catalog: Catalog, totals: Totals, baseline_end: float
-) -> dict[SeriesKey, SeriesData]:
-    """Each series' inputs to the statistics from its chunks (by start, in time order, each with its
+) -> dict[VersionedKey, SeriesData]:
+    """Each versioned series' inputs to the statistics from its chunks (by start, in time order, each with its
     side this pass): exactly what one read of the whole span gives, value counts added per value and
     buckets side by side."""
-    keys = list(catalog.keys)
+    keys, decided = list(catalog.keys), list(catalog.decided)
     tallies = _tally(hours, len(keys), catalog, totals)
     buckets = _buckets([hour for hour, _ in hours.values()], len(keys))
-    decisions, decided_rows = _decisions(list(hours.values()), len(keys))
-    present = np.flatnonzero((np.bincount(buckets[0], minlength=len(keys)) > 0) | (decided_rows > 0))
-    series: dict[SeriesKey, SeriesData] = {}
-    for i in sorted(present.tolist(), key=lambda i: keys[i]):
+    decisions, decided_rows = _decisions(list(hours.values()), len(decided))
+    series: dict[VersionedKey, SeriesData] = {}
+    for i in np.flatnonzero(np.bincount(buckets[0], minlength=len(keys))).tolist():
         starts, sizes, totals_ = (part[buckets[4][i] : buckets[4][i + 1]] for part in buckets[1:4])
         series[keys[i]] = SeriesData(
             tallies(0, i),
@@ -139,10 +152,21 @@ def assemble(
             bucket_means=(totals_ / sizes).tolist(),
             bucket_sizes=sizes.astype(np.int64).tolist(),
             baseline_buckets=int(np.count_nonzero(starts < baseline_end)),
-            baseline_decisions=(int(decisions[0, i, 0]), int(decisions[0, i, 1])),
-            window_decisions=(int(decisions[1, i, 0]), int(decisions[1, i, 1])),
         )
-    return series
+    for j in np.flatnonzero(decided_rows).tolist():
+        series[(*decided[j], None)] = SeriesData(
+            _NO_COUNTS,
+            _NO_COUNTS,
+            baseline_decisions=(int(decisions[0, j, 0]), int(decisions[0, j, 1])),
+            window_decisions=(int(decisions[1, j, 0]), int(decisions[1, j, 1])),
+        )
+    return dict(sorted(series.items(), key=lambda item: _order(item[0])))
+
+
+def _order(key: VersionedKey) -> tuple[str, str, str, str]:
+    """A versioned key in order (a series' decisions, of no version, first)."""
+    scorer, service, agent, version = key
+    return scorer, service, agent, "" if version is None else f"v{version}"
 
 
 def _entry_sides(side: int | None, per_entry: Ints) -> Ints:
@@ -307,7 +331,7 @@ def _hour(
         ints(scores["BaselineCountsFlat"] + scores["WindowCountsFlat"]),
         np.repeat(ids, ints(scores["BucketLengths"])), ints(scores["BucketStartsFlat"]),
         ints(scores["BucketSizesFlat"]), np.array(scores["BucketTotalsFlat"], dtype=np.float64),
-        _series_ids(decisions, catalog), ints(decisions["Sides"]),
+        _decision_series_ids(decisions, catalog), ints(decisions["Sides"]),
         np.array([decisions["Failed"], decisions["Decided"]], dtype=np.int64).reshape(2, -1).T,
     )  # fmt: skip
 
@@ -317,8 +341,14 @@ def ints(values: Sequence[int]) -> Ints:
 
 
 def _series_ids(row: Mapping[str, Any], catalog: Catalog) -> Ints:
-    keys = zip(row["Scorers"], row["Services"], row["Agents"], strict=True)
+    """The catalog numbers of a row's series of scores, by version."""
+    keys = zip(row["Scorers"], row["Services"], row["Agents"], row["Versions"], strict=True)
     return catalog.series(keys)
+
+
+def _decision_series_ids(row: Mapping[str, Any], catalog: Catalog) -> Ints:
+    """The catalog numbers of a row's series of decisions."""
+    return catalog.decision_series(zip(row["Scorers"], row["Services"], row["Agents"], strict=True))
 
 
 _NO_SCORES: dict[str, list[Any]] = {
@@ -326,9 +356,10 @@ _NO_SCORES: dict[str, list[Any]] = {
     for name in (
         "Scorers", "Services", "Agents", "BaselineLengths", "BaselineValuesFlat", "BaselineCountsFlat",
         "WindowLengths", "WindowValuesFlat", "WindowCountsFlat", "BucketLengths", "BucketStartsFlat",
-        "BucketSizesFlat", "BucketTotalsFlat",
+        "BucketSizesFlat", "BucketTotalsFlat", "Versions",
     )
 }  # fmt: skip
+_NO_COUNTS = Counts(np.zeros(0), np.zeros(0))
 _NO_DECISIONS: dict[str, list[Any]] = {
     name: [] for name in ("Scorers", "Services", "Agents", "Sides", "Failed", "Decided")
 }

@@ -2,8 +2,10 @@
 
 Scores are read from ``scores_by_scorer`` and decisions from ``decisions_by_scorer`` (ordered by
 scorer and span start, read through FINAL so a replayed score counts once), aggregated in the store:
-per series and side, the count of each distinct score (rounded to 1e-3) and the per-bucket means for the
-streaming detector, and the decision counts. Findings become ``score_drift`` rows; notifications
+per series, scorer version and side, the count of each distinct score (rounded to 1e-3) and the
+per-bucket means for the streaming detector; per series the decision counts. For the few series
+whose span holds more than one version, a plain scan of their rows (no FINAL) says when each
+version's scores were first and last written. Findings become ``score_drift`` rows; notifications
 become ``drift_notifications`` rows.
 
 A series is named by the scorer's id of today: rows stored under a prebuilt scorer's former id
@@ -38,14 +40,16 @@ from tracescore.ingest.alerting.score_hours import (
 from tracescore.ingest.store.clickhouse import Store
 from tracescore.scoring.drift.detect import Finding, SeriesData, SeriesKey, State, Windows
 from tracescore.scoring.drift.stats import Counts
-from tracescore.scoring.prebuilt.registry import former_ids
+from tracescore.scoring.drift.version_changes import VersionedKey, Written, changed_series
+from tracescore.scoring.prebuilt.registry import former_ids, stored_ids
 
 DRIFT_COLUMNS = (
     "CheckedAt", "ScorerId", "ServiceName", "AgentName", "BaselineStart", "BaselineEnd", "WindowStart",
     "WindowEnd", "BaselineN", "WindowN", "BaselineMean", "WindowMean", "BaselineSd", "WindowSd",
     "MeanShiftSd", "KsStatistic", "KsPValue", "MannWhitneyPValue", "Psi", "PsiPValue", "BaselinePassRate",
     "WindowPassRate", "PassRatePValue", "BaselineFailureRate", "WindowFailureRate", "FailureRatePValue",
-    "Cusum", "CusumAlarm", "PValue", "Effect", "Drifted", "Severity", "State", "Reasons",
+    "Cusum", "CusumAlarm", "PValue", "Effect", "Drifted", "Severity", "State", "Reasons", "Kind",
+    "ScorerVersion", "PreviousVersion", "VersionChangedAt",
 )  # fmt: skip
 NOTIFICATION_COLUMNS = ("SentAt", "Webhook", "Kind", "Series", "Attempts", "Delivered", "Error", "Payload")
 
@@ -65,25 +69,29 @@ _RUNS = """arrayMap((v, p) -> v != p, {s}, arrayPopBack(arrayPushFront({s}, nan)
        arrayFilter((i, start) -> start, arrayEnumerate({s}), {s}Starts) AS {s}At,
        arrayMap((a, b) -> b - a, {s}At, arrayPopFront(arrayPushBack({s}At, length({s}) + 1))) AS {s}Counts"""
 
-# Per (series, chunk) of the chunks a pass reads (``{{ranges}}``, whole chunks): the count and sum of
-# scores per bucket, and the count of each distinct score per side (rounded to 1e-3). Grouped by
-# bucket, where each bucket keeps its scores of either side; each chunk's scores are then sorted and
-# counted by value. (Grouping by value as well gives a hash table of every (series, side, value): twice
-# the time of this in the store.) Each row is flat arrays, numbers the client turns into lists in bulk.
+# Per (series, scorer version, chunk) of the chunks a pass reads (``{{ranges}}``, whole chunks): the
+# count and sum of scores per bucket, and the count of each distinct score per side (rounded to
+# 1e-3). Grouped by bucket, where each bucket keeps its scores of either side; each chunk's scores are
+# then sorted and counted by value. (Grouping by value as well gives a hash table of every (series,
+# side, value): twice the time of this in the store.) Each row is flat arrays, numbers the client
+# turns into lists in bulk.
 _SERIES_CHUNKS = f"""
-SELECT ScorerId, ServiceName, AgentName, Chunk, {_RUNS.format(s="Baseline")}, {_RUNS.format(s="Window")},
+SELECT ScorerId, ServiceName, AgentName, ScorerVersion, Chunk, {_RUNS.format(s="Baseline")},
+       {_RUNS.format(s="Window")},
        arrayMap(x -> x.1, Buckets) AS BucketStarts, arrayMap(x -> x.2, Buckets) AS BucketSizes,
        arrayMap(x -> x.3, Buckets) AS BucketTotals
 FROM (
-    SELECT Scorer AS ScorerId, ServiceName, AgentName, Chunk,
+    SELECT Scorer AS ScorerId, ServiceName, AgentName, ScorerVersion, Chunk,
            arraySort(groupArray((Bucket, N, Total))) AS Buckets,
            arraySort(arrayFlatten(groupArray(BaselineScores))) AS Baseline,
            arraySort(arrayFlatten(groupArray(WindowScores))) AS Window
     FROM (
-        SELECT Scorer, ServiceName, AgentName, Chunk, Bucket, count() AS N, sum(Score) AS Total,
+        SELECT Scorer, ServiceName, AgentName, ScorerVersion, Chunk, Bucket, count() AS N,
+               sum(Score) AS Total,
                groupArrayIf(Value, Side = 0) AS BaselineScores, groupArrayIf(Value, Side = 1) AS WindowScores
         FROM (
-            SELECT {_SCORER} AS Scorer, ServiceName, AgentName, Score, round(Score, 3) AS Value,
+            SELECT {_SCORER} AS Scorer, ServiceName, AgentName, ScorerVersion, Score,
+                   round(Score, 3) AS Value,
                    {_SIDE} AS Side,
                    toUnixTimestamp(toStartOfInterval(SpanStart, toIntervalSecond({{{{bucket:UInt32}}}})))
                        AS Bucket,
@@ -93,9 +101,9 @@ FROM (
             WHERE SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
                 AND ({{ranges}})
         )
-        GROUP BY Scorer, ServiceName, AgentName, Chunk, Bucket
+        GROUP BY Scorer, ServiceName, AgentName, ScorerVersion, Chunk, Bucket
     )
-    GROUP BY Scorer, ServiceName, AgentName, Chunk
+    GROUP BY Scorer, ServiceName, AgentName, ScorerVersion, Chunk
 )
 """
 
@@ -103,7 +111,7 @@ FROM (
 # client converts in bulk, where a row per series and chunk costs it Python objects per row.
 _SCORES = f"""
 SELECT Chunk, groupArray(ScorerId) AS Scorers, groupArray(ServiceName) AS Services,
-       groupArray(AgentName) AS Agents,
+       groupArray(AgentName) AS Agents, groupArray(ScorerVersion) AS Versions,
        groupArray(length(BaselineValues)) AS BaselineLengths,
        arrayFlatten(groupArray(BaselineValues)) AS BaselineValuesFlat,
        arrayFlatten(groupArray(BaselineCounts)) AS BaselineCountsFlat,
@@ -138,16 +146,32 @@ HAVING Side >= 0
 GROUP BY Chunk
 """
 
+# When each version of the given scorers' series was first and last written in the pass's span. No
+# FINAL: a replaced row was written before its replacement, so it moves neither end past the truth.
+_WRITTEN = f"""
+SELECT {_SCORER} AS Scorer, ServiceName, AgentName, ScorerVersion,
+       toUnixTimestamp64Nano(min(Timestamp)) AS First, toUnixTimestamp64Nano(max(Timestamp)) AS Last
+FROM {{database}}.scores_by_scorer
+WHERE ScorerId IN {{{{stored:Array(String)}}}}
+    AND SpanStart >= {{{{first:DateTime64(9)}}}} AND SpanStart < {{{{w1:DateTime64(9)}}}}
+GROUP BY Scorer, ServiceName, AgentName, ScorerVersion
+"""
+
 _LAST_STATES = f"""
 SELECT Scorer AS ScorerId, ServiceName, AgentName, argMax(State, CheckedAt) AS State
-FROM (SELECT {_SCORER} AS Scorer, ServiceName, AgentName, State, CheckedAt FROM {{database}}.score_drift)
+FROM (
+    SELECT {_SCORER} AS Scorer, ServiceName, AgentName, State, CheckedAt FROM {{database}}.score_drift
+    WHERE Kind = 'drift'
+)
 GROUP BY Scorer, ServiceName, AgentName
 """
 
-_LAST_ALERTS = """
+# Per webhook, each series' last delivered notification of a kind (alerts: series names; version
+# changes: series@version).
+_LAST_TOLD = """
 SELECT Webhook, arrayJoin(Series) AS Name, max(SentAt) AS Last
 FROM {database}.drift_notifications
-WHERE Kind = 'alert' AND Delivered = 1 AND SentAt >= {{since:DateTime64(3)}}
+WHERE Kind = {{kind:String}} AND Delivered = 1 AND SentAt >= {{since:DateTime64(3)}}
 GROUP BY Webhook, Name
 """
 
@@ -177,8 +201,9 @@ class DriftStore:
 
     async def read(
         self, windows: Windows, bucket_seconds: int, thresholds: Mapping[str, tuple[float, str]]
-    ) -> dict[SeriesKey, SeriesData]:
-        """Every series with a score or decision in the baseline or the window: the kept chunks whose
+    ) -> tuple[dict[VersionedKey, SeriesData], dict[VersionedKey, Written]]:
+        """Every series with a score or decision in the baseline or the window, by scorer version
+        (decisions: of no version), and when each version's scores were written: the kept chunks whose
         check is unchanged, the others read through FINAL."""
         chunk = chunk_seconds(bucket_seconds)
         first = min(windows.baseline_start, windows.window_start)
@@ -194,9 +219,27 @@ class DriftStore:
         self._hours = {start: hour for start, hour in hours.items() if hour.side is not None}
         this_pass = {start: (hours[start], side) for start, side in spans.items()}
         series = assemble(this_pass, self._catalog, self._totals, windows.baseline_end.timestamp())
-        for (scorer, _, _), data in series.items():
+        for (scorer, *_), data in series.items():
             data.threshold = thresholds.get(scorer)
-        return series
+        return series, await self._written(series, params)
+
+    async def _written(
+        self, series: Mapping[VersionedKey, SeriesData], params: dict[str, Any]
+    ) -> dict[VersionedKey, Written]:
+        """When each version of the series with more than one version was written (usually none)."""
+        changed = changed_series(series)
+        if not changed:
+            return {}
+        stored = sorted({stored for scorer, *_ in changed for stored in stored_ids(scorer)})
+        sql = _WRITTEN.format(database=self._store.quoted_database)
+        rows = await self._store.query(sql, params | {"stored": stored})
+        found = {
+            (row["Scorer"], row["ServiceName"], row["AgentName"], row["ScorerVersion"]): Written(
+                int(row["First"]) / 1e9, int(row["Last"]) / 1e9
+            )
+            for row in rows
+        }
+        return {key: found[key] for key in changed if key in found}
 
     async def _read_chunks(
         self, spans: Mapping[int, int | None], chunk: int, params: dict[str, Any], found: Mapping[int, Check]
@@ -223,9 +266,17 @@ class DriftStore:
 
     async def last_alerts(self, since: datetime) -> dict[str, dict[str, datetime]]:
         """Per webhook, when each series' last alert was delivered to it, if after ``since``."""
-        sql = _LAST_ALERTS.format(database=self._store.quoted_database)
+        return await self._last_told("alert", since)
+
+    async def told_changes(self, since: datetime) -> dict[str, set[str]]:
+        """Per webhook, the version changes (``series@version``) delivered to it after ``since``."""
+        told = await self._last_told("version_change", since)
+        return {webhook: set(names) for webhook, names in told.items()}
+
+    async def _last_told(self, kind: str, since: datetime) -> dict[str, dict[str, datetime]]:
+        sql = _LAST_TOLD.format(database=self._store.quoted_database)
         found: dict[str, dict[str, datetime]] = defaultdict(dict)
-        for row in await self._store.query(sql, {"since": since}):
+        for row in await self._store.query(sql, {"kind": kind, "since": since}):
             found[row["Webhook"]][row["Name"]] = _naive(row["Last"]).replace(tzinfo=UTC)
         return found
 
@@ -309,5 +360,5 @@ def _row(f: Finding, checked_at: datetime) -> list[Any]:
         f.mann_whitney_p_value, f.psi, f.psi_p_value, f.baseline_pass_rate, f.window_pass_rate,
         f.pass_rate_p_value, f.baseline_failure_rate, f.window_failure_rate, f.failure_rate_p_value,
         f.cusum, int(f.cusum_alarm), f.p_value, _finite(f.effect), int(f.drifted), f.severity, f.state,
-        list(f.reasons),
+        list(f.reasons), f.kind, f.version, f.previous_version, f.version_changed_at,
     ]  # fmt: skip

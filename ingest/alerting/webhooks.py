@@ -3,7 +3,8 @@
 Each webhook keeps its own account. A drifted series alerts unless an alert for it was delivered to
 that webhook within the cooldown: once when it drifts, again each cooldown while it stays drifted,
 and at the next pass if the webhook did not take the alert. It recovers when it is back to ok after
-an alert. All series of one kind from one pass go in one message per webhook (grouping).
+an alert. A change of a series' scorer version is told once (until a webhook takes it, each pass): it
+is never an alert. All series of one kind from one pass go in one message per webhook (grouping).
 
 A post that fails and may succeed later (a connection error, a timeout, or an answer
 ``schemas.errors.is_retriable_status`` says is worth another try: 408, 409, 429, 500, 502-504) is tried
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -32,7 +33,7 @@ from tracescore.scoring.drift.detect import Finding, SeriesKey, State
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["alert", "recovery"]
+Kind = Literal["alert", "recovery", "version_change"]
 
 # The longest wait between two tries of a post (unless drift.retry_backoff, the first, is longer):
 # a webhook down for the whole pass should not hold the pass for many minutes.
@@ -46,7 +47,13 @@ class DriftNotice:
 
     @property
     def series(self) -> list[str]:
-        return [f.name for f in self.findings]
+        """What the record names: each series, a version change with the version it changed to."""
+        return [told_as(f) for f in self.findings]
+
+
+def told_as(finding: Finding) -> str:
+    """How a notification names a finding: its series, a version change ``series@version``."""
+    return f"{finding.name}@{finding.version}" if finding.kind == "version_change" else finding.name
 
 
 def messages(
@@ -55,11 +62,14 @@ def messages(
     last_alerts: Mapping[str, datetime],
     now: datetime,
     cooldown_seconds: float,
+    told_changes: Collection[str] = (),
 ) -> list[DriftNotice]:
-    """The alert and recovery messages a pass calls for (empty ones left out)."""
+    """The alert, recovery and version-change messages a pass calls for (empty ones left out);
+    ``told_changes``: the version changes the webhook took before (``told_as``)."""
     quiet_since = now - timedelta(seconds=cooldown_seconds)
     alerts: list[Finding] = []
     recoveries: list[Finding] = []
+    changes = [f for f in findings if f.kind == "version_change" and told_as(f) not in told_changes]
     for finding in findings:
         before = last_states.get(finding.key)
         if finding.drifted:
@@ -73,6 +83,8 @@ def messages(
         found.append(DriftNotice("alert", alerts))
     if recoveries:
         found.append(DriftNotice("recovery", recoveries))
+    if changes:
+        found.append(DriftNotice("version_change", changes))
     return found
 
 
@@ -92,6 +104,8 @@ def _slack(message: DriftNotice) -> dict[str, Any]:
     n = len(message.findings)
     if message.kind == "alert":
         title = f":warning: tracescore: score drift in {n} series"
+    elif message.kind == "version_change":
+        title = f":arrows_counterclockwise: tracescore: the scorer version changed in {n} series"
     else:
         title = f":white_check_mark: tracescore: {n} series recovered from score drift"
     lines = [_line(f, message.kind) for f in message.findings]
@@ -107,6 +121,8 @@ def _slack(message: DriftNotice) -> dict[str, Any]:
 
 def _line(f: Finding, kind: Kind) -> str:
     head = f"• *{f.scorer_id}* ({f.service_name or '-'} / {f.agent_name or '-'})"
+    if kind == "version_change":
+        return f"{head}: {f.summary}"
     means = f"mean {f.baseline_mean:.3f} → {f.window_mean:.3f} (n {f.baseline_n} → {f.window_n})"
     if kind == "recovery":
         return f"{head}: back to normal, {means}"

@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor, DriftReport
@@ -38,11 +39,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="compare recent scores with a baseline and report drift",
         description=(
             "Compare each (scorer, service, agent) series' recent window with its baseline "
-            "(Mann-Whitney, Kolmogorov-Smirnov, PSI, pass and failure rates, CUSUM) and record the "
-            "findings in score_drift. Settings come from the config's drift section. While 'tracescore "
-            "serve' holds the embedded store, the pass runs in that service (its HTTP API at --url, with "
-            "TRACESCORE_AUTH_TOKEN), with the service's drift settings and rules; --notify then posts to "
-            "the service's webhooks."
+            "(Mann-Whitney, Kolmogorov-Smirnov, PSI, pass and failure rates, CUSUM), each within its "
+            "scorer's current version, and record the findings in score_drift; a change of scorer "
+            "version is reported as a finding of its own (kind version_change), never as drift. "
+            "Settings come from the config's drift section. While 'tracescore serve' holds the "
+            "embedded store, the pass runs in that service (its HTTP API at --url, with "
+            "TRACESCORE_AUTH_TOKEN), with the service's drift settings and rules; --notify then posts "
+            "to the service's webhooks."
         ),
     )
     add_store_arguments(parser, "YAML or JSON config file (its drift and scoring sections)")
@@ -90,7 +93,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([f.as_json() for f in report.findings]))
     else:
-        _print(report)
+        _print(report, config.drift.min_baseline_n)
     return 0
 
 
@@ -116,7 +119,7 @@ def _number(value: float, spec: str) -> str:
     return format(value, spec) if math.isfinite(value) else "-"
 
 
-def _print(report: DriftReport) -> None:
+def _print(report: DriftReport, min_baseline_n: int) -> None:
     w = report.windows
     console = make_console()
     if not console.is_terminal:  # piped or logged: wide rather than wrapped
@@ -128,14 +131,16 @@ def _print(report: DriftReport) -> None:
     if not report.findings:
         console.print("no scores in either period")
         return
+    drift = [f for f in report.findings if f.kind == "drift"]
     table = Table(show_lines=False)
-    for column in ("scorer", "service", "agent", "state", "n", "mean", "shift (sd)", "p", "why"):
+    for column in ("scorer", "service", "agent", "version", "state", "n", "mean", "shift (sd)", "p", "why"):
         table.add_column(column)
-    for f in report.findings:
+    for f in drift:
         table.add_row(
             f.scorer_id,
             f.service_name or "-",
             f.agent_name or "-",
+            f.version or "-",
             _state(f),
             f"{f.baseline_n} → {f.window_n}",
             f"{_number(f.baseline_mean, '.3f')} → {_number(f.window_mean, '.3f')}",
@@ -145,7 +150,22 @@ def _print(report: DriftReport) -> None:
         )
     console.print(table)
     drifted = len(report.drifted)
-    console.print(f"{drifted} of {len(report.findings)} series drifted ({report.seconds:.2f} s)")
+    console.print(f"{drifted} of {len(drift)} series drifted ({report.seconds:.2f} s)")
+    _print_version_changes(report, min_baseline_n, console)
+
+
+def _print_version_changes(report: DriftReport, min_baseline_n: int, console: Console) -> None:
+    """Each version change as a sentence, and the series it leaves without a drift verdict yet."""
+    changed = {f.key: f for f in report.version_changes}
+    for f in changed.values():
+        console.print(f.summary, markup=False)
+    for f in report.findings:
+        if f.kind == "drift" and f.key in changed and f.baseline_n < min_baseline_n:
+            console.print(
+                f"{f.name}: no drift verdict yet: version {f.version} has {f.baseline_n} baseline scores, "
+                f"drift.min_baseline_n is {min_baseline_n}",
+                markup=False,
+            )
 
 
 def _state(f: Finding) -> str:

@@ -25,9 +25,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description=(
             "List the prebuilt scorers. NAME shows one in full, with a rule to start from. A scorer's name "
             "is also its id: what its rows are stored under and what 'tracescore scores --scorer' takes; "
-            "'formerly' is the id earlier releases stored it under, still accepted. 'needs' is "
-            "what a run must hold to be scored with the default options (without it the decision is "
-            "skipped_empty)."
+            "'formerly' is the id earlier releases stored it under, still accepted. 'version' is its "
+            "code's; a score's version adds a hash of its rule's options, prompts and judge model. "
+            "'needs' is what a run must hold to be scored with the default options (without it the "
+            "decision is skipped_empty)."
         ),
     )
     parser.add_argument("name", nargs="?", help="one scorer's name or id")
@@ -52,6 +53,7 @@ class ScorerInfo:
     needs: list[str]
     options: list[Option]
     example: dict[str, Any]
+    version: str  # its code's declared version (its scores' version adds a hash of its configuration)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,7 @@ class ScorerInfo:
                 for o in self.options
             ],
             "example_options": self.example,
+            "version": self.version,
         }
 
     def rule(self) -> str:
@@ -103,6 +106,7 @@ def scorer_infos() -> list[ScorerInfo]:
                 needs=sorted(built.needs),
                 options=options,
                 example=dict(entry.spec.example),
+                version=entry.spec.version,
             )
         )
     return infos
@@ -131,12 +135,13 @@ def cmd_scorers(args: argparse.Namespace) -> int:
         _print_json([info.to_json() for info in infos])
         return 0
     table = Table(title=f"{len(infos)} scorers ('tracescore scorers NAME' shows one in full)")
-    for column in ("name", "formerly", "LLM", "needs", "options"):
+    for column in ("name", "formerly", "version", "LLM", "needs", "options"):
         table.add_column(column, overflow="fold")
     for info in infos:
         table.add_row(
             info.name,
             info.former_id or "",
+            info.version,
             "yes" if info.llm else "",
             ", ".join(info.needs) or "(tool calls)",
             ", ".join(_option_text(o) for o in info.options),
@@ -153,6 +158,10 @@ def _print_one(info: ScorerInfo) -> None:
     formerly = f" (formerly {info.former_id})" if info.former_id else ""
     console.print(f"[bold]{info.name}[/bold]{formerly}: {info.title}")
     console.print(info.description)
+    console.print(
+        f"version: {info.version} (its scores carry {info.version}+<hash of the rule's options, "
+        "prompts and judge model>)"
+    )
     console.print(f"LLM judge: {'yes' if info.llm else 'no'}")
     console.print(f"needs: {', '.join(info.needs) or 'nothing but the tool calls'}")
     console.print("options: " + (", ".join(_option_text(o) for o in info.options) or "none"))

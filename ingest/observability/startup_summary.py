@@ -6,13 +6,15 @@ tracescore 0.1.0 serving (replica web-1)
   store      chdb:///srv/tracescore-data, database default (embedded: one process at a time)
   kafka      off (no kafka.bootstrap)
   judge      openai/gpt-4o-mini
-  rules      2: textual-difference-scorer (every run), toxicity (10% of runs, judge openai/gpt-4o-mini)
+  rules      2: textual-difference (every run, version 1+da317f57), toxicity (10% of runs, judge
+             openai/gpt-4o-mini, version 1+c6b731b1)
   drift      every 5m, 1 webhook
   export     off
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from tracescore.schemas.config import ServiceConfig
@@ -28,7 +30,9 @@ def startup_summary(
     store: str,
     replica: str,
     health_port: int | None = None,
+    versions: Mapping[str, str] | None = None,
 ) -> str:
+    """The summary; ``versions``: each rule's derived scorer version by its label (``rule_versions``)."""
     receiver = config.receiver
     tls = " (TLS)" if receiver.tls else ""
     auth = ", bearer token required" if (receiver.auth_token or receiver.auth_token_file) else ""
@@ -43,7 +47,7 @@ def startup_summary(
         ),
         ("kafka", _kafka(config)),
         ("judge", _judge(config)),
-        ("rules", _rules(config)),
+        ("rules", _rules(config, versions or {})),
         ("drift", _drift(config)),
         ("export", _export(config)),
     ]
@@ -71,14 +75,14 @@ def _judge(config: ServiceConfig) -> str:
     return f"{model}{where}{key}"
 
 
-def _rules(config: ServiceConfig) -> str:
+def _rules(config: ServiceConfig, versions: Mapping[str, str]) -> str:
     rules = config.scoring.rules
     if not rules:
         return "none: runs are stored, not scored"
-    return f"{len(rules)}: " + ", ".join(_rule(rule) for rule in rules)
+    return f"{len(rules)}: " + ", ".join(_rule(rule, versions.get(rule.label)) for rule in rules)
 
 
-def _rule(rule: ScorerRule) -> str:
+def _rule(rule: ScorerRule, version: str | None) -> str:
     scorer = rule.scorer or rule.use or "?"
     name = rule.name or scorer
     parts = [] if scorer == name else [scorer]
@@ -95,6 +99,8 @@ def _rule(rule: ScorerRule) -> str:
     model = judge if isinstance(judge, str) else judge.get("model") if isinstance(judge, dict) else None
     if model:
         parts.append(f"judge {model}")
+    if version:
+        parts.append(f"version {version}")
     return f"{name} ({', '.join(parts)})"
 
 

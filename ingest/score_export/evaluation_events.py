@@ -60,9 +60,12 @@ SERVICE_NAME = "tracescore"
 def evaluation_attributes(record: ScoreRecord) -> dict[str, AttributeValue]:
     """The event's attributes: the semantic conventions' where they name one, ``tracescore.*`` else.
 
-    The conventions' event has no attribute for the scorer's version or the judge's model, and
-    ``gen_ai.request.model`` would say the evaluated call used the judge's model, so ours are
-    namespaced rather than borrowed.
+    The evaluator's id, version and type are the provenance attributes proposed for the conventions
+    (semantic-conventions-genai PR #359, ``gen_ai.evaluation.evaluator.*``): the id is the stored
+    scorer id, the version its derived version, and the type ``llm_judge`` when a judge answered (a
+    scorer's code may be anything else, so no type is claimed for it). The conventions name no
+    attribute for the judge's model, and ``gen_ai.request.model`` would say the evaluated call used
+    it, so that one is namespaced rather than borrowed.
     """
     attributes: dict[str, AttributeValue] = {
         "gen_ai.evaluation.name": record.scorer_id,
@@ -72,10 +75,13 @@ def evaluation_attributes(record: ScoreRecord) -> dict[str, AttributeValue]:
         attributes["gen_ai.evaluation.score.label"] = record.label
     if record.reason:
         attributes["gen_ai.evaluation.explanation"] = record.reason
+    attributes["gen_ai.evaluation.evaluator.id"] = record.scorer_id
+    if record.scorer_version:
+        attributes["gen_ai.evaluation.evaluator.version"] = record.scorer_version
+    if record.judge_model:
+        attributes["gen_ai.evaluation.evaluator.type"] = "llm_judge"
     attributes["tracescore.score.id"] = record.score_id  # the same on every replay: deduplicates
     attributes["tracescore.score.source"] = record.source
-    if record.scorer_version:
-        attributes["tracescore.scorer.version"] = record.scorer_version
     if record.judge_model:
         attributes["tracescore.judge.model"] = record.judge_model
     if record.sample_rate < 1.0:

@@ -71,9 +71,9 @@ def column_types(statements: list[str]) -> dict[str, dict[str, str]]:
                 if not item.upper().startswith(_NOT_A_COLUMN):
                     _add_column(columns, item)
         elif alter := _ALTER_TABLE.match(statement):
-            columns = tables.setdefault(alter["name"], {})
             for item in _split_top(statement[alter.end() :]):
-                if added := _ADD_COLUMN.match(item):
+                if added := _ADD_COLUMN.match(item):  # (a view's MODIFY QUERY adds no table's column)
+                    columns = tables.setdefault(alter["name"], {})
                     _add_column(columns, item[added.end() :], keep_existing=True)
     return tables
 

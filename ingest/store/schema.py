@@ -65,6 +65,7 @@ _MATERIALIZED = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (?P<db>\S+)
 _VIEW = re.compile(r"^CREATE VIEW IF NOT EXISTS (?P<db>\S+)\.(?P<name>\w+) ")
 _ALTER = re.compile(r"^ALTER TABLE (?P<db>\S+)\.(?P<name>\w+)\b")
 _SETTINGS = re.compile(r"^SETTINGS ", re.MULTILINE)
+_MODIFY_QUERY = re.compile(r"\s+MODIFY QUERY\b")
 
 
 @dataclass(frozen=True)
@@ -122,13 +123,17 @@ def _for_cluster(statement: str, cluster: str, cluster_name: str) -> list[str]:
         db, name = match["db"], f"{match['db']}.{match['name']}"
         rest = statement[match.end() :]
         rest = re.sub(rf"\bTO {re.escape(db)}\.(\w+)", lambda m: f"TO {db}.{m[1]}_local", rest, count=1)
-        rest = re.sub(rf"\bFROM {re.escape(db)}\.(\w+)", lambda m: f"FROM {db}.{m[1]}_local", rest)
+        rest = _reading_local(rest, db)
         return [f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name} ON CLUSTER {cluster}\n{rest}"]
     if match := _VIEW.match(statement):
         return [
             f"CREATE VIEW IF NOT EXISTS {match['db']}.{match['name']} ON CLUSTER {cluster} "
             + statement[match.end() :]
         ]
+    if (match := _ALTER.match(statement)) and _MODIFY_QUERY.match(statement[match.end() :]):
+        # A materialized view's query: the view keeps its name on each node and reads local tables.
+        rest = _reading_local(statement[match.end() :], match["db"])
+        return [f"ALTER TABLE {match['db']}.{match['name']} ON CLUSTER {cluster}{rest}"]
     if match := _ALTER.match(statement):
         rest = statement[match.end() :]
         return [
@@ -136,6 +141,11 @@ def _for_cluster(statement: str, cluster: str, cluster_name: str) -> list[str]:
             f"ALTER TABLE {match['db']}.{match['name']} ON CLUSTER {cluster}{rest}",
         ]
     raise ValueError(f"tracescore schema: a statement of a kind it does not know: {statement[:60]!r}")
+
+
+def _reading_local(query: str, db: str) -> str:
+    """``query`` reading each node's local tables (``FROM db.t`` -> ``FROM db.t_local``)."""
+    return re.sub(rf"\bFROM {re.escape(db)}\.(\w+)", lambda m: f"FROM {db}.{m[1]}_local", query)
 
 
 def _unquoted(identifier: str) -> str:

@@ -2,7 +2,10 @@
 -- compared, their sizes and every statistic, the series' p-value (the smallest of its tests, adjusted
 -- for all tests of the pass: Benjamini-Hochberg), the effect that decided it, and its state.
 -- State: drifted, ok, or insufficient (too few scores in a window to test). Dashboards and alert rules
--- read the newest row of each series (argMax on CheckedAt).
+-- read the newest row of each series (argMax on CheckedAt) of Kind 'drift'.
+-- Kind 'version_change' rows say a series' span holds scores of an earlier scorer version
+-- (PreviousVersion) than its current one (ScorerVersion, since VersionChangedAt): Baseline* describe
+-- the earlier version's scores, Window* the current one's, MannWhitneyPValue the shift; never drifted.
 
 CREATE TABLE IF NOT EXISTS {database}.score_drift (
     CheckedAt DateTime64(3, 'UTC') CODEC(Delta(8), ZSTD(1)),
@@ -38,11 +41,22 @@ CREATE TABLE IF NOT EXISTS {database}.score_drift (
     Drifted UInt8,
     Severity LowCardinality(String) CODEC(ZSTD(1)),
     State LowCardinality(String) CODEC(ZSTD(1)),
-    Reasons Array(String) CODEC(ZSTD(1))
+    Reasons Array(String) CODEC(ZSTD(1)),
+    Kind LowCardinality(String) DEFAULT 'drift' CODEC(ZSTD(1)),
+    ScorerVersion LowCardinality(String) CODEC(ZSTD(1)),
+    PreviousVersion LowCardinality(String) CODEC(ZSTD(1)),
+    VersionChangedAt Nullable(DateTime64(3, 'UTC')) CODEC(ZSTD(1))
 ) ENGINE = MergeTree
 PARTITION BY toYYYYMM(CheckedAt)
 ORDER BY (ScorerId, ServiceName, AgentName, CheckedAt)
 TTL toDateTime(CheckedAt) + INTERVAL 90 DAY;
+
+-- Stores made before drift compared scorer versions: their rows are drift findings of an unknown version.
+ALTER TABLE {database}.score_drift
+    ADD COLUMN IF NOT EXISTS Kind LowCardinality(String) DEFAULT 'drift' CODEC(ZSTD(1)),
+    ADD COLUMN IF NOT EXISTS ScorerVersion LowCardinality(String) CODEC(ZSTD(1)),
+    ADD COLUMN IF NOT EXISTS PreviousVersion LowCardinality(String) CODEC(ZSTD(1)),
+    ADD COLUMN IF NOT EXISTS VersionChangedAt Nullable(DateTime64(3, 'UTC')) CODEC(ZSTD(1));
 
 -- Every drift notification attempted: what was sent where, and whether it arrived.
 CREATE TABLE IF NOT EXISTS {database}.drift_notifications (

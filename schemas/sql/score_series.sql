@@ -21,15 +21,26 @@ CREATE TABLE IF NOT EXISTS {database}.scores_by_scorer (
     LatencyMs Float64 CODEC(ZSTD(1)),
     Source LowCardinality(String) CODEC(ZSTD(1)),
     Timestamp DateTime64(9, 'UTC') CODEC(Delta(8), ZSTD(1)),
-    Version UInt64 CODEC(ZSTD(1))
+    Version UInt64 CODEC(ZSTD(1)),
+    ScorerVersion LowCardinality(String) CODEC(ZSTD(1))
 ) ENGINE = ReplacingMergeTree(Version)
 PARTITION BY toYYYYMM(SpanStart)
 ORDER BY (ScorerId, SpanStart, TraceId, SpanId)
 SETTINGS index_granularity = 8192;
 
+-- Stores made before drift compared versions get the scorer's version (their earlier rows hold '').
+ALTER TABLE {database}.scores_by_scorer
+    ADD COLUMN IF NOT EXISTS ScorerVersion LowCardinality(String) CODEC(ZSTD(1)) AFTER Version;
+
 CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.scores_by_scorer_mv TO {database}.scores_by_scorer AS
 SELECT ScorerId, SpanStart, TraceId, SpanId, ServiceName, AgentName, Score, Label, JudgeModel, InputTokens,
-       OutputTokens, CostUsd, LatencyMs, Source, Timestamp, Version
+       OutputTokens, CostUsd, LatencyMs, Source, Timestamp, Version, ScorerVersion
+FROM {database}.scores;
+
+-- The view of a store made before it copied the scorer's version copies it from now on.
+ALTER TABLE {database}.scores_by_scorer_mv MODIFY QUERY
+SELECT ScorerId, SpanStart, TraceId, SpanId, ServiceName, AgentName, Score, Label, JudgeModel, InputTokens,
+       OutputTokens, CostUsd, LatencyMs, Source, Timestamp, Version, ScorerVersion
 FROM {database}.scores;
 
 CREATE TABLE IF NOT EXISTS {database}.decisions_by_scorer (

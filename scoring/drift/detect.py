@@ -39,7 +39,11 @@ from tracescore.scoring.drift.stats import (
     two_proportions_many,
 )
 
-State = Literal["drifted", "ok", "insufficient"]
+State = Literal["drifted", "ok", "insufficient", "version_changed"]
+# A drift finding compares a series' window with its baseline (of its current scorer version); a
+# version change compares the scores of a series' earlier version with its current one's
+# (``scoring.drift.version_changes``).
+FindingKind = Literal["drift", "version_change"]
 Severity = Literal["critical", "warning", "none"]
 SeriesKey = tuple[str, str, str]  # (scorer id, service name, agent name)
 
@@ -64,6 +68,7 @@ class SeriesData:
     threshold: tuple[float, str] | None = None  # a rule's (threshold, pass_when)
     baseline_decisions: tuple[int, int] = (0, 0)  # (failed, scored or failed)
     window_decisions: tuple[int, int] = (0, 0)
+    version: str = ""  # the scorer version of its scores (scoring.drift.version_changes)
 
 
 @dataclass
@@ -100,6 +105,10 @@ class Finding:
     severity: Severity = "none"
     state: State = "insufficient"
     reasons: list[str] = field(default_factory=list)
+    kind: FindingKind = "drift"
+    version: str = ""  # the scorer version compared (drift), or changed to (version_change)
+    previous_version: str = ""  # the version changed from (version_change)
+    version_changed_at: datetime | None = None  # when the current version's first score was written
 
     @property
     def key(self) -> SeriesKey:
@@ -108,6 +117,23 @@ class Finding:
     @property
     def name(self) -> str:
         return "/".join(self.key)
+
+    @property
+    def summary(self) -> str:
+        """A version change as a sentence (a drift finding: its series and state)."""
+        if self.kind != "version_change":
+            return f"{self.name}: {self.state}"
+        at = f" at {self.version_changed_at:%Y-%m-%d %H:%M} UTC" if self.version_changed_at else ""
+        head = f"{self.scorer_id} changed version{at} ({self.previous_version} → {self.version})"
+        shift = self.window_mean - self.baseline_mean
+        if not math.isfinite(shift):
+            return f"{head}; too few scores of either version to compare"
+        how = f"{abs(shift):.3f} {'lower' if shift < 0 else 'higher'}" if shift else "the same on average"
+        return (
+            f"{head}; the new version scores {how} than the old (mean {self.baseline_mean:.3f} → "
+            f"{self.window_mean:.3f}, n {self.baseline_n} → {self.window_n}, Mann-Whitney "
+            f"p={self.mann_whitney_p_value:.2g})"
+        )
 
     def as_json(self) -> dict[str, Any]:
         """The finding as the ``--json`` output and webhooks show it (NaN: null)."""
@@ -145,6 +171,10 @@ class Finding:
             "cusum": clean(self.cusum),
             "cusum_alarm": self.cusum_alarm,
             "reasons": list(self.reasons),
+            "kind": self.kind,
+            "version": self.version,
+            "previous_version": self.previous_version,
+            "version_changed_at": self.version_changed_at.isoformat() if self.version_changed_at else None,
             "baseline_start": w.baseline_start.isoformat(),
             "baseline_end": w.baseline_end.isoformat(),
             "window_start": w.window_start.isoformat(),
@@ -163,6 +193,8 @@ class Finding:
             value = data[name]
             values[name] = math.nan if value is None and spec.type == "float" else value
         values["reasons"] = list(data.get("reasons", []))
+        if changed := data.get("version_changed_at"):
+            values["version_changed_at"] = datetime.fromisoformat(changed)
         return cls(windows=windows, **values)
 
 
@@ -227,7 +259,7 @@ def _evaluate(
     its tests go to ``pending``, as do the two-proportion tests and the CUSUM, which run for every
     series at once."""
     base, recent = data.baseline, data.window
-    finding = Finding(*key, windows=windows, baseline_n=base.n, window_n=recent.n)
+    finding = Finding(*key, windows=windows, baseline_n=base.n, window_n=recent.n, version=data.version)
     tests = pending.tests
     found_before = len(tests)
 

@@ -140,8 +140,12 @@ class Scorer:
     scale: float = 1.0
     # The scored run's label, from the context after generate_score (None: the scorer has no labels).
     label: LabelFn | None = None
-    # The scorer's own version, stored with its scores (None: the tracescore package's version).
+    # The version of the scorer's code, declared (None: derived from its factory's module source);
+    # its stored version adds a hash of its configuration (``scoring.runtime.scorer_version``).
     version: str | None = None
+    # The text of the prompt templates its judge steps render (before their values are filled in):
+    # part of its derived version, so that an edit of a template changes it.
+    prompts: tuple[str, ...] = ()
 
     @property
     def judge_models(self) -> frozenset[str]:
@@ -162,6 +166,10 @@ class Scorer:
             "ground_truth": truth is not None and not (isinstance(truth, str) and not truth.strip()),
         }
         return sorted(need for need in self.needs if not present[need])
+
+    def with_prompts(self, *texts: str) -> Scorer:
+        """A new scorer that also declares these prompt templates' text (see ``prompts``)."""
+        return replace(self, prompts=(*self.prompts, *texts))
 
     def preprocess(self, fn: StepDef, *, killable: bool = False) -> Scorer:
         """A new scorer with this preprocess step (replacing any earlier one); ``killable``: a sync
@@ -343,7 +351,8 @@ def create_scorer(
     ``judge`` answers the prompt-object steps that have no judge of their own.
     ``scale``: scores lie in [0, scale]; any other value fails the run, and is never stored.
     ``label``: the scored run's label (e.g. a choice or pass/fail), from the step context.
-    ``version``: stored with the scores (default: the tracescore package version).
+    ``version``: the version of the scorer's code, the first part of the version stored with its
+    scores (default: a hash of the factory's module source; ``scoring.runtime.scorer_version``).
     """
     if not id:
         raise ValueError("a scorer needs an id")

@@ -41,12 +41,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from typing import cast
 
 from pydantic import BaseModel
 
 from tracescore.scoring.framework.prompt_step import PromptFn, PromptObject
-from tracescore.scoring.framework.prompt_templates import PromptTemplate, load_prompt
+from tracescore.scoring.framework.prompt_templates import PROMPTS_FOLDER, SUFFIX, PromptTemplate, load_prompt
 from tracescore.scoring.framework.scorer import Scorer
 from tracescore.scoring.framework.steps import Need, StepContext
 from tracescore.scoring.judge import Judge, delimit
@@ -110,6 +111,14 @@ class JudgeTemplate:
         """``judge`` answering with this template's instructions (for the steps' own judge calls)."""
         return replace(judge, instructions=self.instructions)
 
+    @property
+    def prompt_texts(self) -> tuple[str, ...]:
+        """The text of every prompt file of the template (includes resolved), by file name: what the
+        scorer's version is derived from, whichever file a run sends."""
+        folder = resources.files(self.package or "").joinpath(PROMPTS_FOLDER, *self.folder.split("/"))
+        names = sorted(f.name.removesuffix(SUFFIX) for f in folder.iterdir() if f.name.endswith(SUFFIX))
+        return tuple(self.prompt(name).text for name in names)
+
     def prompt(self, name: str) -> PromptTemplate:
         """The template's prompt file ``name`` (``prompts/<folder>/<name>.txt``)."""
         return load_prompt(self.package, f"{self.folder}/{name}")
@@ -149,7 +158,7 @@ class JudgeTemplate:
             scale=scale,
             needs=frozenset(needs),
             judge=self.instructed(judge),
-        )
+        ).with_prompts(*self.prompt_texts)
         if step := self._step(self.extract, extract, "extract", scale):
             built = built.preprocess(step)
         if step := self._step(self.analyze, analyze, "analyze", scale):

@@ -61,6 +61,9 @@ class ScorerSpec:
     # The id earlier releases stored its rows under (Mastra's, autoevals' or VoltAgent's), when not the
     # name: still accepted by rules and matched by reads.
     former_id: str | None = None
+    # The version of its code: bump it when a change of the factory's code changes its scores (its
+    # prompts, options and judge model are in its derived version anyway: ``scorer_version``).
+    version: str = "1"
 
     @property
     def id(self) -> str:
@@ -90,6 +93,7 @@ class ScorerSpec:
             judge=judge,
             scale=scale,
             label=label,
+            version=self.version,
         )
 
 
@@ -254,7 +258,9 @@ def load_factory(reference: str) -> ScorerFactory:
     return factory
 
 
-def _resolve(name_or_id: str, registry: Mapping[str, ScorerFactory] | None) -> tuple[str, ScorerFactory]:
+def resolve_factory(
+    name_or_id: str, registry: Mapping[str, ScorerFactory] | None = None
+) -> tuple[str, ScorerFactory]:
     """The short name and factory of a rule's ``scorer``: a short name, a scorer id, or module:factory."""
     if registry is not None:  # an embedding application's or a test's own table, by its keys only
         if name_or_id in registry:
@@ -309,7 +315,7 @@ def build_scorer(
 
     Raises ``ScorerConfigError`` (a ValueError) naming every unknown option at once.
     """
-    short, factory = _resolve(name_or_id, registry)
+    short, factory = resolve_factory(name_or_id, registry)
     parameters = inspect.signature(factory).parameters
     accepted = list(parameters)
     kwargs: dict[str, Any] = {}

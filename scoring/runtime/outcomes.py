@@ -12,7 +12,6 @@ from prometheus_client import Counter, Histogram
 from tracescore.schemas import AgentRun, Decision, DecisionKind, ScoreRecord, ScoreSource, TraceRound
 from tracescore.schemas.score import JudgeExchange
 from tracescore.schemas.secrets import scrub
-from tracescore.schemas.version import __version__
 from tracescore.scoring.framework.scorer import ScorerResult
 from tracescore.scoring.judge import JudgeUsage
 from tracescore.scoring.runtime.rule_routing import Rule
@@ -139,7 +138,7 @@ def score_record(
         cost_usd=result.cost_usd,
         latency_ms=latency_ms,
         sample_rate=rule.sample_rate,
-        scorer_version=rule.scorer.version or __version__,
+        scorer_version=rule.version,
         source=source,
         agent_name=run.agent_name or "",
         service_name=run.service_name or "",

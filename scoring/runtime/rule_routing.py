@@ -42,6 +42,7 @@ from tracescore.scoring.runtime.cascades import CascadeNode, gate_order, resolve
 from tracescore.scoring.runtime.empty_runs import empty_run_reason
 from tracescore.scoring.runtime.rule_filters import span_matches, unit_matches
 from tracescore.scoring.runtime.sampling import is_sampled
+from tracescore.scoring.runtime.scorer_version import scorer_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,9 @@ class Rule:
     label: str = ""  # how the config names the rule: its name, else its scorer (for log lines)
     when: RuleGate | None = None  # a cascade: the gate whose result on the unit this rule waits for
     gate_id: str = ""  # the scorer id that gate stores ("" without ``when``)
+    # The scorer's version stored with its scores, derived once when the rules are built
+    # (``scoring.runtime.scorer_version``).
+    version: str = ""
 
     @property
     def described(self) -> str:
@@ -153,6 +157,7 @@ def build_rules(
                 rule.pass_when,
                 rule.label,
                 rule.when,
+                version=scorer_version(rule, scorer, registry),
             )
         )
     nodes = [CascadeNode(rule.label, rule.scorer_id, _kind(rule.target), rule.when) for rule in built]
@@ -186,6 +191,18 @@ def thresholds(groups: Sequence[RuleGroup]) -> dict[str, tuple[float, str]]:
             if rule.threshold is not None:
                 found.setdefault(rule.scorer_id, (rule.threshold, rule.pass_when))
     return found
+
+
+def rule_versions(groups: Sequence[RuleGroup]) -> dict[str, str]:
+    """Each rule's derived version by how the config names the rule (rules named alike: their
+    versions, in order, joined by `` / ``)."""
+    found: dict[str, list[str]] = {}
+    for group in groups:
+        for rule in group:
+            versions = found.setdefault(rule.label or rule.scorer_id, [])
+            if rule.version not in versions:
+                versions.append(rule.version)
+    return {label: " / ".join(versions) for label, versions in found.items()}
 
 
 def is_session_rule(rule: ScorerRule) -> bool:

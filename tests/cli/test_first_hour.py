@@ -86,6 +86,7 @@ def test_scorers_lists_every_scorer_with_what_it_needs() -> None:
         {"name": "ignore_case", "required": False, "default": True},
     ]
     assert scorers["context-precision"]["needs"] == ["context", "input", "output"]
+    assert {entry["version"] for entry in scorers.values()} == {"1"}  # every prebuilt code's first
 
     table = tracescore("scorers")
     assert table.returncode == 0
@@ -101,6 +102,7 @@ def test_one_scorer_in_full_with_a_rule_that_loads(tmp_path: Path) -> None:
     formerly = tracescore("scorers", "content-similarity-scorer")  # found by its former id too
     assert "content-similarity (formerly content-similarity-scorer): Content Similarity" in formerly.stdout
     assert "options: expected (required), ignore_case=true" in done.stdout
+    assert "version: 1 (its scores carry 1+<hash of the rule's options, prompts and judge" in done.stdout
     rule_yaml = done.stdout.split("a rule using it:\n", 1)[1]
     assert yaml.safe_load(rule_yaml) == {
         "scoring": {"rules": [{"scorer": "check-includes", "options": {"expected": "Paris"}}]}
@@ -273,16 +275,22 @@ def test_one_startup_summary_on_stderr_with_rules_judge_and_kafka(tmp_path: Path
     assert out == ""  # serve has no machine output: everything it says is a log line on stderr
     assert err.count(" serving (replica ") == 1
     summary = err.split(" serving (replica ", 1)[1].splitlines()[1:9]
+    rules = summary.pop(5)
     assert summary == [
         f"  OTLP/gRPC  127.0.0.1:{grpc_port}",
         f"  OTLP/HTTP  127.0.0.1:{http_port} (also /api/scores, /healthz, /metrics)",
         f"  store      chdb://{tmp_path / 'data'}, database default (embedded: one process at a time)",
         "  kafka      off (no kafka.bootstrap)",
         "  judge      openai/gpt-4o-mini at http://127.0.0.1:9/v1",
-        "  rules      2: textual-difference (every run), polite (toxicity, 10% of runs)",
         "  drift      every 5m, 0 webhooks",
         "  export     off",
     ]
+    # Each rule's derived version: the prebuilt scorers' declared 1, and the hash of their configuration.
+    assert re.fullmatch(
+        r"  rules      2: textual-difference \(every run, version 1\+[0-9a-f]{8}\), "
+        r"polite \(toxicity, 10% of runs, version 1\+[0-9a-f]{8}\)",
+        rules,
+    )
 
 
 def test_a_busy_port_names_the_receiver_and_the_flag(tmp_path: Path) -> None:

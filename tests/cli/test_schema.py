@@ -78,13 +78,21 @@ def test_the_cluster_ddl_has_local_replicated_and_distributed_tables(
     # The scored-spans view reads the Distributed tables; column upgrades reach both kinds of table.
     (scored,) = [s for s in cluster if s.startswith("CREATE VIEW")]
     assert "ON CLUSTER `c1`" in scored and "FROM `analytics`.otel_traces AS t" in scored
-    alters = [s.split(" ADD")[0] for s in cluster if s.startswith("ALTER TABLE")]
+    alters = [s.split(" ADD")[0] for s in cluster if s.startswith("ALTER TABLE") and " MODIFY " not in s]
     assert alters == [
         "ALTER TABLE `analytics`.scores_local ON CLUSTER `c1`",
         "ALTER TABLE `analytics`.scores ON CLUSTER `c1`",
         "ALTER TABLE `analytics`.score_decisions_local ON CLUSTER `c1`\n   ",
         "ALTER TABLE `analytics`.score_decisions ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.scores_by_scorer_local ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.scores_by_scorer ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.score_drift_local ON CLUSTER `c1`\n   ",
+        "ALTER TABLE `analytics`.score_drift ON CLUSTER `c1`\n   ",
     ]
+    # A view's query is changed where the view is, on each node, reading the local table.
+    (modified,) = [s for s in cluster if " MODIFY QUERY" in s]
+    assert modified.startswith("ALTER TABLE `analytics`.scores_by_scorer_mv ON CLUSTER `c1` MODIFY QUERY")
+    assert "ScorerVersion\nFROM `analytics`.scores_local" in modified
 
 
 def test_without_a_setting_the_ddl_is_for_the_services_default_database(

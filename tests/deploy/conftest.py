@@ -91,8 +91,10 @@ async def _run_demo(store_dir: Path) -> None:
 async def _add_drift(store_dir: Path) -> None:
     """Real drift passes over the demo's series, an hour apart. The first series gets synthetic history
     (50 scores an hour around 0.8 for a week, then 200 around 0.5 in the last hour): ok in the first two
-    passes, drifted in the newest. The demo's other series have too few scores to test. Alerts go to
-    two local webhooks, one of which never takes them."""
+    passes, drifted in the newest. The history is of another scorer version ("1") than the demo's
+    scores (a derived one), written after them: so the series also has a version change, and drift
+    compares the history alone. The demo's other series have too few scores to test. Alerts and the
+    version change go to two local webhooks, one of which never takes them."""
     store = Store(str(store_dir), DATA_SOURCE_DATABASE)
     await store.start()
     try:

@@ -202,12 +202,16 @@ async def test_drift_panels_show_the_newest_pass_of_each_series(demo: Store) -> 
     assert await _value(demo, "tracescore-drift", "Series watched") == series
     assert await _value(demo, "tracescore-drift", "Series drifting now") == 1
     assert await _value(demo, "tracescore-drift", "Too few scores") == series - 1
-    assert await _value(demo, "tracescore-drift", "Notifications not delivered") == 1
+    # The webhook that takes nothing refused the alert and the version change.
+    assert await _value(demo, "tracescore-drift", "Notifications not delivered") == 2
     state = await _panel(demo, "tracescore-drift", "Current state per series")
     assert len(state) == series
     newest = state[0]
     assert (newest["Scorer"], newest["Service"], newest["Agent"]) == await first_series(demo)
-    assert newest["State"] == "drifted"
+    assert (newest["State"], newest["Version"]) == ("drifted", "1")  # the history's version alone
+    [change] = await _panel(demo, "tracescore-drift", "Scorer version changes")
+    assert (change["Scorer"], change["Service"], change["Agent"]) == await first_series(demo)
+    assert change["To version"] == "1" and re.fullmatch(r"1\+[0-9a-f]{8}", change["From version"])
 
 
 async def test_the_trace_view_shows_every_span_of_the_picked_trace_with_its_scores(demo: Store) -> None:

@@ -1,8 +1,9 @@
 """The report page (``GET /report``, ``tracescore report``) of a store filled by a real ``tracescore
 serve``: runs sent by the real OpenTelemetry SDK, one of them hostile (markup and scripts in its input
 and output), scored by rules that score, fail, filter and sample out; before the service starts, the
-store gets a week of history (a series that drifts in the last hour, at an older scorer version, and a
-judge's scores with their tokens and cost), and a real drift pass of the service records its findings.
+store gets a week of history (a series whose rule was edited five days ago, an older scorer version
+before and the service's own since, that drifts in the last hour; and a judge's scores with their
+tokens and cost), and a real drift pass of the service records its findings.
 
 What the page shows is checked against what the service's own API answers (``/api/decisions``, the
 drift pass) and what the test wrote, and in headless Chromium as a person sees it.
@@ -35,6 +36,8 @@ from tests.support.serve import ENV, free_port, start_serve, stop, tracescore, w
 from tracescore.ingest.cli.demo_traces import SCENARIOS, LlmStep, Scenario
 from tracescore.ingest.reporting.report_page import plotly_js
 from tracescore.ingest.store.clickhouse import Store
+from tracescore.schemas.rules import ScorerRule
+from tracescore.scoring.runtime.rule_routing import build_rules
 
 TOKEN = "report-test-token"
 OVERCONFIDENT = "tests.scoring.custom_scorers:create_overconfident_scorer"
@@ -54,7 +57,11 @@ HOSTILE = Scenario(
 )
 JUDGE = "openai/gpt-4o-mini"
 JUDGED = 20  # answer-relevancy scores in the history, each 100 + 20 tokens and $0.0005
-OLD_VERSION = "1"  # the history's scorer version; the service writes its own
+OLD_VERSION = "1"  # the history's scorer version before its edit
+# The version the service derives for the textual-difference rule (the same in every process): the
+# history's since the edit, so drift compares the last five days with the last hour.
+VERSION = build_rules([ScorerRule.model_validate(RULES[0])])[0][0].version
+EDITED = timedelta(days=5)  # how long ago the history's rule was edited
 HEADINGS = [
     "Scores over time",
     "Score distributions",
@@ -77,16 +84,21 @@ class Reported:
 
 
 def _history(now: datetime) -> Streams:
-    """A week of textual-difference scores around 0.8, then 200 around 0.5 in the last hour; and a
-    judge's scores over the last day."""
+    """A week of textual-difference scores around 0.8 (of ``OLD_VERSION`` until the edit, of
+    ``VERSION`` since), then 200 around 0.5 in the last hour; and a judge's scores over the last day."""
     streams = Streams(seed=7, now=now)
     series = ("textual-difference", "shop-api", "weather_agent")
+    edited = now - EDITED
     for hours_ago in range(2, 7 * 24):
         start = now - timedelta(hours=hours_ago)
         values = np.clip(streams.rng.normal(0.8, 0.05, 10), 0, 1)
-        streams.add(series[0], values, streams.times(10, start, start + timedelta(hours=1)), *series[1:])
+        version, written = (OLD_VERSION, edited) if start < edited else (VERSION, now)
+        starts = streams.times(10, start, start + timedelta(hours=1))
+        streams.add(series[0], values, starts, *series[1:], version=version, written=written)
     window = np.clip(streams.rng.normal(0.5, 0.05, 200), 0, 1)
-    streams.add(series[0], window, streams.times(200, now - timedelta(hours=1), now), *series[1:])
+    streams.add(
+        series[0], window, streams.times(200, now - timedelta(hours=1), now), *series[1:], version=VERSION
+    )
     judged = streams.times(JUDGED, now - timedelta(hours=20), now - timedelta(hours=2))
     streams.add("answer-relevancy", np.full(JUDGED, 0.9), judged, "shop-api", "weather_agent")
     for row in streams.scores[-JUDGED:]:

@@ -293,10 +293,11 @@ async def test_the_series_read_are_the_value_counts_and_bucket_sums_of_the_store
     await streams.write(store)
 
     windows = windows_for(DriftConfig(reference=reference), NOW)
-    series = await DriftStore(store).read(windows, 3_600, {})
-    assert set(series) == {("tied", "svc", "agent"), ("new", "svc", "agent")}
+    series, versions_written = await DriftStore(store).read(windows, 3_600, {})
+    assert set(series) == {("tied", "svc", "agent", "1"), ("new", "svc", "agent", "1")}
+    assert versions_written == {}  # one version per series: no need to know when each was written
     for scorer in ("tied", "new"):
-        data = series[(scorer, "svc", "agent")]
+        data = series[(scorer, "svc", "agent", "1")]
         for side, counts in (("baseline", data.baseline), ("window", data.window)):
             expected = Counter(round(v, 3) for v in written.get(f"{scorer}/{side}", ([], []))[0])
             assert dict(zip(counts.values.tolist(), counts.counts.tolist(), strict=True)) == expected

@@ -61,11 +61,11 @@ async def test_a_pass_from_kept_chunks_after_new_and_replayed_scores_equals_a_fi
     await store.insert("score_decisions", streams.decisions[decisions:], DECISIONS_COLUMNS)
 
     windows = windows_for(config, SECOND)
-    again = await kept.read(windows, int(config.bucket), {"relevancy": (0.5, "above")})
-    fresh = await DriftStore(store).read(windows, int(config.bucket), {"relevancy": (0.5, "above")})
-    assert list(again) == sorted(fresh)
+    again, _ = await kept.read(windows, int(config.bucket), {"relevancy": (0.5, "above")})
+    fresh, _ = await DriftStore(store).read(windows, int(config.bucket), {"relevancy": (0.5, "above")})
+    assert list(again) == sorted(fresh, key=lambda key: (*key[:3], key[3] or ""))  # decisions first
     assert {key: _inputs(data) for key, data in again.items()} == {k: _inputs(d) for k, d in fresh.items()}
-    assert 0.123 in again[("relevancy", "svc", "agent")].baseline.values
+    assert 0.123 in again[("relevancy", "svc", "agent", "1")].baseline.values
 
     cached = await monitor.run_pass(SECOND, record=False)
     first = await DriftMonitor(store, config, {"relevancy": (0.5, "above")}).run_pass(SECOND, record=False)
@@ -80,9 +80,9 @@ def _name(finding: Finding) -> str:
 async def test_passes_from_kept_chunks_equal_full_reads_with_late_replayed_and_duplicated_rows(
     store: Store,
 ) -> None:
-    """Random rounds of new scores, late scores in kept hours, scores and decisions replayed with a
-    new version, and rows stored twice; the window is two hours, so whole chunks move from the window
-    to the baseline, and some passes fall on the hour."""
+    """Random rounds of new scores (of a new scorer version from the third on), late scores in kept
+    hours, scores and decisions replayed with a new version, and rows stored twice; the window is two
+    hours, so whole chunks move from the window to the baseline, and some passes fall on the hour."""
     streams = Streams(seed=7)
     rng = streams.rng
     config = DriftConfig(window=7_200.0)
@@ -96,9 +96,10 @@ async def test_passes_from_kept_chunks_equal_full_reads_with_late_replayed_and_d
     at = NOW
     for round_, step in enumerate([60, 5, 35, 20, 60]):  # 12:00, 13:00: a whole chunk moves side
         windows = windows_for(config, at)
-        again = await kept.read(windows, int(config.bucket), {})
-        fresh = await DriftStore(store).read(windows, int(config.bucket), {})
+        again, again_written = await kept.read(windows, int(config.bucket), {})
+        fresh, fresh_written = await DriftStore(store).read(windows, int(config.bucket), {})
         assert {k: _inputs(d) for k, d in again.items()} == {k: _inputs(d) for k, d in fresh.items()}
+        assert again_written == fresh_written
         cached = await monitor.run_pass(at, record=False)
         full = await DriftMonitor(store, config).run_pass(at, record=False)
         assert [f.as_json() for f in cached.findings] == [f.as_json() for f in full.findings]
@@ -106,7 +107,15 @@ async def test_passes_from_kept_chunks_equal_full_reads_with_late_replayed_and_d
         later = at + timedelta(minutes=step)
         scores, decisions = len(streams.scores), len(streams.decisions)
         service = str(rng.choice(["a", "b", "c", "d"]))
-        streams.add("relevancy", rng.random(20).round(2), streams.times(20, at, later), service=service)
+        version = "2" if round_ >= 2 else "1"  # the rule edited before the third round
+        streams.add(
+            "relevancy",
+            rng.random(20).round(2),
+            streams.times(20, at, later),
+            service=service,
+            version=version,
+            written=later,
+        )
         late = at - timedelta(days=int(rng.integers(1, 6)), hours=int(rng.integers(0, 24)))
         streams.add("relevancy", [0.999], streams.times(1, late, late + timedelta(minutes=1)), service="a")
         for row in rng.choice(scores, 3, replace=False):

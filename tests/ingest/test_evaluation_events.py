@@ -5,6 +5,7 @@ them on retry; one that is down or slow never holds scoring up, and what is lost
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,9 +84,11 @@ def test_attributes_are_the_conventions_and_namespaced_extras() -> None:
         "gen_ai.evaluation.score.value": 0.75,
         "gen_ai.evaluation.score.label": "relevant",
         "gen_ai.evaluation.explanation": "It answers the question asked.",
+        "gen_ai.evaluation.evaluator.id": "answer-relevancy",
+        "gen_ai.evaluation.evaluator.version": "2",
+        "gen_ai.evaluation.evaluator.type": "llm_judge",
         "tracescore.score.id": record.score_id,
         "tracescore.score.source": "live",
-        "tracescore.scorer.version": "2",
         "tracescore.judge.model": "openai/gpt-4o-mini",
         "tracescore.sample_rate": 0.5,
     }
@@ -96,6 +99,7 @@ def test_a_bare_score_has_only_what_it_holds() -> None:
     assert evaluation_attributes(record) == {
         "gen_ai.evaluation.name": "textual-difference",
         "gen_ai.evaluation.score.value": 1.0,
+        "gen_ai.evaluation.evaluator.id": "textual-difference",
         "tracescore.score.id": record.score_id,
         "tracescore.score.source": "live",
     }
@@ -281,6 +285,16 @@ async def test_a_service_sends_every_score_it_writes_parented_to_the_scored_span
     assert all(
         values[r["span_id"], r["scorer_id"]]["gen_ai.evaluation.score.value"] == r["score"] for r in rows
     )
+    # The evaluator's provenance: its id and the derived version the row was stored with.
+    assert all(
+        (
+            values[r["span_id"], r["scorer_id"]]["gen_ai.evaluation.evaluator.id"],
+            values[r["span_id"], r["scorer_id"]]["gen_ai.evaluation.evaluator.version"],
+        )
+        == (r["scorer_id"], r["scorer_version"])
+        for r in rows
+    )
+    assert all(re.fullmatch(r"1\+[0-9a-f]{8}", str(r["scorer_version"])) for r in rows)
     assert {e.event_name for e in events} == {EVENT_NAME}
     assert {e.resource["service.name"] for e in events} == {"tracescore"}
 

@@ -34,14 +34,24 @@ class Streams:
         return [base + int(x * 1e9) for x in offsets]
 
     def add(
-        self, scorer: str, values: Any, starts: list[int], service: str = "svc", agent: str = "agent"
+        self,
+        scorer: str,
+        values: Any,
+        starts: list[int],
+        service: str = "svc",
+        agent: str = "agent",
+        *,
+        version: str = "1",
+        written: datetime | None = None,
     ) -> None:
-        created = int(self.now.timestamp()) * 1_000_000_000
+        """Score rows of ``scorer`` at ``starts``, of scorer ``version``, written at ``written``
+        (default: ``now``)."""
+        created = int((written or self.now).timestamp()) * 1_000_000_000
         for value, start in zip(values, starts, strict=True):
             n = len(self.scores) + len(self.decisions)
             trace, span = f"{n:032x}", f"{n:016x}"
             self.scores.append([
-                f"id{n}", created, trace, span, scorer, "1", float(value), "", "", "{}", "", 0, 0, 0.0,
+                f"id{n}", created, trace, span, scorer, version, float(value), "", "", "{}", "", 0, 0, 0.0,
                 0.0, 1.0, "live", agent, service, start, created, "",
             ])  # fmt: skip
 

@@ -135,6 +135,7 @@ class ClassifierTemplate:
             needs.add("ground_truth")
         return (
             self.spec.create_scorer(needs=needs, judge=judge, label=choice)
+            .with_prompts(template.model_dump_json(), CLASSIFY_WITH_REASONS.text, CLASSIFY.text)
             .analyze(
                 {
                     "description": "Choose one of the allowed choices",

@@ -170,6 +170,7 @@ def create_moderation_scorer(
 
     return (
         MODERATION.create_scorer(needs={"output"}, label=moderation_label)
+        .with_prompts(JUDGE_INSTRUCTIONS, REVIEW.text)
         .preprocess(lambda ctx: answer_text(ctx.run))
         .analyze(judge_output if method == "llm" else call_api)
         .generate_score(lambda ctx: 0.0 if is_flagged(ctx) else 1.0)
