@@ -5,8 +5,9 @@ Rows are generated inside the store (INSERT ... SELECT FROM numbers()), written 
 ``score_decisions`` so the materialized views fill the by-scorer companions as in production: 20
 scorers x 5 services x 10 agents (1,000 drift series) over eight days, 80 score rows per trace;
 otel_traces gets the spans of one score row in ten, `annotations` a person's label on one in a thousand
-(an agreement pass over them is timed too, and recorded for the agreement dashboard). Panels are timed over the last 7 days with every
-variable at All, alert rules over their own range (best of 3 each); each is held to 2 s.
+(an agreement pass over them is timed too, and recorded for the agreement dashboard). Panels are timed
+over the last 7 days with every variable at All, alert rules over their own range (best of 3 each);
+each is held to 2 s.
 
 The drift pass is timed as the service runs it, every ``drift.interval`` (5 min) on one monitor: after
 a first pass, the scores and decisions of the next 5 minutes land (at the data's rate, ~4,300 rows per
