@@ -34,7 +34,7 @@ run: $(INSTALLED) ## create .venv, install tracescore and run `tracescore demo` 
 	$(BIN)/tracescore demo
 
 test: chromium $(TEST_INSTALLED) ## install the test needs and run the whole suite (real OTel SDK, chDB, Kafka, Chromium)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 3 --dist loadgroup
 
 # A step of `make test`, not a goal of its own (so `make help` does not list it): the report's browser
 # test (tests/e2e/test_report.py) opens the page in the system's Chromium, installed here when missing

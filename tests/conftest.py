@@ -44,9 +44,10 @@ ONE_WORKER_MODULES = frozenset(
         "test_sessions.py",
     }
 )
-# The end-to-end modules whose bounds hold only with the machine to themselves and one other test: time
-# bounds (answers within a second under a flood), memory bounds (a serve process measured from /proc), a
-# full disk, SIGKILL mid-stream, heartbeats between replicas. They run one after another on one worker.
+# The end-to-end modules whose bounds hold only with no other bounded test beside them (and two other tests
+# at most): time bounds (answers within a second under a flood), memory bounds (a serve process measured
+# from /proc), a full disk, SIGKILL mid-stream, heartbeats between replicas. They run one after another
+# on one worker.
 SERIAL_E2E_MODULES = frozenset(
     {
         "test_abuse.py",
@@ -64,7 +65,7 @@ SERIAL_E2E_MODULES = frozenset(
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``make test`` runs two pytest-xdist workers (``--dist loadgroup``, scopes in collection order).
+    """``make test`` runs three pytest-xdist workers (``--dist loadgroup``, scopes in collection order).
     The end-to-end tests with time or memory bounds (real ``tracescore serve`` processes under load) go
     first, one after another on one worker (one ``xdist_group``); the modules with an expensive shared
     fixture next, each on one worker; then the other end-to-end tests and every other test, one at a time,

@@ -65,7 +65,7 @@ def test_make_run_and_make_test_run_the_same_commands_as_ever() -> None:
     assert make("-n", "-B", "test").splitlines()[-3:] == [
         ".venv/bin/python -m pip install --quiet -e '.[test]'",
         "touch .venv/.installed .venv/.installed-test",
-        ".venv/bin/python -m pytest -n 2 --dist loadgroup",
+        ".venv/bin/python -m pytest -n 3 --dist loadgroup",
     ]
 
 
