@@ -19,13 +19,13 @@ mark comes last. Nothing is held only in memory.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter
 
+from tracescore.ingest.alerting.periodic_pass import PeriodicPass
 from tracescore.ingest.replay.backfill import stored_items
 from tracescore.ingest.sessions.session_recorder import SessionMarks
 from tracescore.ingest.sessions.session_store import DueSession, ScoredSession, SessionStore
@@ -94,21 +94,19 @@ class SessionMonitor:
         self._executor = ScoringExecutor(
             scoring, self._marks, metrics, spend=spend, replica_id=f"{replica_id}/sessions"
         )
-        self._task: asyncio.Task[None] | None = None
+        # Passes on every replica: each completes the sessions it owns. Failures are logged by the loop.
+        self._periodic = PeriodicPass(
+            "session completion", config.interval, self._pass_while_full, lambda: True, lambda _: None
+        )
 
     async def start(self) -> None:
         """Starts the session executor and the periodic passes; returns at once."""
         await self._executor.start()
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="sessions")
+        self._periodic.start()
 
     async def shutdown(self) -> None:
         """Stops the passes (a pass cut short is redone on the next start: what it left unmarked)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._periodic.shutdown()
 
     async def shutdown_executor(self) -> None:
         """Stops the session executor once the passes have stopped: the sessions it holds are scored,
@@ -119,14 +117,11 @@ class SessionMonitor:
         """Wait until every session handed to the executor so far is scored, written and marked."""
         await self._executor.drain()
 
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._config.interval)
-            try:
-                while await self.run_pass() >= self._config.batch:
-                    pass  # a full batch handed on: more may be due
-            except Exception:  # logged; the next pass tries again (what it left is not marked)
-                log.exception("session completion pass failed")
+    async def _pass_while_full(self) -> None:
+        """Passes until one hands on less than a full batch (a full one: more may be due). A failed pass
+        is logged by the loop and tried again next interval; what it left is not marked."""
+        while await self.run_pass() >= self._config.batch:
+            pass
 
     async def run_pass(self, now_unix_nano: int | None = None) -> int:
         """Hand the complete sessions this replica owns (of at most ``session.batch`` due) that are not
