@@ -64,3 +64,10 @@ class StoreFull(Overloaded, StoreError):
     """The store's disk is below its free-space floor (``store_min_free_bytes``): nothing is written
     until space comes back. An outage, never a loss: OTLP answers 503 / UNAVAILABLE with Retry-After,
     the Kafka consumer pauses, score rows wait in their buffer."""
+
+
+class ScoringStopped(TracescoreError):
+    """Scoring stopped taking work at shutdown: the rows it holds cannot be written (the store refuses
+    them: its disk is under its floor, or it is down), so waiting for room would never end. The work
+    stays undecided in the store, and the next start scores it (not retriable here: the round is held
+    open, so the watermark stays below it)."""

@@ -40,7 +40,7 @@ from tracescore.ingest.store.ledger import Undecided
 from tracescore.schemas import LogRecord, RoundReason, Span, SpanBatch, TraceRound
 from tracescore.schemas.config import AssemblyConfig
 from tracescore.schemas.consumers import TraceConsumer
-from tracescore.schemas.errors import is_retriable
+from tracescore.schemas.errors import ScoringStopped, is_retriable
 
 log = logging.getLogger(__name__)
 
@@ -244,11 +244,20 @@ class TraceAssembler:
             await asyncio.sleep(0)
 
     async def flush_all(self, reason: RoundReason = "flush") -> None:
-        """Release every tracked trace now, ready or not (shutdown, and callers that need results now)."""
+        """Release every tracked trace now, ready or not (shutdown, and callers that need results now).
+        Once scoring takes no more (it stopped at shutdown with rows it cannot write), the traces left
+        stay in the store undecided: the next start scores them."""
         tracked = list(self._tracked)
         for start in range(0, len(tracked), YIELD_EVERY):
             chunk = tracked[start : start + YIELD_EVERY]
-            await self._release([(trace, "late" if trace.late else reason) for trace in chunk])
+            try:
+                await self._release([(trace, "late" if trace.late else reason) for trace in chunk])
+            except ScoringStopped:
+                log.warning(
+                    "%d trace(s) not scored before the stop stay in the store; the next start scores them",
+                    len(tracked) - start,
+                )
+                return
 
     def _add(self, item: Span | LogRecord, arrived: int, size: int, now: float) -> None:
         trace = self._tracked.get(item.trace_id)
@@ -345,8 +354,8 @@ class TraceAssembler:
         try:
             await self._next.consume_trace(spans, logs, round)
         except Exception as exc:
-            if is_retriable(exc):
-                raise  # the store could not be read: tracked again, tried at the next release
+            if is_retriable(exc) or isinstance(exc, ScoringStopped):
+                raise  # the store could not be read (tried at the next release), or scoring stopped
             self._metrics.transform_errors.inc()
             log.exception("processing assembled trace %s failed", trace.trace_id)
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.store.replica_table import LEFT, LIVE, RETIRED, ReplicaRow, ReplicaTable
 from tracescore.schemas.config import ReplicaConfig
+from tracescore.schemas.errors import StoreFull
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +134,19 @@ class Membership:
                 await self._table.beat(self.replica_id, at, self._started, LEFT)
 
     async def refresh(self) -> None:
-        """Write a heartbeat, read the live set, and report a change to the subscribers."""
+        """Write a heartbeat, read the live set, and report a change to the subscribers. On a store
+        whose disk is under its floor the heartbeat waits (nothing is written there, spans neither),
+        and the live set is read all the same: a replica starts on such a store, refusing spans."""
         now = self._clock_ns()
-        await self._table.beat(self.replica_id, now, self._started, LIVE)
-        self._last_beat = max(self._last_beat, now)
+        try:
+            await self._table.beat(self.replica_id, now, self._started, LIVE)
+        except StoreFull as exc:
+            if self._last_error is None:
+                log.warning("replica heartbeat waits: %s", exc)
+            self._last_error = str(exc)
+        else:
+            self._last_beat = max(self._last_beat, now)
+            self._last_error = None
         rows = {row.replica_id: row for row in await self._table.replicas()}
         ttl_ns = int(self._config.ttl_seconds * 1e9)
         live = {r.replica_id for r in rows.values() if r.state == LIVE and now - r.heartbeat <= ttl_ns}
@@ -185,7 +195,6 @@ class Membership:
                 return
             try:
                 await self.refresh()
-                self._last_error = None
             except Exception as exc:  # a store outage: keep the last view; the next beat tries again
                 if self._last_error is None:
                     log.warning("replica heartbeat failed: %s", exc)

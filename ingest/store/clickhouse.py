@@ -30,18 +30,25 @@ from tracescore.ingest.store.ddl import (
 )
 from tracescore.ingest.store.ddl import load_ddl as load_ddl
 from tracescore.ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn, without_database
-from tracescore.ingest.store.engine_open import held_by_another, native_stderr_to_log, opened_here
+from tracescore.ingest.store.engine_open import (
+    closed_here,
+    engine_reason,
+    held_by_another,
+    native_stderr_to_log,
+    open_elsewhere_here,
+    opened_here,
+)
 from tracescore.ingest.store.free_space import (
     POLL_SECONDS,
     SERVER_POLL_SECONDS,
     FreeSpaceGuard,
     broken_parts,
-    keep_merged_parts,
     local_space,
     server_space,
     set_merges,
 )
 from tracescore.ingest.store.retriable import store_error
+from tracescore.ingest.store.schema_changes import apply_schema
 from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.errors import StoreError, StoreInUse
 from tracescore.schemas.secrets import register_secret, scrub
@@ -172,7 +179,7 @@ class Store:
         if client is not None:
             # Queued behind any write still running, so shutdown flushes; closing releases chDB's
             # one-data-path-per-process hold.
-            await asyncio.get_running_loop().run_in_executor(executor, client.close)
+            await asyncio.get_running_loop().run_in_executor(executor, self._close, client)
         executor.shutdown(wait=False)
 
     async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -325,20 +332,22 @@ class Store:
             self.free_space.observe(space)
 
     def _connect(self) -> Client:
-        """Open the client and apply the DDL (worker thread)."""
+        """Open the client and bring the schema to what the DDL says (worker thread)."""
         client = self._open_client()
         try:
-            client.command(f"CREATE DATABASE IF NOT EXISTS {self._quoted_db}")
-            for statement in load_ddl(self._database):
-                client.command(statement)
-            if self.embedded:
-                keep_merged_parts(client, self._database)
+            apply_schema(client, self._database, self.free_space, embedded=self.embedded)
             # Unqualified table names in query() resolve to our database.
             client.database = self._database
         except BaseException:
-            client.close()
+            self._close(client)
             raise
         return client
+
+    def _close(self, client: Client) -> None:
+        """Close a client (worker thread), releasing this process's hold on an embedded directory."""
+        client.close()
+        if self.embedded:
+            closed_here(self._dsn[len("chdb://") :])
 
     def _reopen(self) -> list[str]:
         """Close the embedded engine and open it again (worker thread): on opening, it checks every
@@ -347,7 +356,7 @@ class Store:
         before = broken_parts(old, self._database)
         # self._client stays set meanwhile: callers on the event loop only check that the store is
         # started; what they queue runs on this thread after the new client is in place.
-        old.close()
+        self._close(old)
         client = self._open_client()
         client.database = self._database
         self._client = client
@@ -384,7 +393,7 @@ class Store:
         if held_by_another(path):  # refused before the engine starts and prints its own refusal
             raise StoreInUse(in_use)
         try:
-            with native_stderr_to_log(logger):
+            with native_stderr_to_log(logger) as engine_lines:
                 client = clickhouse_connect.get_client(dsn=self._dsn, chdb_options=EMBEDDED_ENGINE_OPTIONS)
             opened_here(path)
             return client
@@ -393,8 +402,13 @@ class Store:
                 raise StoreError(f"the chDB data directory {path} is not writable: {exc}") from exc
             if held_by_another(path):  # taken between the look and the open
                 raise StoreInUse(in_use) from exc
-            raise StoreInUse(
-                f"cannot open the chDB data directory {path}: it is in use. chDB allows one data directory "
-                "per process: another tracescore process holds this directory, or this process already has "
-                f"another one open. Stop the other tracescore or choose another --store. (chDB: {exc})"
+            if (other := open_elsewhere_here(path)) is not None:
+                raise StoreInUse(
+                    f"cannot open the chDB data directory {path}: this process's engine is in use with "
+                    f"{other}, and chDB opens one data directory per process: close that store first, or "
+                    "choose another --store"
+                ) from exc
+            raise StoreError(
+                f"the embedded engine cannot open the store at {path} (no other process holds it): "
+                f"{engine_reason(engine_lines, str(exc))}"
             ) from exc

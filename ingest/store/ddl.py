@@ -67,15 +67,23 @@ def column_types(statements: list[str]) -> dict[str, dict[str, str]]:
         if create := _CREATE_TABLE.match(statement):
             end = _closing(statement, create.end() - 1)
             columns = tables.setdefault(create["name"], {})
-            for item in _split_top(statement[create.end() : end]):
+            for item in split_top(statement[create.end() : end]):
                 if not item.upper().startswith(_NOT_A_COLUMN):
                     _add_column(columns, item)
         elif alter := _ALTER_TABLE.match(statement):
-            for item in _split_top(statement[alter.end() :]):
+            for item in split_top(statement[alter.end() :]):
                 if added := _ADD_COLUMN.match(item):  # (a view's MODIFY QUERY adds no table's column)
                     columns = tables.setdefault(alter["name"], {})
                     _add_column(columns, item[added.end() :], keep_existing=True)
     return tables
+
+
+def column_name(item: str) -> str:
+    """The name of the column a DDL item (``Name Type ...``) declares, unquoted."""
+    name_match = _NAME.match(item)
+    if name_match is None:
+        raise ValueError(f"no column name in DDL item {item[:60]!r}")
+    return _unquoted(name_match.group())
 
 
 def _add_column(columns: dict[str, str], item: str, keep_existing: bool = False) -> None:
@@ -87,7 +95,7 @@ def _add_column(columns: dict[str, str], item: str, keep_existing: bool = False)
     if rest.upper().startswith(_NOT_INSERTED):
         return
     if kind.startswith("Nested("):
-        for sub in _split_top(kind[len("Nested(") : -1]):
+        for sub in split_top(kind[len("Nested(") : -1]):
             sub_name = _NAME.match(sub)
             if sub_name is None:
                 raise ValueError(f"no column name in Nested item {sub[:60]!r}")
@@ -122,7 +130,7 @@ def _closing(text: str, open_at: int) -> int:
     raise ValueError(f"unbalanced parentheses in DDL: {text[open_at : open_at + 60]!r}")
 
 
-def _split_top(text: str) -> list[str]:
+def split_top(text: str) -> list[str]:
     """``text`` split at its top-level commas (not inside parentheses or quotes), items stripped."""
     items: list[str] = []
     start = 0

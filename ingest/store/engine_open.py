@@ -9,7 +9,11 @@ same directory is already running.`` -- and no log level of it turns that off. S
   is refused without starting the engine at all.
 - ``native_stderr_to_log`` catches what is written to descriptor 2 while the engine opens (the lock
   taken between the look and the open, any other refusal): the engine's lines go to the log at DEBUG
-  (``tracescore -v`` shows them), anything else written meanwhile is passed on to stderr unchanged.
+  (``tracescore -v`` shows them) and to the caller, so that a refusal can say why in the engine's
+  own words (a table whose metadata it cannot read, say); anything else written meanwhile is passed
+  on to stderr unchanged.
+- ``opened_here`` / ``closed_here`` keep which data directory this process's engine has open: the
+  engine takes one at a time, so a second one is refused for that reason, not another process's.
 """
 
 from __future__ import annotations
@@ -29,11 +33,30 @@ _ENGINE_LINE_MARKS = ("Code: ", "DB::Exception", "<Error>", "<Warning>", "<Fatal
 # The data directories this process's engine has opened: it holds their lock itself (for as long as the
 # process lives), so a second store object on one of them (replicas in one process) is not refused.
 _OPENED_HERE: set[str] = set()
+# Store objects with each directory open now (several replicas in one process may share one).
+_OPEN_NOW: dict[str, int] = {}
 
 
 def opened_here(path: str) -> None:
     """Record that this process's engine has the chDB data directory ``path`` open."""
-    _OPENED_HERE.add(os.path.realpath(path))
+    real = os.path.realpath(path)
+    _OPENED_HERE.add(real)
+    _OPEN_NOW[real] = _OPEN_NOW.get(real, 0) + 1
+
+
+def closed_here(path: str) -> None:
+    """Record that a store object of this process closed its client of ``path``."""
+    real = os.path.realpath(path)
+    if _OPEN_NOW.get(real, 0) > 1:
+        _OPEN_NOW[real] -= 1
+    else:
+        _OPEN_NOW.pop(real, None)
+
+
+def open_elsewhere_here(path: str) -> str | None:
+    """Another data directory this process's engine has open now (it takes one at a time), if any."""
+    real = os.path.realpath(path)
+    return next((other for other in _OPEN_NOW if other != real), None)
 
 
 def held_by_another(path: str) -> bool:
@@ -54,16 +77,18 @@ def held_by_another(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def native_stderr_to_log(logger: logging.Logger) -> Iterator[None]:
+def native_stderr_to_log(logger: logging.Logger) -> Iterator[list[str]]:
     """Catch what native code writes to descriptor 2 in the block: the engine's lines to ``logger``
-    at DEBUG, the rest back to stderr."""
+    at DEBUG and, once the block has ended (also by an exception), in the list it yields; the rest
+    back to stderr."""
     with contextlib.suppress(Exception):
         sys.stderr.flush()
     saved = os.dup(2)
+    engine_lines: list[str] = []
     with tempfile.TemporaryFile() as caught:
         os.dup2(caught.fileno(), 2)
         try:
-            yield
+            yield engine_lines
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -73,7 +98,18 @@ def native_stderr_to_log(logger: logging.Logger) -> Iterator[None]:
             for line in text.splitlines():
                 if any(mark in line for mark in _ENGINE_LINE_MARKS):
                     logger.debug("chDB: %s", line.strip())
+                    engine_lines.append(line.strip())
                 elif line.strip():
                     passed.append(line)
             if passed:
                 os.write(2, ("\n".join(passed) + "\n").encode())
+
+
+def engine_reason(lines: list[str], fallback: str) -> str:
+    """The engine's own account of why it did not open: its first exception line naming a cause
+    (``Code: 62. DB::Exception: Empty query (in file …/scores.sql): Cannot parse definition …``),
+    else ``fallback`` (what the client raised)."""
+    for line in lines:
+        if "DB::Exception" in line and "Error initializing EmbeddedServer" not in line:
+            return line
+    return fallback

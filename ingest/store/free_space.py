@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from clickhouse_connect.driver.binding import quote_identifier
 from clickhouse_connect.driver.client import Client
 
 from tracescore.schemas.errors import StoreFull
@@ -43,6 +42,11 @@ RESUME_MARGIN = 0.2  # writes resume at floor x (1 + margin): no flapping at the
 DAMAGED_SHARE = 0.25  # free space under floor x share right after a write: the write may be damaged
 RETRY_AFTER_SECONDS = 5.0
 OLD_PARTS_LIFETIME_SECONDS = 480  # a ClickHouse server's default (chDB's is 0)
+# The embedded store's MergeTree settings (``ingest.store.schema_changes.merged_parts_settings``):
+# chDB deletes the parts a merge replaced at once; they are kept a while, so that a merged part damaged
+# by a full disk is set aside when the engine opens the store again and the parts it came from take
+# its place.
+MERGED_PARTS_SETTINGS = {"old_parts_lifetime": OLD_PARTS_LIFETIME_SECONDS}
 MIB = 2**20
 
 
@@ -234,21 +238,6 @@ def server_space(client: Client) -> DiskSpace | None:
     if not rows or rows[0][1] in (None, 0):
         return None
     return DiskSpace(free=int(rows[0][0]), total=int(rows[0][1]))
-
-
-def keep_merged_parts(client: Client, database: str) -> None:
-    """chDB deletes the parts a merge replaced at once; keep them as long as a ClickHouse server
-    does, so that a merged part damaged by a full disk is set aside when the engine opens the store
-    again and the parts it came from take its place."""
-    tables = client.query(
-        "SELECT name FROM system.tables WHERE database = {db:String} AND engine LIKE '%MergeTree'",
-        parameters={"db": database},
-    ).result_rows
-    for (table,) in tables:
-        client.command(
-            f"ALTER TABLE {quote_identifier(database)}.{quote_identifier(table)} "
-            f"MODIFY SETTING old_parts_lifetime = {OLD_PARTS_LIFETIME_SECONDS}"
-        )
 
 
 def broken_parts(client: Client, database: str) -> set[str]:

@@ -7,7 +7,9 @@ waits for its backoff in ``scoring.runtime.pending_runs`` and is then put back i
 New work is admitted (``wait_for_room``) only while fewer than ``MAX_BUFFERED_ROWS`` score and
 decision rows wait to be written (the store is down) and fewer than ``MAX_PENDING_RETRIES`` runs
 wait for their judge (it is down): past either bound new work waits until there is room again;
-nothing is dropped. Whoever changes either count calls ``update_room``.
+nothing is dropped. Whoever changes either count calls ``update_room``. At shutdown, when the rows
+cannot be written (the store refuses them), ``stop_admitting`` ends the wait: what waited raises
+``ScoringStopped`` and stays undecided in the store, for the next start.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import Generic, TypeVar
 
+from tracescore.schemas.errors import ScoringStopped
 from tracescore.scoring.runtime.pending_runs import PendingRetries
 
 J = TypeVar("J")
@@ -30,6 +33,7 @@ class JobQueue(Generic[J]):
         self._retries: PendingRetries[J] = PendingRetries(self._jobs.put, retry_max_age_seconds)
         self._room = asyncio.Event()  # set while new work may be admitted
         self._room.set()
+        self._stopped_admitting = False
 
     @property
     def queued(self) -> int:
@@ -69,14 +73,28 @@ class JobQueue(Generic[J]):
         waiting."""
         return self._retries.shutdown()
 
+    @property
+    def has_room(self) -> bool:
+        return self._room.is_set()
+
     async def wait_for_room(self) -> None:
-        """Wait until new work may be admitted (see the module docstring)."""
+        """Wait until new work may be admitted (see the module docstring); raises ``ScoringStopped``
+        once no more is (``stop_admitting``)."""
         await self._room.wait()
+        if self._stopped_admitting:
+            raise ScoringStopped("scoring stopped at shutdown with rows it could not write")
+
+    def stop_admitting(self) -> None:
+        """Admit no more work: what waits for room, and what comes, raises ``ScoringStopped``."""
+        self._stopped_admitting = True
+        self._room.set()
 
     def update_room(self, rows_buffered: int) -> None:
         """Admit new work, or make it wait, by the rows now buffered and the runs waiting for their
         judge."""
-        if rows_buffered < MAX_BUFFERED_ROWS and len(self._retries) < MAX_PENDING_RETRIES:
+        if self._stopped_admitting or (
+            rows_buffered < MAX_BUFFERED_ROWS and len(self._retries) < MAX_PENDING_RETRIES
+        ):
             self._room.set()
         else:
             self._room.clear()

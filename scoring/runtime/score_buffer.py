@@ -130,6 +130,14 @@ class ScoreBuffer:
         """The last flush, at shutdown: a failure is logged, not raised."""
         try:
             await self.flush()
+        except Overloaded as exc:  # the store's disk is under its floor: it says why
+            self._logger.warning(
+                "the final write of %d score rows and %d decisions waits no longer (%s): their traces "
+                "are scored again on the next start",
+                len(self._records),
+                len(self._decisions),
+                exc,
+            )
         except Exception:
             # Their rounds are not marked done: the watermark stays below them, the next start
             # scores those traces again.

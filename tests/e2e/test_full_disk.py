@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.support.load import Load
+from tests.support.load import PROTOBUF, Load
 from tests.support.otlp import many_trace_requests
 from tests.support.serve import ENV, decision_outcome, start_serve, stop, wait_healthy
 from tests.support.tmpfs import Tmpfs
@@ -115,6 +115,65 @@ def test_a_full_disk_refuses_with_503_resumes_by_itself_and_loses_no_acknowledge
     assert state["doubled"] == []
     text = log.read_text()
     assert "for good" not in text and "dropped" not in text  # no row was given up on
+
+
+def test_a_stop_and_a_start_on_a_disk_at_its_floor_come_through_and_lose_nothing(tmp_path: Path) -> None:
+    """With the disk full, a stop completes (score rows it cannot write are left for the next start),
+    and a start comes up: it writes no metadata, serves /healthz, refuses spans with 503 and
+    Retry-After, and stops again. Once space is back, every acknowledged trace is decided, once."""
+    requests = many_trace_requests(4_000, PER_REQUEST, "floor-restart")
+    env = {**ENV, "TRACESCORE_STORE_MIN_FREE_BYTES": FLOOR}
+    log = tmp_path / "serve.log"
+    with Tmpfs(tmp_path / "disk", DISK) as disk:
+        store = disk.mountpoint / "store"
+        proc, port = start_serve(store, env=env, stderr_file=log, prefix=disk.inside())
+        load = Load(wait_healthy(proc, port), requests)
+
+        async def fill_under_load() -> None:
+            sending = asyncio.create_task(load.run())
+            await until(lambda: len(load.acknowledged) >= 1_000, 120, "1,000 acknowledged traces")
+            await asyncio.to_thread(disk.fill)
+            await until(lambda: readyz(load.base)[0] == 503, 5, "/readyz to say the disk is full")
+            load.running = False
+            await sending
+
+        try:
+            asyncio.run(fill_under_load())
+            started = time.monotonic()
+            assert stop(proc) == 0  # a stop on a full disk completes
+            stopping_s = time.monotonic() - started
+        finally:
+            stop(proc)
+        assert stopping_s < 30, stopping_s
+        proc, port = start_serve(store, env=env, stderr_file=log, prefix=disk.inside())
+        try:
+            base = wait_healthy(proc, port)  # a start on a full disk comes up
+            status, body = readyz(base)
+            assert status == 503 and body["store"]["status"] == "refusing", body  # type: ignore[index]
+            _, more = many_trace_requests(10, PER_REQUEST, "floor-restart")
+            refused = urllib.request.Request(f"{base}/v1/traces", data=more[0], headers=PROTOBUF)
+            try:
+                urllib.request.urlopen(refused, timeout=30).close()
+                raise AssertionError("a span was taken on a full disk")
+            except urllib.error.HTTPError as exc:
+                with exc:
+                    assert exc.code == 503 and exc.headers["Retry-After"], exc.code
+            time.sleep(3)  # recovery adopts what is undecided; its rows cannot be written
+        finally:
+            assert stop(proc) == 0
+        disk.free()
+        proc, port = start_serve(store, env=env, stderr_file=log, prefix=disk.inside())
+        try:
+            wait_healthy(proc, port)
+            time.sleep(4)  # the idle window and recovery
+        finally:
+            assert stop(proc) == 0
+        code = f"from tests.e2e.test_full_disk import store_state; print(store_state({str(store)!r}))"
+        state = json.loads(disk.python(code, ENV))
+    acknowledged = set(load.acknowledged)
+    assert acknowledged - set(state["otel_traces"]) == set()
+    assert {trace for trace in acknowledged if state["decisions"].get(trace) != RULES} == set()
+    assert state["doubled"] == []
 
 
 def store_state(store: str) -> str:

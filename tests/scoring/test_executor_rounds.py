@@ -188,6 +188,34 @@ async def test_new_work_waits_while_the_store_is_down_instead_of_dropping_rows()
         await executor.shutdown()
 
 
+async def test_a_shutdown_while_work_waits_for_a_store_that_refuses_ends_and_leaves_that_work_undecided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Waiting for room that only a write can make, with a store that refuses every write (its disk
+    under its floor), never ends: shutdown takes no more work instead, and the run that waited is
+    neither scored nor marked done -- it stays undecided in the store for the next start."""
+    from tracescore.schemas.errors import ScoringStopped, StoreFull
+    from tracescore.scoring.runtime import job_queue
+
+    monkeypatch.setattr(job_queue, "MAX_BUFFERED_ROWS", 4)
+    sink = RecordingSink(fail_first=10_000, error=StoreFull("the store's disk is under its floor"))
+    executor = ScoringExecutor(ScoringConfig(rules=RULES), sink, ScoringMetrics(), flush_interval=0.05)
+    await executor.start()
+    runs = [agent_run("ab", "ba", trace_id=f"{i:032x}", span_id=f"{i:016x}") for i in range(4)]
+    rounds = [round_of().model_copy(update={"trace_id": run.trace_id}) for run in runs]
+    for run, trace_round in zip(runs[:3], rounds, strict=False):
+        await executor.consume_runs([run], trace_round)  # 6 rows buffered: over the bound
+    await asyncio.wait_for(executor._jobs.join(), 5)
+    blocked = asyncio.create_task(executor.consume_runs(runs[3:], rounds[3]))
+    await asyncio.sleep(0.3)
+    assert not blocked.done() and executor.write_error is not None  # waits for the store
+    await asyncio.wait_for(executor.shutdown(), 10)
+    with pytest.raises(ScoringStopped):
+        await blocked
+    assert sink.writes == [] and sink.done == []  # nothing written, no round marked done
+    assert executor.oldest_open() == 100  # its round holds the watermark back
+
+
 async def test_rows_refused_for_good_keep_their_round_open_so_the_next_start_scores_it_again() -> None:
     from tracescore.schemas.errors import StoreError
 
