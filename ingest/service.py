@@ -65,6 +65,12 @@ AGREEMENT_KEY = "agreement"  # and the periodic agreement pass
 # and the scoring pipeline with it: measured 110 to 300 MiB under a flood or a 20 MB request, given
 # back within seconds once it stops. Set aside from the start (ingest.receivers.memory_admission).
 STORE_WORKING_BYTES = 256 * 2**20
+# What opening the store and starting the pipeline add to the rest size (measured before the store
+# opens): about 84 MiB on a new embedded store (52 the engine, 28 the pipeline, 4 the first reads); a
+# store holding 230 MB in 600 parts opens 35 MiB larger. Set aside rather than measured, so that every
+# start measures the same whatever the store holds: what a store or recovery holds beyond it is
+# counted by admission as it is resident, and never refuses a start.
+STORE_OPEN_BYTES = 88 * 2**20
 # What memory_limit leaves beside the rest size, the store's working memory and one request of
 # receiver.max_request_bytes ("room") is shared: a quarter for the spans the assembler holds, a quarter
 # for the traces it tracks, half for more requests in flight.
@@ -79,7 +85,7 @@ MAX_GRPC_STREAMS = 100
 
 
 class MemoryLimitTooLow(TracescoreError, ValueError):
-    """memory_limit cannot hold what the service needs at rest, the store's working memory and one
+    """memory_limit cannot hold what the service needs before its store opens, the store's memory and one
     request (a configuration error: ``serve`` exits 2 with this message)."""
 
 
@@ -192,6 +198,9 @@ class Service:
         self._stopped = False
 
     async def start(self) -> None:
+        # The rest size before the store opens, the same at every start: a limit too low is refused
+        # before the store is touched, and one accepted once is accepted after any crash.
+        self._check_memory_limit(self.memory.measure_rest(STORE_OPEN_BYTES + STORE_WORKING_BYTES))
         await self.store.start()
         try:
             await self.executor.start()
@@ -199,7 +208,8 @@ class Service:
             await self.span_sink.start()
             await self.membership.start()  # the live replicas decide which traces are this one's
             await self.recovery.start()  # what the store holds undecided is adopted before new spans
-            self._fit_memory(await self.memory.settle(STORE_WORKING_BYTES))  # before the first request
+            # Before the first request; what recovery adopted is admitted work, not rest.
+            self._fit_memory(await self.memory.settle())
             await self.grpc.start()
             await self.http.start()
             if self.kafka is not None:
@@ -232,20 +242,27 @@ class Service:
             ),
         )
 
-    def _fit_memory(self, rest: Rest) -> None:
-        """Refuse a memory_limit that cannot hold the rest size, the store's working memory and one
-        request of receiver.max_request_bytes; size the bounds that come out of what is left."""
+    def _check_memory_limit(self, rest: Rest) -> None:
+        """Refuse a memory_limit that cannot hold the rest size, what is set aside beside it and one
+        request of receiver.max_request_bytes."""
         limit, largest = int(self.config.memory_limit), self.config.receiver.max_request_bytes
         request = request_cost("otlp_proto", largest)
         needed = rest.floor + request
         if needed > limit * ADMIT_SHARE:
             raise MemoryLimitTooLow(
-                f"memory_limit {mib(limit)} is too low: tracescore holds {mib(rest.resident)} at rest, its "
-                f"store needs about {mib(rest.working)} more while it stores spans, and one request of "
-                f"receiver.max_request_bytes ({mib(largest)}) up to {mib(request)}: set memory_limit to at "
-                f"least {mib(needed / ADMIT_SHARE + 2**20)}, or lower receiver.max_request_bytes"
+                f"memory_limit {mib(limit)} is too low: tracescore holds {mib(rest.resident)} before its "
+                f"store opens, the store open and storing spans needs about {mib(rest.working)} more, and "
+                f"one request of receiver.max_request_bytes ({mib(largest)}) up to {mib(request)}: set "
+                f"memory_limit to at least {mib(needed / ADMIT_SHARE + 2**20)}, or lower "
+                "receiver.max_request_bytes"
             )
-        room = int(limit * ADMIT_SHARE) - needed  # for the assembler and requests beyond the first
+
+    def _fit_memory(self, rest: Rest) -> None:
+        """Size the bounds that come out of what the limit leaves beside the rest size, what is set
+        aside and one request."""
+        limit, largest = int(self.config.memory_limit), self.config.receiver.max_request_bytes
+        request = request_cost("otlp_proto", largest)
+        room = int(limit * ADMIT_SHARE) - rest.floor - request  # for the assembler and more requests
         assembly = self.config.assembly
         if "max_held_bytes" not in assembly.model_fields_set:
             held = room // HELD_SHARE_OF_ROOM // HELD_PYTHON_FACTOR
@@ -260,9 +277,11 @@ class Service:
         if self.kafka is not None:
             self.kafka.fit_fetches(room + request)
         log.info(
-            "memory: %s at rest (and %s mapped from library files, not counted) of memory_limit %s; "
-            "held spans up to %s as stored, %d traces tracked; requests are admitted as their cost fits",
+            "memory: %s before the store opened, %s once started (and %s mapped from library files, not "
+            "counted) of memory_limit %s; held spans up to %s as stored, %d traces tracked; requests are "
+            "admitted as their cost fits",
             mib(rest.resident),
+            mib(rest.started),
             mib(resident_parts().get("file_backed_bytes", 0)),
             mib(limit),
             mib(assembly.max_held_bytes),
@@ -361,7 +380,8 @@ class Service:
             "memory": {
                 "resident_bytes": self.memory.resident,  # what memory_limit bounds (anonymous)
                 "limit_bytes": self.memory.limit,
-                "rest_bytes": self.memory.rest.resident if self.memory.rest else None,
+                "rest_bytes": self.memory.rest.resident if self.memory.rest else None,  # before the store
+                "started_bytes": self.memory.rest.started if self.memory.rest else None,
                 "reserved_bytes": self.memory.reserved,  # by the requests in flight
                 "admittable_bytes": self.memory.admittable,  # the largest request cost it can take
                 "file_backed_bytes": resident_parts().get("file_backed_bytes"),  # library code, not counted

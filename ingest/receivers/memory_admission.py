@@ -34,10 +34,15 @@ buffers), and they are in the resident size the next admission sees. As a last l
 ``HIGH`` x the limit every request is refused until the process is back under ``LOW`` (or nothing is in
 flight: then refusing cannot help, and it says so in one warning).
 
-The rest size -- resident once the service has started, before any request -- is measured by
-``settle`` and reported; the service refuses to start when ``memory_limit`` cannot hold it, the
-store's working memory and one request of ``receiver.max_request_bytes`` (``ingest.service``).
-See docs/operations/memory.md for the numbers measured.
+The rest size is measured the same way at every start, so that a limit accepted once is accepted
+again after any crash: ``measure_rest`` reads the process before its store opens (the interpreter and
+tracescore's code, nothing that depends on what the store holds), and the store opened, its working
+memory and the pipeline's are set aside beside it (``Rest.working``). What the store and recovery
+then hold -- a store of many parts opens larger, recovery adopts the traces a crash left undecided --
+is work the admission above counts as it is resident, not a reason to refuse the start. ``settle``
+records the size once started (reported beside the rest size). The service refuses to start when
+``memory_limit`` cannot hold the rest size, what is set aside and one request of
+``receiver.max_request_bytes`` (``ingest.service``). See docs/operations/memory.md for the numbers.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.schemas.errors import Overloaded, TracescoreError
@@ -131,10 +136,12 @@ class RequestTooLarge(TracescoreError):
 
 @dataclass(frozen=True)
 class Rest:
-    """What the service holds once started, before any request."""
+    """What the service needs before any request: what it holds before its store opens, and what is
+    set aside beside it."""
 
-    resident: int  # bytes
-    working: int  # bytes the store and pipeline need beside it under load (not requests)
+    resident: int  # bytes, measured before the store opened
+    working: int  # bytes set aside: the store opened and storing spans, the pipeline (not requests)
+    started: int = 0  # bytes resident once started (the store open, recovery's traces adopted)
 
     @property
     def floor(self) -> int:
@@ -203,6 +210,7 @@ class MemoryGuard:
         self._refusing = False
         self._relieved_at = -RELIEVE_EVERY_SECONDS
         self._warned_idle = False
+        self._base: int | None = None  # resident before the store opened (measure_base)
         self.rest: Rest | None = None
         metrics.memory_limit.set(limit)
         metrics.resident_bytes.set_function(lambda: self.resident)
@@ -229,18 +237,29 @@ class MemoryGuard:
         floor = self.rest.floor if self.rest is not None else 0
         return max(0, int(self.limit * ADMIT_SHARE) - floor)
 
-    async def settle(self, working: int) -> Rest:
-        """Measure the rest size: the service has started and holds nothing for a request yet.
-        ``working`` is what the store and pipeline need beside it under load."""
+    def measure_rest(self, working: int) -> Rest:
+        """Measure the rest size -- what the process holds before its store opens, the same at every
+        start whatever the store holds -- with ``working`` set aside beside it."""
+        self.rest = Rest(self._measure(), working)
+        self._metrics.memory_rest.set(self.rest.resident)
+        return self.rest
+
+    async def settle(self) -> Rest:
+        """The service has started and holds nothing for a request yet: record what is resident now
+        (the store open, recovery's traces adopted) beside the rest size (``measure_rest``)."""
+        if self.rest is None:
+            raise RuntimeError("MemoryGuard.settle before measure_rest")
         self._loop = asyncio.get_running_loop()
+        self.rest = replace(self.rest, started=self._measure())
+        return self.rest
+
+    def _measure(self) -> int:
         gc.collect()
         self._trim()
         with self._lock:
             self._sampled_at = -1.0
             self._sample()
-            self.rest = Rest(self._resident, working)
-        self._metrics.memory_rest.set(self.rest.resident)
-        return self.rest
+            return self._resident
 
     def admit(self) -> None:
         """Raise Overloaded while the process is over its high mark and refusing can help (for work
@@ -281,8 +300,9 @@ class MemoryGuard:
             raise RequestTooLarge(
                 f"{reservation.what} needs {mib(size)} of memory to be stored, more than the "
                 f"{mib(admittable)} that memory_limit {mib(self.limit)} leaves beside what tracescore "
-                f"needs at rest ({mib(self.rest.floor if self.rest else 0)}): raise memory_limit, or send "
-                "smaller batches (the OpenTelemetry Collector's batch processor: send_batch_max_size)"
+                f"needs without requests ({mib(self.rest.floor if self.rest else 0)}): raise "
+                "memory_limit, or send smaller batches (the OpenTelemetry Collector's batch processor: "
+                "send_batch_max_size)"
             )
         self._sample()
         # Refusing helps only while something in flight will finish and free memory.

@@ -50,7 +50,8 @@ class Process:
 
     async def settled(self, metrics: Metrics | None = None) -> MemoryGuard:
         guard = self.guard(metrics)
-        await guard.settle(WORKING)
+        guard.measure_rest(WORKING)
+        await guard.settle()
         return guard
 
     def at(self, size: int, seconds: float = 1.0) -> None:

@@ -40,7 +40,8 @@ PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 async def settled_guard(metrics: Metrics, resident: int = REST) -> MemoryGuard:
     guard = MemoryGuard(LIMIT, metrics, busy=lambda: False, relieve=lambda: None, read=lambda: resident)
-    await guard.settle(0)
+    guard.measure_rest(0)
+    await guard.settle()
     return guard
 
 
