@@ -17,7 +17,17 @@ from rich.console import Console
 from bench import performance_page
 from bench.report import Metric, machine, print_report, write_report
 
-PARTS = ("micro", "judge", "e2e", "recovery", "held_traces", "kafka_path", "watch", "store_path")
+PARTS = (
+    "micro",
+    "judge",
+    "e2e",
+    "recovery",
+    "held_traces",
+    "kafka_path",
+    "watch",
+    "store_path",
+    "store_disk",
+)
 PEER_PARTS = ("peers",)
 
 

@@ -41,6 +41,12 @@ MEASURED = {
     "kafka_path": "spans/s consumed from the broker and stored, 256-span messages, 4 partitions",
     "kafka_scored": "runs scored/s against traces stored/s on that path",
     "store_floor": "the Kafka path's spans per CPU-second (decode, store, assemble, score)",
+    "store_parts_60": "part directories the embedded store writes per second, 60 one-trace requests/s",
+    "store_kept_60": "most bytes of merged-away parts on its disk meanwhile",
+    "store_per_hour_60": "what its disk needs per hour of that load: live data's growth and the parts kept",
+    "store_parts_600": "the same at 600 traces/s, 10 traces per request",
+    "store_kept_600": "most bytes of merged-away parts meanwhile",
+    "store_per_hour_600": "what the disk needs per hour of that load",
     "peer_phoenix": "16 clients × 1 trace per request, 1,000 traces: seconds to all scored / queryable",
     "peer_phoenix_batched": "4 clients × 100 traces per request, 10,000 traces: traces scored / queryable/s",
 }

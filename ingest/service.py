@@ -341,14 +341,17 @@ class Service:
 
     def ready(self) -> bool:
         """Spans can be taken and scored now: started, the store taking spans and score rows, Kafka
-        holding partitions."""
+        holding partitions. Score rows that waited only for the disk are written at their next try,
+        a moment after it takes writes again: ready from the poll that sees space back."""
         kafka_ok = self.kafka is None or self.kafka.state == "assigned"
+        refusing = self.store.free_space.refusing
+        rows_ok = self.executor.write_error is None or (self.executor.write_waits_for_store and not refusing)
         return (
             self._started_at is not None
             and not self._stopped
             and self.store.last_error is None
-            and not self.store.free_space.refusing
-            and self.executor.write_error is None
+            and not refusing
+            and rows_ok
             and kafka_ok
         )
 

@@ -50,7 +50,7 @@ from tracescore.ingest.store.free_space import (
 from tracescore.ingest.store.retriable import store_error
 from tracescore.ingest.store.schema_changes import apply_schema
 from tracescore.schemas.config import ServiceConfig
-from tracescore.schemas.errors import StoreError, StoreInUse
+from tracescore.schemas.errors import StoreError, StoreFull, StoreInUse
 from tracescore.schemas.secrets import register_secret, scrub
 from tracescore.schemas.store_config import DEFAULT_STORE_MIN_FREE_BYTES
 from tracescore.schemas.store_database import check_database, dsn_database, resolve_database
@@ -264,6 +264,8 @@ class Store:
             raise StoreError(f"store {self.description} is not started")
         try:
             result = await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        except StoreFull:
+            raise  # the floor refused it before the engine saw it: health says so through the disk
         except StoreError as exc:
             self._failed(exc)
             raise
@@ -313,6 +315,7 @@ class Store:
                 await self._on_worker(lambda: set_merges(client, running=not refusing), what="toggle merges")
                 self._merges_stopped = refusing
             if self.free_space.take_ran_out():
+                # At once, full disk or not: the parts a damaged merge came from are kept only a while.
                 set_aside = await self._on_worker(self._reopen, what="open the store again")
                 found = (
                     f"set aside {len(set_aside)} damaged part(s) ({', '.join(set_aside)}) and took back "
@@ -359,6 +362,8 @@ class Store:
         self._close(old)
         client = self._open_client()
         client.database = self._database
+        if self._merges_stopped:  # a new engine merges again: not on a disk under its floor
+            set_merges(client, running=False)
         self._client = client
         return sorted(broken_parts(client, self._database) - before)
 

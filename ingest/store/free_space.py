@@ -41,12 +41,22 @@ SERVER_POLL_SECONDS = 5.0
 RESUME_MARGIN = 0.2  # writes resume at floor x (1 + margin): no flapping at the boundary
 DAMAGED_SHARE = 0.25  # free space under floor x share right after a write: the write may be damaged
 RETRY_AFTER_SECONDS = 5.0
-OLD_PARTS_LIFETIME_SECONDS = 480  # a ClickHouse server's default (chDB's is 0)
-# The embedded store's MergeTree settings (``ingest.store.schema_changes.merged_parts_settings``):
-# chDB deletes the parts a merge replaced at once; they are kept a while, so that a merged part damaged
-# by a full disk is set aside when the engine opens the store again and the parts it came from take
-# its place.
-MERGED_PARTS_SETTINGS = {"old_parts_lifetime": OLD_PARTS_LIFETIME_SECONDS}
+# The embedded store's MergeTree settings (``ingest.store.schema_changes.merged_parts_settings``). chDB
+# deletes the parts a merge replaced at once; they are kept a while, so that a merged part damaged by
+# a full disk is set aside when the engine opens the store again (within a poll of the disk running
+# out, see ``take_ran_out``) and the parts it came from take its place. Not a ClickHouse server's 480 s:
+# every part an insert makes is merged away in time, and kept 480 s they took 3.5 GB of disk at 60
+# traces a second (34,000 part directories) for a few MB of live data. The engine's cleanup deletes
+# them; by default it runs only every 30 s to 300 s, and later still while a table has fewer than 300
+# of them to delete (measured: parts merged away 3 minutes before still there), so here it runs every
+# few seconds.
+OLD_PARTS_LIFETIME_SECONDS = 10
+MERGED_PARTS_SETTINGS = {
+    "old_parts_lifetime": OLD_PARTS_LIFETIME_SECONDS,
+    "cleanup_delay_period": 2,
+    "max_cleanup_delay_period": 5,
+    "cleanup_delay_period_random_add": 1,
+}
 MIB = 2**20
 
 
@@ -183,8 +193,10 @@ class FreeSpaceGuard:
         raise StoreFull(self.reason(what), retry_after_s=RETRY_AFTER_SECONDS)
 
     def take_ran_out(self) -> bool:
-        """Whether the disk ran (almost) out since the last call, once writes are taken again."""
-        if self._refusing or not self._ran_out:
+        """Whether the disk ran (almost) out since the last call. The store opens its engine again at
+        once, full disk or not: opening only renames (the damaged parts aside, the parts they were
+        merged from back), and those are kept only ``OLD_PARTS_LIFETIME_SECONDS``."""
+        if not self._ran_out:
             return False
         self._ran_out = False
         return True

@@ -45,6 +45,8 @@ _ALTER = re.compile(r"^ALTER TABLE \S+?\.(?P<name>`(?:[^`]|``)+`|\w+)\s+")
 _ADD_COLUMN = re.compile(r"^ADD COLUMN IF NOT EXISTS\s+", re.IGNORECASE)
 _MODIFY_QUERY = re.compile(r"^MODIFY QUERY\s+", re.IGNORECASE)
 _SETTINGS = re.compile(r"\bSETTINGS\s+(?P<settings>.*)$", re.DOTALL)
+_SETTINGS_LINE = re.compile(r"^SETTINGS .*$", re.MULTILINE)
+_MERGE_TREE_ENGINE = re.compile(r"^\) ENGINE = \w*MergeTree\b", re.MULTILINE)
 _SETTING = re.compile(r"(?P<name>\w+)\s*=\s*(?P<value>'(?:[^'\\]|\\.)*'|[^,\s]+)")
 
 
@@ -54,6 +56,8 @@ def apply_schema(client: Client, database: str, free_space: FreeSpaceGuard, *, e
     ``StoreFull`` says so (a change cut short by a full disk can leave a table unreadable)."""
     state = read_state(client, database)
     statements = [f"CREATE DATABASE IF NOT EXISTS {quote_identifier(database)}", *load_ddl(database)]
+    if embedded:  # tables made now are born with the embedded store's settings
+        statements = [with_table_settings(statement, MERGED_PARTS_SETTINGS) for statement in statements]
     changes = needed_statements(state, statements, engine_formatter(client))
     # The embedded store's own table settings (a server keeps its own defaults).
     settings = merged_parts_settings(state, database, MERGED_PARTS_SETTINGS) if embedded else []
@@ -67,6 +71,17 @@ def apply_schema(client: Client, database: str, free_space: FreeSpaceGuard, *, e
     for statement in settings:
         client.command(statement)
     log.info("store schema: %d change(s) made in database %s", len(changes) + len(settings), database)
+
+
+def with_table_settings(statement: str, settings: Mapping[str, int]) -> str:
+    """A ``CREATE TABLE`` of a MergeTree table with ``settings`` added to its ``SETTINGS`` (any other
+    statement as it is)."""
+    if not statement.startswith("CREATE TABLE ") or not _MERGE_TREE_ENGINE.search(statement):
+        return statement
+    assignments = ", ".join(f"{name} = {value}" for name, value in settings.items())
+    if clause := _SETTINGS_LINE.search(statement):
+        return f"{statement[: clause.end()]}, {assignments}{statement[clause.end() :]}"
+    return f"{statement}\nSETTINGS {assignments}"
 
 
 def _require_space(client: Client, free_space: FreeSpaceGuard, changes: int, *, embedded: bool) -> None:

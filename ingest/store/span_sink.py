@@ -7,7 +7,16 @@ advice) however many clients send. The clients the last commit acknowledged are 
 again: until their batches join those that arrived while it ran, the next commit waits a moment
 for them (``MAX_GATHER_SECONDS``, at most a quarter of the last commit's time), as PostgreSQL's
 ``commit_delay`` does. Otherwise clients that send back to back split into groups that take
-turns, each commit carrying only part of them. A batch is acknowledged -- its ``consume_spans``
+turns, each commit carrying only part of them.
+
+Each commit writes one part in every table it fills (``span_ledger``, ``otel_traces`` and the view
+beside it), and each part is a directory of a dozen files that the engine merges away and keeps a
+while after (``ingest.store.free_space.MERGED_PARTS_SETTINGS``). One commit per request -- 60 of
+them a second from clients sending one trace each -- grew the embedded store by 5 MB a second with
+dead parts. So a small commit starts no sooner than ``COMMIT_INTERVAL_SECONDS`` after the last one
+began (the OpenTelemetry Collector's batch processor and ClickHouse's asynchronous inserts wait
+200 ms the same way); one of at least ``FULL_COMMIT_ITEMS`` items or ``FULL_COMMIT_BYTES`` (a slice of
+a large request, a Kafka poll) starts at once. A batch is acknowledged -- its ``consume_spans``
 returns -- only once the insert that holds it has committed, and it carries the commit's time
 (``arrived_unix_nano``, the ledger's ``Arrived``). When too many items wait for a commit, new batches
 are refused with ``Overloaded`` (the client slows down) instead of growing memory.
@@ -39,6 +48,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_COMMIT_ITEMS = 50_000  # items per commit (a larger batch is committed on its own)
 DEFAULT_MAX_PENDING_ITEMS = 200_000  # items waiting for a commit before new batches are refused
 MAX_GATHER_SECONDS = 0.005  # the longest a commit waits for the clients the last one acknowledged
+COMMIT_INTERVAL_SECONDS = 0.1  # a small commit starts no sooner after the last one began
+FULL_COMMIT_ITEMS = 1_000  # a commit this large starts at once
+FULL_COMMIT_BYTES = 256 * 1024  # as its items came in
 
 
 class Router(Protocol):
@@ -150,6 +162,10 @@ class _Waiting:
     def items(self) -> int:
         return len(self.batch.spans) + len(self.batch.logs)
 
+    @property
+    def bytes(self) -> int:
+        return sum(self.batch.item_bytes)
+
 
 class SpanSink:
     """Stores each batch (group commit) before handing it on: a span is durable once accepted."""
@@ -174,10 +190,12 @@ class SpanSink:
         self._clock_ns = clock_ns
         self._waiting: list[_Waiting] = []
         self._uncommitted_items = 0  # waiting for a commit, or in the one under way
+        self._waiting_bytes = 0  # of the waiting batches, as they came in
         self._wake = asyncio.Event()
         self._arrived = asyncio.Event()  # a batch joined the waiting ones
         self._expected = 0  # batches the next commit waits for: the last one's and those that came meanwhile
         self._last_commit_seconds = 0.0
+        self._last_commit_started = -float("inf")  # event loop time
         self._flusher: asyncio.Task[None] | None = None
         self._stopping = False
         # Arrived of committed batches not yet handed on, with how many: the watermark stays below them.
@@ -218,6 +236,7 @@ class SpanSink:
             raise Overloaded(f"{waiting_items} spans and log records wait to be stored; send again later")
         self._waiting.append(waiting)
         self._uncommitted_items += waiting.items
+        self._waiting_bytes += waiting.bytes
         self._wake.set()
         self._arrived.set()
         arrived = await waiting.committed
@@ -238,24 +257,33 @@ class SpanSink:
                 return
 
     async def _gather(self) -> None:
-        """Wait a moment for the batches of the clients the last commit acknowledged, to join those
-        that arrived while it ran."""
-        if self._gathered():
-            return
+        """Wait for more batches to join the commit: a small one until ``COMMIT_INTERVAL_SECONDS``
+        after the last commit began, and a moment more for the clients the last commit acknowledged
+        (those that arrived while it ran are here already); a full one not at all."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + min(MAX_GATHER_SECONDS, self._last_commit_seconds / 4)
-        while not self._gathered():
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+        not_before = self._last_commit_started + COMMIT_INTERVAL_SECONDS
+        gathered_by = max(not_before, loop.time() + min(MAX_GATHER_SECONDS, self._last_commit_seconds / 4))
+        while not self._full():
+            now = loop.time()
+            if now >= not_before and (self._gathered() or now >= gathered_by):
                 return
             self._arrived.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), remaining)
+                await asyncio.wait_for(
+                    self._arrived.wait(), (not_before if now < not_before else gathered_by) - now
+                )
+
+    def _full(self) -> bool:
+        """The waiting batches make a commit that starts at once."""
+        return (
+            self._stopping
+            or self._uncommitted_items >= min(FULL_COMMIT_ITEMS, self._max_commit_items)
+            or self._waiting_bytes >= FULL_COMMIT_BYTES
+        )
 
     def _gathered(self) -> bool:
         # Nothing is in flight while the flusher gathers: the uncommitted items are the waiting ones.
-        full = self._uncommitted_items >= self._max_commit_items
-        return full or self._stopping or len(self._waiting) >= self._expected
+        return len(self._waiting) >= self._expected
 
     def _take_window(self) -> list[_Waiting]:
         """The oldest waiting batches, up to the item bound (at least one)."""
@@ -265,11 +293,13 @@ class SpanSink:
             waiting = self._waiting.pop(0)
             window.append(waiting)
             items += waiting.items
+            self._waiting_bytes -= waiting.bytes
         return window
 
     async def _commit(self, window: list[_Waiting]) -> None:
         items = sum(waiting.items for waiting in window)  # before the insert cuts batches down by owner
         started = time.monotonic()
+        self._last_commit_started = asyncio.get_running_loop().time()
         try:
             await self._insert(window)
         finally:

@@ -60,7 +60,7 @@ from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_FLUSH_INTERVAL_SECONDS = 0.2
+DEFAULT_FLUSH_INTERVAL_SECONDS = 0.5
 STUCK_CHECK_SECONDS = 0.5  # how often shutdown looks whether it waits for rows that cannot be written
 
 
@@ -154,6 +154,12 @@ class ScoringExecutor:
     def write_error(self) -> str | None:
         """The last failure to write score and decision rows; None once a write succeeds again."""
         return self._buffer.write_error
+
+    @property
+    def write_waits_for_store(self) -> bool:
+        """The last write failed only because the store refused writes for now (its disk under its
+        floor): the rows are kept and tried again every moment."""
+        return self._buffer.write_waits_for_store
 
     def oldest_open(self) -> int | None:
         """The ``since`` (ns) of the oldest round whose decisions are not yet marked done."""

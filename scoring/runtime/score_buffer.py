@@ -31,6 +31,10 @@ from tracescore.scoring.runtime.round_tracker import RoundState, RoundTracker
 from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 
 MAX_RETRY_DELAY_SECONDS = 5.0
+# A store refusing writes because its disk is under its floor says so before it does any work (a look
+# at the disk): its rows are tried again this often, so they are written -- and the service is ready --
+# within a moment of space coming back rather than after a backoff of seconds.
+DISK_RETRY_SECONDS = 0.25
 
 
 @dataclass(slots=True)
@@ -69,6 +73,8 @@ class ScoreBuffer:
         self._buffered = asyncio.Event()  # rows or finished rounds wait to be written
         # The last failure to write score and decision rows; None once a write succeeds again.
         self.write_error: str | None = None
+        # The last failure was a store refusing for now (its disk under its floor): nothing else is wrong.
+        self.write_waits_for_store = False
 
     @property
     def rows_buffered(self) -> int:
@@ -113,6 +119,7 @@ class ScoreBuffer:
                 raise
             except Exception as exc:
                 self.write_error = f"{type(exc).__name__}: {exc}"
+                self.write_waits_for_store = isinstance(exc, Overloaded)
                 if not is_retriable(exc):
                     written = batch.rows_written  # only the marks were refused: no row is set aside
                     self._set_aside(
@@ -168,13 +175,21 @@ class ScoreBuffer:
             try:
                 await self.flush()
             except Exception as exc:
-                delay = write_retry.delay(failed_writes)
-                failed_writes += 1
                 if isinstance(exc, Overloaded):  # the store's disk is under its floor: it says why
-                    self._logger.warning("writing scores waits: %s; retrying in %.1f s", exc, delay)
+                    delay = min(interval, DISK_RETRY_SECONDS)
+                    if not failed_writes:
+                        self._logger.warning(
+                            "writing scores waits: %s; trying again every %.2f s", exc, delay
+                        )
                 else:
+                    delay = write_retry.delay(failed_writes)
                     self._logger.exception("writing scores failed; retrying in %.1f s", delay)
+                failed_writes += 1
             else:
+                if failed_writes:
+                    self._logger.info(
+                        "score and decision rows are written again (%d attempts waited)", failed_writes
+                    )
                 delay, failed_writes = interval, 0
 
     async def _write(self, batch: _Write) -> None:
@@ -188,6 +203,7 @@ class ScoreBuffer:
     def _written(self, batch: _Write) -> None:
         self._rounds.close(batch.finished)
         self.write_error = None
+        self.write_waits_for_store = False
         self._metrics.scores_written.inc(len(batch.records))
         self._on_change()
 

@@ -25,7 +25,7 @@ import aiohttp
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.support.otlp import agent_trace_requests
+from tests.support.otlp import agent_trace_requests, many_trace_requests
 from tests.support.serve import kernel_peak, peak_allocated, start_serve, tracescore, wait_healthy
 from tracescore.ingest.store.clickhouse import Store
 
@@ -210,18 +210,19 @@ def test_a_limit_accepted_once_is_accepted_after_any_crash_and_a_limit_too_low_s
     assert not store.exists()  # refused before the store was opened, or made
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     env["TRACESCORE_MEMORY_LIMIT"] = f"{smallest + 8}MiB"
-    env["TRACESCORE_IDLE_SECONDS"] = "30"  # what is sent stays undecided until the kill
-    requests = agent_trace_requests(400, "crash-limit")
+    # What is sent stays undecided until the kill.
+    env["TRACESCORE_IDLE_SECONDS"] = env["TRACESCORE_MAX_WAIT_SECONDS"] = "3600"
+    ids, bodies = many_trace_requests(400, 20, "crash-limit")
     sent = 0
     for kill in range(2):
         proc, port = start_serve(store, env=env, stderr_file=tmp_path / "serve.log")
         try:
             base = wait_healthy(proc, port)  # refused at start: "serve exited early"
-            for _, body in requests[kill * 200 : (kill + 1) * 200]:
+            for traces, body in list(zip(ids, bodies, strict=True))[kill * 10 : (kill + 1) * 10]:
                 request = urllib.request.Request(f"{base}/v1/traces", data=body, headers=PROTOBUF)
                 with urllib.request.urlopen(request, timeout=30) as resp:
                     assert resp.status == 200
-                sent += 1
+                sent += len(traces)
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
