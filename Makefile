@@ -9,9 +9,12 @@ TEST_INSTALLED := $(VENV)/.installed-test
 PEERS_VENV := bench/.peers-venv
 PHOENIX_VERSION := 20.26.1
 PEERS_INSTALLED := $(PEERS_VENV)/.installed-phoenix-$(PHOENIX_VERSION)
+# make soak: how long its load runs and the seed of its fault schedule.
+MINUTES ?= 20
+SEED ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench bench-peers clean
+.PHONY: help run test lint bench bench-peers soak clean
 
 help: ## list these targets (the default goal)
 	@echo "make TARGET, where TARGET is one of:"
@@ -65,6 +68,9 @@ $(PEERS_INSTALLED):
 
 bench-peers: $(TEST_INSTALLED) $(PEERS_INSTALLED) ## the benchmarks and the peer rows (Arize Phoenix in bench/.peers-venv, same senders)
 	$(BIN)/python -m bench --peers
+
+soak: $(TEST_INSTALLED) ## the chaos soak (not part of make test): MINUTES=20 SEED=1 by default; see docs/operations/soak.md
+	$(BIN)/python -m tests.soak --minutes $(MINUTES) --seed $(SEED)
 
 clean: ## delete .venv and pytest's cache (never a store: see docs/commands.md for where they are)
 	rm -rf $(VENV) .pytest_cache

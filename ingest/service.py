@@ -22,14 +22,20 @@ from typing import TYPE_CHECKING, Any
 from tracescore.ingest.alerting.agreement_monitor import AgreementMonitor
 from tracescore.ingest.alerting.drift_monitor import DriftMonitor
 from tracescore.ingest.assembly.assembler import TraceAssembler
-from tracescore.ingest.decode.cost import request_cost
 from tracescore.ingest.observability.service_metrics import Metrics
 from tracescore.ingest.observability.startup_summary import startup_summary
 from tracescore.ingest.receivers.annotation_routes import AnnotationRoutes
 from tracescore.ingest.receivers.commands import StoreCommands
 from tracescore.ingest.receivers.grpc import MESSAGE_COPIES, GrpcReceiver
 from tracescore.ingest.receivers.http import HttpReceiver
-from tracescore.ingest.receivers.memory_admission import ADMIT_SHARE, MemoryGuard, Rest, mib, resident_parts
+from tracescore.ingest.receivers.memory_admission import MemoryGuard, Rest, mib, resident_parts
+from tracescore.ingest.receivers.memory_sizing import (
+    SET_ASIDE_BYTES,
+    check_limit,
+    grpc_streams,
+    room_left,
+    size_assembly,
+)
 from tracescore.ingest.replay.recovery import Recovery
 from tracescore.ingest.replication.membership import Membership
 from tracescore.ingest.score_export import EvaluationEventExporter, exporting
@@ -43,9 +49,8 @@ from tracescore.ingest.store.score_reads import ScoreResults
 from tracescore.ingest.store.score_sink import ClickHouseScoreSink
 from tracescore.ingest.store.span_sink import SpanSink
 from tracescore.ingest.transform.run_builder import RunBuilder
-from tracescore.schemas.config import HELD_BYTES_SHARE, ServiceConfig
+from tracescore.schemas.config import ServiceConfig
 from tracescore.schemas.consumers import RunConsumer
-from tracescore.schemas.errors import TracescoreError
 from tracescore.scoring.judge import close_clients
 from tracescore.scoring.runtime.executor import ScoringExecutor
 from tracescore.scoring.runtime.rule_routing import rule_versions
@@ -61,32 +66,6 @@ MIN_PENDING_ITEMS = 10_000
 # The ring key whose owner among the live replicas runs the periodic drift pass.
 DRIFT_KEY = "drift"
 AGREEMENT_KEY = "agreement"  # and the periodic agreement pass
-# What the embedded store allocates beside the rest size while spans flow in (its inserts and merges),
-# and the scoring pipeline with it: measured 110 to 300 MiB under a flood or a 20 MB request, given
-# back within seconds once it stops. Set aside from the start (ingest.receivers.memory_admission).
-STORE_WORKING_BYTES = 256 * 2**20
-# What opening the store and starting the pipeline add to the rest size (measured before the store
-# opens): about 84 MiB on a new embedded store (52 the engine, 28 the pipeline, 4 the first reads); a
-# store holding 230 MB in 600 parts opens 35 MiB larger. Set aside rather than measured, so that every
-# start measures the same whatever the store holds: what a store or recovery holds beyond it is
-# counted by admission as it is resident, and never refuses a start.
-STORE_OPEN_BYTES = 88 * 2**20
-# What memory_limit leaves beside the rest size, the store's working memory and one request of
-# receiver.max_request_bytes ("room") is shared: a quarter for the spans the assembler holds, a quarter
-# for the traces it tracks, half for more requests in flight.
-HELD_SHARE_OF_ROOM = 4
-TRACKED_SHARE_OF_ROOM = 4
-# A span held by the assembler takes about four times its stored size in Python; a tracked trace about
-# 700 bytes, with the id it is remembered by once released (measured).
-HELD_PYTHON_FACTOR = 4
-TRACKED_TRACE_BYTES = 700
-MIN_TRACKED_TRACES = 1_000
-MAX_GRPC_STREAMS = 100
-
-
-class MemoryLimitTooLow(TracescoreError, ValueError):
-    """memory_limit cannot hold what the service needs before its store opens, the store's memory and one
-    request (a configuration error: ``serve`` exits 2 with this message)."""
 
 
 class Service:
@@ -200,7 +179,8 @@ class Service:
     async def start(self) -> None:
         # The rest size before the store opens, the same at every start: a limit too low is refused
         # before the store is touched, and one accepted once is accepted after any crash.
-        self._check_memory_limit(self.memory.measure_rest(STORE_OPEN_BYTES + STORE_WORKING_BYTES))
+        rest = self.memory.measure_rest(SET_ASIDE_BYTES)
+        check_limit(int(self.config.memory_limit), self.config.receiver.max_request_bytes, rest)
         await self.store.start()
         try:
             await self.executor.start()
@@ -242,38 +222,14 @@ class Service:
             ),
         )
 
-    def _check_memory_limit(self, rest: Rest) -> None:
-        """Refuse a memory_limit that cannot hold the rest size, what is set aside beside it and one
-        request of receiver.max_request_bytes."""
-        limit, largest = int(self.config.memory_limit), self.config.receiver.max_request_bytes
-        request = request_cost("otlp_proto", largest)
-        needed = rest.floor + request
-        if needed > limit * ADMIT_SHARE:
-            raise MemoryLimitTooLow(
-                f"memory_limit {mib(limit)} is too low: tracescore holds {mib(rest.resident)} before its "
-                f"store opens, the store open and storing spans needs about {mib(rest.working)} more, and "
-                f"one request of receiver.max_request_bytes ({mib(largest)}) up to {mib(request)}: set "
-                f"memory_limit to at least {mib(needed / ADMIT_SHARE + 2**20)}, or lower "
-                "receiver.max_request_bytes"
-            )
-
     def _fit_memory(self, rest: Rest) -> None:
         """Size the bounds that come out of what the limit leaves beside the rest size, what is set
-        aside and one request."""
+        aside and one request (``ingest.receivers.memory_sizing``)."""
         limit, largest = int(self.config.memory_limit), self.config.receiver.max_request_bytes
-        request = request_cost("otlp_proto", largest)
-        room = int(limit * ADMIT_SHARE) - rest.floor - request  # for the assembler and more requests
+        room, request = room_left(limit, largest, rest)
         assembly = self.config.assembly
-        if "max_held_bytes" not in assembly.model_fields_set:
-            held = room // HELD_SHARE_OF_ROOM // HELD_PYTHON_FACTOR
-            assembly.max_held_bytes = max(2**20, min(held, limit // HELD_BYTES_SHARE))
-            assembly.model_fields_set.discard("max_held_bytes")
-        if "max_traces" not in assembly.model_fields_set:
-            tracked = room // TRACKED_SHARE_OF_ROOM // TRACKED_TRACE_BYTES
-            assembly.max_traces = max(MIN_TRACKED_TRACES, min(tracked, assembly.max_traces))
-            assembly.model_fields_set.discard("max_traces")
-        # Messages grpcio reads before admission can weigh them: as many per connection as fit.
-        self.grpc.max_streams = max(1, min(MAX_GRPC_STREAMS, (room + request) // (MESSAGE_COPIES * largest)))
+        size_assembly(assembly, limit, room)
+        self.grpc.max_streams = grpc_streams(room, request, largest, MESSAGE_COPIES)
         if self.kafka is not None:
             self.kafka.fit_fetches(room + request)
         log.info(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -30,14 +29,7 @@ from tracescore.ingest.store.ddl import (
 )
 from tracescore.ingest.store.ddl import load_ddl as load_ddl
 from tracescore.ingest.store.dsn import ServerOptions, describe_dsn, resolve_dsn, without_database
-from tracescore.ingest.store.engine_open import (
-    closed_here,
-    engine_reason,
-    held_by_another,
-    native_stderr_to_log,
-    open_elsewhere_here,
-    opened_here,
-)
+from tracescore.ingest.store.engine_open import closed_here, open_embedded
 from tracescore.ingest.store.free_space import (
     POLL_SECONDS,
     SERVER_POLL_SECONDS,
@@ -50,7 +42,7 @@ from tracescore.ingest.store.free_space import (
 from tracescore.ingest.store.retriable import store_error
 from tracescore.ingest.store.schema_changes import apply_schema
 from tracescore.schemas.config import ServiceConfig
-from tracescore.schemas.errors import StoreError, StoreFull, StoreInUse
+from tracescore.schemas.errors import StoreError, StoreFull
 from tracescore.schemas.secrets import register_secret, scrub
 from tracescore.schemas.store_config import DEFAULT_STORE_MIN_FREE_BYTES
 from tracescore.schemas.store_database import check_database, dsn_database, resolve_database
@@ -385,35 +377,4 @@ class Store:
                 raise StoreError(scrub(f"cannot open ClickHouse at {self.description}: {exc}")) from exc
             except (TypeError, ValueError) as exc:  # clickhouse-connect's answer to unknown DSN options
                 raise StoreError(scrub(f"invalid ClickHouse DSN for {self.description}: {exc}")) from exc
-        path = self._dsn[len("chdb://") :]
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the chDB data directory {path}: {exc}") from exc
-        in_use = (
-            f"cannot open the chDB data directory {path}: it is in use by another process (a running "
-            "'tracescore serve'?). chDB allows one process per data directory: stop the other tracescore "
-            "or choose another --store"
-        )
-        if held_by_another(path):  # refused before the engine starts and prints its own refusal
-            raise StoreInUse(in_use)
-        try:
-            with native_stderr_to_log(logger) as engine_lines:
-                client = clickhouse_connect.get_client(dsn=self._dsn, chdb_options=EMBEDDED_ENGINE_OPTIONS)
-            opened_here(path)
-            return client
-        except ClickHouseError as exc:
-            if not os.access(path, os.W_OK):
-                raise StoreError(f"the chDB data directory {path} is not writable: {exc}") from exc
-            if held_by_another(path):  # taken between the look and the open
-                raise StoreInUse(in_use) from exc
-            if (other := open_elsewhere_here(path)) is not None:
-                raise StoreInUse(
-                    f"cannot open the chDB data directory {path}: this process's engine is in use with "
-                    f"{other}, and chDB opens one data directory per process: close that store first, or "
-                    "choose another --store"
-                ) from exc
-            raise StoreError(
-                f"the embedded engine cannot open the store at {path} (no other process holds it): "
-                f"{engine_reason(engine_lines, str(exc))}"
-            ) from exc
+        return open_embedded(self._dsn, EMBEDDED_ENGINE_OPTIONS)

@@ -24,7 +24,15 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+
+import clickhouse_connect
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from tracescore.schemas.errors import StoreError, StoreInUse
+
+logger = logging.getLogger(__name__)
 
 # How the engine's own lines begin (``Code: 76. DB::Exception: …``, ``<Error> …``).
 _ENGINE_LINE_MARKS = ("Code: ", "DB::Exception", "<Error>", "<Warning>", "<Fatal>")
@@ -113,3 +121,41 @@ def engine_reason(lines: list[str], fallback: str) -> str:
         if "DB::Exception" in line and "Error initializing EmbeddedServer" not in line:
             return line
     return fallback
+
+
+def open_embedded(dsn: str, options: Mapping[str, str]) -> Client:
+    """A client of the embedded engine on ``chdb://path`` (made if missing), or a ``StoreError`` that
+    says why not: another process holds the directory (``StoreInUse``), this process's engine has
+    another one open, it is not writable, or the engine's own reason."""
+    path = dsn[len("chdb://") :]
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the chDB data directory {path}: {exc}") from exc
+    in_use = (
+        f"cannot open the chDB data directory {path}: it is in use by another process (a running "
+        "'tracescore serve'?). chDB allows one process per data directory: stop the other tracescore "
+        "or choose another --store"
+    )
+    if held_by_another(path):  # refused before the engine starts and prints its own refusal
+        raise StoreInUse(in_use)
+    try:
+        with native_stderr_to_log(logger) as engine_lines:
+            client = clickhouse_connect.get_client(dsn=dsn, chdb_options=dict(options))
+        opened_here(path)
+        return client
+    except ClickHouseError as exc:
+        if not os.access(path, os.W_OK):
+            raise StoreError(f"the chDB data directory {path} is not writable: {exc}") from exc
+        if held_by_another(path):  # taken between the look and the open
+            raise StoreInUse(in_use) from exc
+        if (other := open_elsewhere_here(path)) is not None:
+            raise StoreInUse(
+                f"cannot open the chDB data directory {path}: this process's engine is in use with "
+                f"{other}, and chDB opens one data directory per process: close that store first, or "
+                "choose another --store"
+            ) from exc
+        raise StoreError(
+            f"the embedded engine cannot open the store at {path} (no other process holds it): "
+            f"{engine_reason(engine_lines, str(exc))}"
+        ) from exc

@@ -99,6 +99,7 @@ class FreeSpaceGuard:
         # engine's may have met the end of the disk. The store opens the engine again once space is
         # back, so that it sets aside what is damaged (see ``take_ran_out``).
         self._ran_out = False
+        self._ran_out_told = False  # of this time under the floor: the engine is opened again once
         self.refused_writes = 0
         self.damaged_writes = 0
 
@@ -138,9 +139,11 @@ class FreeSpaceGuard:
             was = self._refusing
             if space.free < floor:
                 self._refusing = True
-                self._ran_out = self._ran_out or space.free < floor * DAMAGED_SHARE
+                if space.free < floor * DAMAGED_SHARE:
+                    self._note_ran_out()
             elif space.free >= floor * (1 + RESUME_MARGIN):
                 self._refusing = False
+                self._ran_out_told = False
             changed = was != self._refusing
             if changed:
                 self._refused_since = self._clock() if self._refusing else None
@@ -183,7 +186,7 @@ class FreeSpaceGuard:
         if space is None or before is None or space.free >= self.floor(space) * DAMAGED_SHARE:
             return
         self.damaged_writes += 1
-        self._ran_out = True
+        self._note_ran_out()
         log.error(
             "%s: the store's disk ran down to %s free while it was written; it counts as failed "
             "(its senders send it again)",
@@ -192,10 +195,16 @@ class FreeSpaceGuard:
         )
         raise StoreFull(self.reason(what), retry_after_s=RETRY_AFTER_SECONDS)
 
+    def _note_ran_out(self) -> None:
+        """The disk ran (almost) out: once each time writes are refused."""
+        if not self._ran_out_told:
+            self._ran_out = self._ran_out_told = True
+
     def take_ran_out(self) -> bool:
-        """Whether the disk ran (almost) out since the last call. The store opens its engine again at
-        once, full disk or not: opening only renames (the damaged parts aside, the parts they were
-        merged from back), and those are kept only ``OLD_PARTS_LIFETIME_SECONDS``."""
+        """Whether the disk ran (almost) out since the last call (once each time it falls under the
+        floor). The store opens its engine again at once, full disk or not: opening only renames (the
+        damaged parts aside, the parts they were merged from back), and those are kept only
+        ``OLD_PARTS_LIFETIME_SECONDS``."""
         if not self._ran_out:
             return False
         self._ran_out = False

@@ -61,7 +61,6 @@ from tracescore.scoring.runtime.scoring_metrics import ScoringMetrics
 logger = logging.getLogger(__name__)
 
 DEFAULT_FLUSH_INTERVAL_SECONDS = 0.5
-STUCK_CHECK_SECONDS = 0.5  # how often shutdown looks whether it waits for rows that cannot be written
 
 
 class ScoringExecutor:
@@ -326,7 +325,9 @@ class ScoringExecutor:
         self._state = "stopping"
         try:
             if was_running:
-                await self._until_idle()
+                # Unless new work waits for room that only a write can make and the rows cannot be
+                # written: then no more is taken, and what waits stays undecided in the store.
+                await self._jobs.until_idle(self._producers_idle, self._unwritable)
             if waiting := self._jobs.stop_retries():
                 # Their rounds are not marked done: after a restart, recovery scores them.
                 logger.warning(
@@ -342,29 +343,10 @@ class ScoringExecutor:
             self._state = "stopped"
             self._stopped.set()
 
-    async def _until_idle(self) -> None:
-        """Wait for the runs handed in and the queued jobs -- unless new work waits for room that only
-        a write can make and the rows cannot be written (the store refuses them): then no more is
-        taken, and what waits stays undecided in the store for the next start (``ScoringStopped``)."""
-        idle = asyncio.ensure_future(self._idle())
-        try:
-            while not idle.done():
-                await asyncio.wait({idle}, timeout=STUCK_CHECK_SECONDS)
-                if not idle.done() and self._buffer.write_error is not None and not self._jobs.has_room:
-                    logger.warning(
-                        "shutdown: %d score and decision rows cannot be written (%s); taking no more work: "
-                        "the traces not decided stay in the store and the next start scores them",
-                        self._buffer.rows_buffered,
-                        self._buffer.write_error,
-                    )
-                    self._jobs.stop_admitting()
-            await idle
-        finally:
-            idle.cancel()
-
-    async def _idle(self) -> None:
-        await self._producers_idle.wait()
-        await self._jobs.join()
+    def _unwritable(self) -> str | None:
+        """Why buffered rows cannot be written now, and how many there are (None: they can)."""
+        error = self._buffer.write_error
+        return None if error is None else f"{self._buffer.rows_buffered} score and decision rows ({error})"
 
     async def _work(self) -> None:
         while True:

@@ -15,6 +15,8 @@ cannot be written (the store refuses them), ``stop_admitting`` ends the wait: wh
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from tracescore.schemas.errors import ScoringStopped
@@ -22,9 +24,12 @@ from tracescore.scoring.runtime.pending_runs import PendingRetries
 
 J = TypeVar("J")
 
+log = logging.getLogger(__name__)
+
 QUEUE_SLOTS_PER_WORKER = 4  # queued jobs per worker before ``put`` waits
 MAX_BUFFERED_ROWS = 10_000  # score and decision rows waiting to be written; new work waits beyond it
 MAX_PENDING_RETRIES = 10_000  # runs waiting for their judge; new work waits beyond it
+STUCK_CHECK_SECONDS = 0.5  # how often ``until_idle`` looks whether it waits for rows that cannot be written
 
 
 class JobQueue(Generic[J]):
@@ -83,6 +88,31 @@ class JobQueue(Generic[J]):
         await self._room.wait()
         if self._stopped_admitting:
             raise ScoringStopped("scoring stopped at shutdown with rows it could not write")
+
+    async def until_idle(self, producers_idle: asyncio.Event, unwritable: Callable[[], str | None]) -> None:
+        """Wait until ``producers_idle`` is set and every queued job is done -- unless new work waits for
+        room that only a write can make and the rows cannot be written (``unwritable`` says why): then
+        no more work is admitted (``stop_admitting``), and the wait ends as what waited gives up."""
+
+        async def idle() -> None:
+            await producers_idle.wait()
+            await self.join()
+
+        done = asyncio.ensure_future(idle())
+        try:
+            while not done.done():
+                await asyncio.wait({done}, timeout=STUCK_CHECK_SECONDS)
+                why = unwritable()
+                if not done.done() and why is not None and not self.has_room and not self._stopped_admitting:
+                    log.warning(
+                        "shutdown: %s cannot be written; taking no more work: the traces not decided stay "
+                        "in the store and the next start scores them",
+                        why,
+                    )
+                    self.stop_admitting()
+            await done
+        finally:
+            done.cancel()
 
     def stop_admitting(self) -> None:
         """Admit no more work: what waits for room, and what comes, raises ``ScoringStopped``."""

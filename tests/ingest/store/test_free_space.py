@@ -171,7 +171,9 @@ async def test_a_store_opened_again_after_running_out_sets_damaged_parts_aside(
     assert guard.refusing
     with caplog.at_level(logging.WARNING):
         await store._watch_once()
+        await store._watch_once()  # still full: not opened again
     assert guard.refusing  # opened again while the disk is full
+    assert sum("opened again" in message for message in caplog.messages) == 1
     assert [row["SpanName"] for row in await store.query("SELECT SpanName FROM otel_traces")] == ["kept"]
     assert any("set aside 1 damaged part(s) (otel_traces/broken" in m for m in caplog.messages)
     disk.free = 500 * MIB
