@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.support.load import PROTOBUF, Load
 from tests.support.otlp import many_trace_requests
@@ -102,14 +103,7 @@ def test_a_full_disk_refuses_with_503_resumes_by_itself_and_loses_no_acknowledge
         assert "under its floor of 64 MiB" in str(disk_health["reason"])
 
         # A restart: the engine checks every part it holds, recovery scores what is undecided.
-        proc, port = start_serve(store, env=env, stderr_file=log, prefix=disk.inside())
-        try:
-            wait_healthy(proc, port)
-            time.sleep(4)  # the idle window and recovery
-        finally:
-            assert stop(proc) == 0
-        code = f"from tests.e2e.test_full_disk import store_state; print(store_state({str(store)!r}))"
-        state = json.loads(disk.python(code, ENV))
+        state = restarted_state(disk, store, env, log)
     acknowledged = set(load.acknowledged)
     assert len(acknowledged) > 1_000
     assert acknowledged - set(state["otel_traces"]) == set()
@@ -165,18 +159,25 @@ def test_a_stop_and_a_start_on_a_disk_at_its_floor_come_through_and_lose_nothing
         finally:
             assert stop(proc) == 0
         disk.free()
-        proc, port = start_serve(store, env=env, stderr_file=log, prefix=disk.inside())
-        try:
-            wait_healthy(proc, port)
-            time.sleep(4)  # the idle window and recovery
-        finally:
-            assert stop(proc) == 0
-        code = f"from tests.e2e.test_full_disk import store_state; print(store_state({str(store)!r}))"
-        state = json.loads(disk.python(code, ENV))
+        state = restarted_state(disk, store, env, log)
     acknowledged = set(load.acknowledged)
     assert acknowledged - set(state["otel_traces"]) == set()
     assert {trace for trace in acknowledged if state["decisions"].get(trace) != RULES} == set()
     assert state["doubled"] == []
+
+
+def restarted_state(disk: Tmpfs, store: Path, env: dict[str, str], log: Path) -> dict[str, Any]:
+    """Start serve on ``store`` again and let it decide what it finds undecided (the idle window and
+    recovery), stop it, and read what the store holds (``store_state``)."""
+    proc, port = start_serve(store, env=env, stderr_file=log, prefix=disk.inside())
+    try:
+        wait_healthy(proc, port)
+        time.sleep(4)
+    finally:
+        assert stop(proc) == 0
+    code = f"from tests.e2e.test_full_disk import store_state; print(store_state({str(store)!r}))"
+    state: dict[str, Any] = json.loads(disk.python(code, ENV))
+    return state
 
 
 def store_state(store: str) -> str:

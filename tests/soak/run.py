@@ -133,7 +133,12 @@ def parse_size(text: str) -> int:
     return int(lowered)
 
 
-async def soak(options: Options, say: Callable[[str], None] = print) -> SoakResult:
+def say_now(line: str) -> None:
+    """A progress line, at once (stdout may be a file or a pipe)."""
+    print(line, flush=True)
+
+
+async def soak(options: Options, say: Callable[[str], None] = say_now) -> SoakResult:
     options.out.mkdir(parents=True, exist_ok=True)
     schedule = fault_schedule(options.seed, options.minutes)
     env = {**ENV, "TRACESCORE_MEMORY_LIMIT": MEMORY_LIMIT}
