@@ -84,6 +84,7 @@ class Store:
             logger.warning(message, self._database, in_dsn)
         self._quoted_db = quote_identifier(self._database)
         self._client: Client | None = None
+        self._engine: Client | None = None  # the one open on the worker thread: what shutdown closes
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
         # Table -> column -> type, given with each insert so that the client does not look the table
@@ -164,14 +165,13 @@ class Store:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-        executor, client = self._executor, self._client
+        executor = self._executor
         self._executor, self._client = None, None
         if executor is None:
             return
-        if client is not None:
-            # Queued behind any write still running, so shutdown flushes; closing releases chDB's
-            # one-data-path-per-process hold.
-            await asyncio.get_running_loop().run_in_executor(executor, self._close, client)
+        # Queued behind any write still running, so shutdown flushes; it closes the engine open at that
+        # moment (one the watch opened again meanwhile included), releasing chDB's one-path-per-process hold.
+        await asyncio.get_running_loop().run_in_executor(executor, self._close_engine)
         executor.shutdown(wait=False)
 
     async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -297,6 +297,8 @@ class Store:
                 await self._watch_once()
             except StoreError as exc:  # a server that cannot be asked: the next round tries again
                 logger.debug("reading the store's free space failed: %s", exc)
+            except Exception:  # a watch that stopped would leave a refusing store refusing for good
+                logger.exception("watching the store's free space failed; the next round tries again")
 
     async def _watch_once(self) -> None:
         if self.embedded:
@@ -336,13 +338,20 @@ class Store:
         except BaseException:
             self._close(client)
             raise
+        self._engine = client
         return client
 
     def _close(self, client: Client) -> None:
         """Close a client (worker thread), releasing this process's hold on an embedded directory."""
+        if self._engine is client:
+            self._engine = None
         client.close()
         if self.embedded:
             closed_here(self._dsn[len("chdb://") :])
+
+    def _close_engine(self) -> None:
+        if self._engine is not None:
+            self._close(self._engine)
 
     def _reopen(self) -> list[str]:
         """Close the embedded engine and open it again (worker thread): on opening, it checks every
@@ -352,11 +361,15 @@ class Store:
         # self._client stays set meanwhile: callers on the event loop only check that the store is
         # started; what they queue runs on this thread after the new client is in place.
         self._close(old)
+        if self._closed:  # shut down meanwhile: its close comes next on this thread
+            return []
         client = self._open_client()
+        self._engine = client
         client.database = self._database
         if self._merges_stopped:  # a new engine merges again: not on a disk under its floor
             set_merges(client, running=False)
-        self._client = client
+        if not self._closed:
+            self._client = client
         return sorted(broken_parts(client, self._database) - before)
 
     def _open_client(self) -> Client:

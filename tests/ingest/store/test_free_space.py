@@ -134,8 +134,8 @@ async def test_merges_stop_under_the_floor_and_start_again_above_it(store: Store
 async def test_a_write_during_which_the_disk_ran_out_is_reported_failed(store: Store) -> None:
     disk = Disk(free=200 * MIB)
     guard = guarded(store, disk)
-    readings = iter([DiskSpace(200 * MIB, 10 * GIB), DiskSpace(1 * MIB, 10 * GIB)])
-    guard._read = lambda: next(readings)  # before the write, and right after it
+    readings = iter([DiskSpace(200 * MIB, 10 * GIB)])  # before the write; right after it, and on, 1 MiB
+    guard._read = lambda: next(readings, DiskSpace(1 * MIB, 10 * GIB))
     with pytest.raises(StoreFull):
         await insert_spans(store, [span("a")])
     assert guard.damaged_writes == 1 and guard.refusing
@@ -180,6 +180,37 @@ async def test_a_store_opened_again_after_running_out_sets_damaged_parts_aside(
     await store._watch_once()
     await insert_spans(store, [span("after")])  # the store works on
     assert await rows(store, "otel_traces") == 2
+
+
+async def test_a_watch_that_fails_goes_on_and_shutdown_releases_the_engine_it_opened_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A disk reading that fails unforeseen does not end the watch (a refusing store would refuse for good), and
+    the engine the watch opened again after the disk ran out is the one shutdown closes: another store
+    opens in this process afterwards (chDB holds one data directory per process)."""
+    store = Store(str(tmp_path / "first"))
+    await store.start()
+    readings = [0]
+
+    def read() -> DiskSpace:
+        readings[0] += 1
+        if readings[0] <= 2:
+            raise RuntimeError("a reading no one foresaw failed")
+        return DiskSpace(1 * MIB, 10 * GIB)  # under the floor: the watch opens the engine again
+
+    store.free_space = FreeSpaceGuard(100 * MIB, 0.0, read=read)
+    store.free_space._note_ran_out()
+    store._watcher = asyncio.create_task(store._watch_free_space())
+    with caplog.at_level(logging.WARNING):
+        async with asyncio.timeout(60):
+            while not any("opened again" in message for message in caplog.messages):
+                await asyncio.sleep(0.05)
+    assert readings[0] >= 3
+    assert sum("watching the store's free space failed" in m for m in caplog.messages) == 2
+    await store.shutdown()
+    second = Store(str(tmp_path / "second"))
+    await second.start()  # raises StoreInUse if the first engine were still open
+    await second.shutdown()
 
 
 def test_resource_errors_of_the_engine_and_the_system_are_retriable() -> None:
