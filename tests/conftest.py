@@ -13,10 +13,16 @@ import os
 import tempfile
 
 import pytest
+from hypothesis import settings
 
 from tests.support.kafka import kafka_bootstrap  # noqa: F401
 from tests.support.llm_server import judge, llm_server  # noqa: F401
 from tests.support.store import store  # noqa: F401
+
+# No Hypothesis deadline: in these tests speed is not the property, and on a busy machine one example
+# may take seconds (speed lives in ``make bench``).
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,7 +1,9 @@
 """A real ``tracescore serve`` sent what an operator's worst client sends: a 20 MB request of hundreds
 of thousands of one-span traces, runs with megabytes of text, thousands of stalled uploads, more
-connections than it takes. Each is answered (accepted or refused) within seconds, and ``/healthz``
-keeps answering within a second all along."""
+connections than it takes. Each is answered (accepted or refused) within seconds; the health lane (the
+port the probes are given) answers every probe within a second all along, and ``/healthz`` on the
+OTLP/HTTP port answers every probe too (within seconds: there it waits behind the abuse's work in the
+kernel's accept queue and the service's loop, see docs/operations/slow-clients.md)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.support.background import every
-from tests.support.serve import api_rows, start_serve, stop, wait_healthy
+from tests.support.health_probe import probed_health
+from tests.support.serve import api_rows, free_port, start_serve, stop, wait_healthy
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
@@ -49,46 +53,66 @@ def post(base: str, body: bytes, timeout: float = 120) -> tuple[int, float]:
         return int(error.code), time.monotonic() - started
 
 
-@contextmanager
-def health_latency(base: str) -> Iterator[list[float]]:
-    """Polls ``/healthz`` every 100 ms meanwhile; yields the latencies measured."""
-    latencies: list[float] = []
-
-    def poll() -> None:
-        started = time.monotonic()
-        try:
-            with urllib.request.urlopen(f"{base}/healthz", timeout=10) as resp:
-                resp.read()
-            latencies.append(time.monotonic() - started)
-        except OSError:
-            latencies.append(float("inf"))
-
-    with every(0.1, poll, join_s=15):
-        yield latencies
+PORT_PROBE_BOUND_S = 5.0  # /healthz on the OTLP/HTTP port: answered, within seconds
+LANE_PROBE_BOUND_S = 1.0  # the health lane: within the second a kubelet probe waits by default
 
 
-def serve(tmp_path: Path, **config: object) -> tuple[subprocess.Popen[str], str]:
+@dataclass(frozen=True)
+class Served:
+    proc: subprocess.Popen[str]
+    base: str  # the OTLP/HTTP port
+    lane: str  # the health lane
+
+    @contextmanager
+    def probed(self) -> Iterator[tuple[list[float], list[float]]]:
+        """Probes ``/healthz`` on the OTLP/HTTP port and on the health lane while the block runs."""
+        with probed_health(self.base) as port, probed_health(self.lane) as lane:
+            yield port, lane
+
+
+def assert_answered(port: list[float], lane: list[float]) -> None:
+    assert lane and max(lane) < LANE_PROBE_BOUND_S, ("health lane", max(lane, default=None))
+    assert port and max(port) < PORT_PROBE_BOUND_S, ("OTLP/HTTP port", max(port, default=None))
+
+
+def serve(tmp_path: Path, **config: Any) -> Served:
+    health_port = free_port()
+    config["receiver"] = {**config.get("receiver", {}), "health_port": health_port}
     path = tmp_path / "tracescore.yaml"
     path.write_text(yaml.safe_dump(config))
     proc, http_port = start_serve(tmp_path / "store", "--config", str(path), "--idle", "0.5")
-    return proc, wait_healthy(proc, http_port)
+    served = Served(proc, wait_healthy(proc, http_port), f"http://127.0.0.1:{health_port}")
+    deadline = time.monotonic() + 60  # the lane is a process of its own, up a moment later
+    while True:
+        try:
+            with urllib.request.urlopen(f"{served.lane}/healthz", timeout=5):
+                return served
+        except OSError:
+            assert time.monotonic() < deadline, "the health lane did not answer"
+            time.sleep(0.1)
 
 
 def test_huge_requests_are_answered_in_seconds_while_health_answers_within_a_second(tmp_path: Path) -> None:
-    proc, base = serve(tmp_path)
+    served = serve(tmp_path)
     try:
         huge = one_span_traces(390_000)  # just under the 20 MiB body limit
         assert 19_000_000 < len(huge) < 20 * 1024 * 1024
         big = one_span_traces(90_000, first=400_000)  # under the 100,000 items a request may hold
-        with health_latency(base) as latencies:
-            refused, refused_in = post(base, huge)
-            accepted, accepted_in = post(base, big)
+        # The same-run baseline: a tenth of the big request, answered on this machine as it is now.
+        small, small_in = post(served.base, one_span_traces(9_000, first=500_000))
+        with served.probed() as (port_probes, lane_probes):
+            refused, refused_in = post(served.base, huge)
+            accepted, accepted_in = post(served.base, big)
             time.sleep(0.5)
-        assert (refused, accepted) == (413, 200)
-        assert refused_in < 5 and accepted_in < 20
-        assert latencies and max(latencies) < 1.0, max(latencies)
+        assert (small, refused, accepted) == (200, 413, 200)
+        # Seconds here, or a fixed multiple of the baseline on a machine busy enough to slow it: the
+        # refusal no slower than storing 10 times fewer spans 10 times over, the big one within 30
+        # times its tenth (linear would be 10).
+        assert refused_in < max(5, 10 * small_in), (refused_in, small_in)
+        assert accepted_in < max(20, 30 * small_in), (accepted_in, small_in)
+        assert_answered(port_probes, lane_probes)
     finally:
-        assert stop(proc) == 0
+        assert stop(served.proc) == 0
 
 
 def text_trace(index: int, text: str) -> tuple[str, bytes]:
@@ -112,28 +136,29 @@ def text_trace(index: int, text: str) -> tuple[str, bytes]:
 
 
 def test_megabytes_of_text_do_not_stall_intake_and_are_not_scored(tmp_path: Path) -> None:
-    proc, base = serve(tmp_path)
+    served = serve(tmp_path)
     text = ("lorem ipsum dolor sit amet " * 160_000)[:4_000_000]
     traces = [text_trace(index, text) for index in range(6)]
     try:
-        with health_latency(base) as latencies:
-            answers = [post(base, body) for _, body in traces]
+        _, small_in = post(served.base, text_trace(100, "lorem ipsum")[1])  # the same-run baseline
+        with served.probed() as (port_probes, lane_probes):
+            answers = [post(served.base, body) for _, body in traces]
             deadline = time.monotonic() + 120
             decisions: list[dict[str, object]] = []
             while time.monotonic() < deadline:
                 decisions = []
                 for trace_id, _ in traces:
-                    decisions.extend(api_rows(f"{base}/api/decisions?trace_id={trace_id}"))
+                    decisions.extend(api_rows(f"{served.base}/api/decisions?trace_id={trace_id}"))
                 if len(decisions) == 2 * len(traces):
                     break
                 time.sleep(0.2)
         assert [status for status, _ in answers] == [200] * len(traces)
-        assert max(took for _, took in answers) < 10
+        assert max(took for _, took in answers) < max(10, 100 * small_in)
         assert {d["decision"] for d in decisions} == {"skipped_too_large"} and len(decisions) == 12
         assert "over scoring.max_run_chars" in str(decisions[0]["detail"])
-        assert latencies and max(latencies) < 1.0, max(latencies)
+        assert_answered(port_probes, lane_probes)
     finally:
-        assert stop(proc) == 0
+        assert stop(served.proc) == 0
 
 
 def _stalled_upload(port: int) -> socket.socket:
@@ -147,11 +172,11 @@ def _stalled_upload(port: int) -> socket.socket:
 
 
 def test_stalled_uploads_are_timed_out_and_the_service_keeps_answering(tmp_path: Path) -> None:
-    proc, base = serve(tmp_path, receiver={"body_timeout_seconds": 2.0})
-    port = int(base.rsplit(":", 1)[1])
+    served = serve(tmp_path, receiver={"body_timeout_seconds": 2.0})
+    port = int(served.base.rsplit(":", 1)[1])
     sockets = []
     try:
-        with health_latency(base) as latencies:
+        with served.probed() as (port_probes, lane_probes):
             sockets = [_stalled_upload(port) for _ in range(2_000)]
             time.sleep(4)  # past the body timeout
             let_go = 0
@@ -166,19 +191,19 @@ def test_stalled_uploads_are_timed_out_and_the_service_keeps_answering(tmp_path:
                 if answer == b"" or answer.startswith((b"HTTP/1.1 408", b"HTTP/1.1 429")):
                     let_go += 1
         assert let_go == len(sockets)  # every stalled upload was timed out and its connection let go
-        assert latencies and max(latencies) < 1.0, max(latencies)
+        assert_answered(port_probes, lane_probes)
     finally:
         for sock in sockets:
             sock.close()
-        assert stop(proc) == 0
+        assert stop(served.proc) == 0
 
 
 def test_connections_beyond_the_cap_are_closed_on_arrival(tmp_path: Path) -> None:
     # All from one address: its own cap (half of max_connections by default) lifted to the whole.
     limits = {"max_connections": 50, "max_connections_per_client": 50, "body_timeout_seconds": 30.0}
-    proc, base = serve(tmp_path, receiver=limits)
+    served = serve(tmp_path, receiver=limits)
     try:
-        port = int(base.rsplit(":", 1)[1])
+        port = int(served.base.rsplit(":", 1)[1])
         held = [_stalled_upload(port) for _ in range(50)]
         try:
             time.sleep(0.5)
@@ -191,9 +216,9 @@ def test_connections_beyond_the_cap_are_closed_on_arrival(tmp_path: Path) -> Non
             for sock in held:
                 sock.close()
         time.sleep(0.5)  # the held connections are gone: room again
-        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as resp:
+        with urllib.request.urlopen(f"{served.base}/metrics", timeout=10) as resp:
             metrics = resp.read().decode()
         # Uploads being handled are never closed to make room: the newcomer was refused.
         assert "tracescore_http_connections_refused_total 1.0" in metrics
     finally:
-        assert stop(proc) == 0
+        assert stop(served.proc) == 0
