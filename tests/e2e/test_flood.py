@@ -1,4 +1,4 @@
-"""A flood of 50,000 agent runs against a real ``tracescore serve`` with a 1 GiB ``memory_limit``.
+"""A flood of 25,000 agent runs against a real ``tracescore serve`` with a 768 MiB ``memory_limit``.
 
 The service must take it within its bound -- what it allocates (its anonymous resident memory, read
 from the kernel every 5 ms) stays under the limit, admitting requests as their cost fits and slowing
@@ -20,10 +20,10 @@ import aiohttp
 from tests.support.otlp import many_trace_requests
 from tests.support.serve import decision_outcome, kernel_peak, peak_allocated, start_serve, stop, wait_healthy
 
-TRACES = 50_000
+TRACES = 25_000
 PER_REQUEST = 100
 CLIENTS = 8
-MEMORY_LIMIT = 1024**3
+MEMORY_LIMIT = 768 * 1024**2
 SCORERS = 2  # the default rules
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
