@@ -139,8 +139,6 @@ async def serve(config: ServiceConfig) -> None:
     from tracescore.ingest.service import Service
 
     service = Service(config)
-    await service.start()
-    tune_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -151,9 +149,13 @@ async def serve(config: ServiceConfig) -> None:
         log.info("%s: shutting down, finishing the work in hand (%s again stops at once)", sig.name, sig.name)
         stop.set()
 
+    # Before the start: /healthz answers while it is still under way, and a probe's answer may be
+    # followed by a SIGTERM at once (a rollout, a test); that stops the service as any other.
     for sig in STOP_SIGNALS:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stopping, sig)
+    await service.start()
+    tune_garbage_collector()
     try:
         await stop.wait()
     finally:

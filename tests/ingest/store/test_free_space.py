@@ -185,9 +185,9 @@ async def test_a_store_opened_again_after_running_out_sets_damaged_parts_aside(
 async def test_a_watch_that_fails_goes_on_and_shutdown_releases_the_engine_it_opened_again(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A disk reading that fails unforeseen does not end the watch (a refusing store would refuse for good), and
-    the engine the watch opened again after the disk ran out is the one shutdown closes: another store
-    opens in this process afterwards (chDB holds one data directory per process)."""
+    """A disk reading that fails unforeseen does not end the watch (a refusing store would refuse for
+    good), and the engine the watch opened again after the disk ran out is the one shutdown closes:
+    another store opens in this process afterwards (chDB holds one data directory per process)."""
     store = Store(str(tmp_path / "first"))
     await store.start()
     readings = [0]
@@ -203,8 +203,8 @@ async def test_a_watch_that_fails_goes_on_and_shutdown_releases_the_engine_it_op
     store._watcher = asyncio.create_task(store._watch_free_space())
     with caplog.at_level(logging.WARNING):
         async with asyncio.timeout(60):
-            while not any("opened again" in message for message in caplog.messages):
-                await asyncio.sleep(0.05)
+            while not any("opened again" in message for message in caplog.messages):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)  # the log is what tells
     assert readings[0] >= 3
     assert sum("watching the store's free space failed" in m for m in caplog.messages) == 2
     await store.shutdown()
